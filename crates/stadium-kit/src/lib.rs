@@ -1,0 +1,23 @@
+//! The service kit: what every stadium service needs around its own handlers.
+//!
+//! - [`shutdown`]: a [`CancellationToken`](tokio_util::sync::CancellationToken) cancelled
+//!   on SIGTERM or Ctrl-C (a second signal exits at once);
+//! - [`server`]: [`GrpcServer`](server::GrpcServer), a tonic server with `grpc.health.v1`,
+//!   reflection, a per-request timeout answering `DEADLINE_EXCEEDED`, request metrics and
+//!   a graceful drain bounded by a grace period;
+//! - [`status`]: `tonic::Status` values carrying `google.rpc.ErrorInfo` (domain `stadium`);
+//! - [`auth`]: the bearer token of a request;
+//! - [`args`]: the flags every service shares ([`CommonArgs`](args::CommonArgs));
+//! - [`testing`]: loopback listeners and channels that retry until the server is up.
+
+pub mod args;
+pub mod auth;
+pub mod error;
+mod metrics;
+pub mod server;
+pub mod shutdown;
+pub mod status;
+pub mod testing;
+mod timeout;
+
+pub use error::KitError;
