@@ -1,0 +1,12 @@
+//! PostgreSQL access shared by the stadium services: a pool from a URL, the migrations
+//! in `migrations/` (one PostgreSQL schema per owning service), and a typed
+//! classification of the SQLSTATEs the services must tell apart, so that they map
+//! database outcomes to gRPC statuses without matching message strings.
+
+mod pool;
+mod retry;
+mod sqlstate;
+
+pub use pool::{PoolOptions, connect, migrate, MIGRATOR};
+pub use retry::{RetryPolicy, Transient, retry_transient};
+pub use sqlstate::{DbFailure, classify};

@@ -1,0 +1,63 @@
+//! Connection pools and migrations.
+
+use std::time::Duration;
+
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+
+/// The workspace's migrations (`migrations/` at the repository root), embedded at
+/// compile time. Forward-only: an applied migration is never edited.
+pub static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
+
+/// Pool sizing and timeouts.
+#[derive(Debug, Clone)]
+pub struct PoolOptions {
+    /// Maximum open connections (default 16).
+    pub max_connections: u32,
+    /// How long `acquire` waits for a free connection before failing (default 5 s).
+    pub acquire_timeout: Duration,
+    /// `statement_timeout` set on every connection, so no statement can hold locks for
+    /// long (default 5 s; 0 disables).
+    pub statement_timeout: Duration,
+    /// `application_name` reported in `pg_stat_activity`.
+    pub application_name: String,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            acquire_timeout: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(5),
+            application_name: "stadium".to_owned(),
+        }
+    }
+}
+
+/// Opens a pool to `url` (`postgres://user@host:port/db`).
+///
+/// # Errors
+/// The URL does not parse, or no connection could be made within the acquire timeout.
+pub async fn connect(url: &str, options: &PoolOptions) -> Result<PgPool, sqlx::Error> {
+    let connect = url
+        .parse::<PgConnectOptions>()?
+        .application_name(&options.application_name)
+        .options([(
+            "statement_timeout",
+            format!("{}", options.statement_timeout.as_millis()),
+        )]);
+    PgPoolOptions::new()
+        .max_connections(options.max_connections)
+        .acquire_timeout(options.acquire_timeout)
+        .connect_with(connect)
+        .await
+}
+
+/// Applies every pending migration; a second run is a no-op. Concurrent runs are
+/// serialised by sqlx's advisory lock.
+///
+/// # Errors
+/// A migration failed, or an applied migration was edited after it ran.
+pub async fn migrate(pool: &PgPool) -> Result<(), MigrateError> {
+    MIGRATOR.run(pool).await
+}

@@ -1,0 +1,140 @@
+//! Test support shared by the stadium crates: a fresh, migrated PostgreSQL database per
+//! test (cloned from a migrated template, so it costs one `CREATE DATABASE`), and the
+//! Redis URL with a unique key prefix per test.
+//!
+//! The servers come from `DATABASE_URL` and `REDIS_URL` when set (CI sets them), else
+//! from the machine's default local services on 127.0.0.1.
+
+use sqlx::postgres::PgPool;
+use sqlx::{Connection, Executor, PgConnection};
+use tokio::sync::OnceCell;
+
+/// A database created for one test, migrated, with a pool to it.
+#[derive(Debug, Clone)]
+pub struct TestDatabase {
+    /// Pool of up to 32 connections to the database.
+    pub pool: PgPool,
+    /// URL of the database, for starting a service against it.
+    pub url: String,
+    /// The database's name (`stadium_test_<uuid>`).
+    pub name: String,
+}
+
+/// The server URL tests use: `DATABASE_URL`, else the local default.
+pub fn database_server_url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// The Redis URL tests use: `REDIS_URL`, else the local default.
+pub fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+/// A key prefix unique to one test, so tests can share a Redis server.
+pub fn unique_prefix(test: &str) -> String {
+    format!("test:{test}:{}", uuid::Uuid::new_v4().simple())
+}
+
+static TEMPLATE: OnceCell<String> = OnceCell::const_new();
+
+fn with_database(server_url: &str, name: &str) -> String {
+    // Replace the path (database name) of the URL, keeping any query string.
+    let (base, query) = match server_url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (server_url, None),
+    };
+    let authority_end = base
+        .find("://")
+        .map(|i| i + 3)
+        .and_then(|start| base[start..].find('/').map(|j| start + j))
+        .unwrap_or(base.len());
+    let mut url = format!("{}/{}", &base[..authority_end], name);
+    if let Some(query) = query {
+        url.push('?');
+        url.push_str(query);
+    }
+    url
+}
+
+async fn template(server_url: &str) -> &'static str {
+    TEMPLATE
+        .get_or_init(|| async {
+            // One template per process and migration set: its name carries the newest
+            // migration version, so an edited set never reuses a stale template.
+            let newest = stadium_db::MIGRATOR
+                .iter()
+                .map(|m| m.version)
+                .max()
+                .unwrap_or_default();
+            let name = format!("stadium_tpl_{newest}_{}", uuid::Uuid::new_v4().simple());
+            let mut admin = PgConnection::connect(server_url)
+                .await
+                .expect("test PostgreSQL server must accept connections (DATABASE_URL)");
+            admin
+                .execute(format!("CREATE DATABASE {name}").as_str())
+                .await
+                .expect("create template database");
+            let url = with_database(server_url, &name);
+            let pool = PgPool::connect(&url).await.expect("connect to template");
+            stadium_db::migrate(&pool).await.expect("migrations apply");
+            pool.close().await;
+            name
+        })
+        .await
+}
+
+/// Creates a fresh migrated database for one test and returns a pool to it.
+///
+/// # Panics
+/// When the test server is unreachable or the migrations fail: a test cannot go on.
+pub async fn fresh_database() -> TestDatabase {
+    let server_url = database_server_url();
+    let template = template(&server_url).await;
+    let name = format!("stadium_test_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = PgConnection::connect(&server_url)
+        .await
+        .expect("test PostgreSQL server must accept connections (DATABASE_URL)");
+    // CREATE DATABASE … TEMPLATE needs the template to have no other sessions; the
+    // template's own pool is closed above, so only parallel clones can collide: retry.
+    let mut tries = 0;
+    loop {
+        match admin
+            .execute(format!("CREATE DATABASE {name} TEMPLATE {template}").as_str())
+            .await
+        {
+            Ok(_) => break,
+            Err(error) if tries < 50 => {
+                tries += 1;
+                let _ = error;
+                tokio::time::sleep(std::time::Duration::from_millis(20 * tries)).await;
+            }
+            Err(error) => panic!("create test database: {error}"),
+        }
+    }
+    let url = with_database(&server_url, &name);
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(32)
+        .connect(&url)
+        .await
+        .expect("connect to test database");
+    TestDatabase { pool, url, name }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn replaces_the_database_name() {
+        assert_eq!(
+            with_database("postgres://u@h:5432/postgres", "x"),
+            "postgres://u@h:5432/x"
+        );
+        assert_eq!(with_database("postgres://u@h:5432", "x"), "postgres://u@h:5432/x");
+        assert_eq!(
+            with_database("postgres://u@h/db?sslmode=disable", "x"),
+            "postgres://u@h/x?sslmode=disable"
+        );
+    }
+}
