@@ -1,0 +1,2 @@
+//! Issue and verify throughput per token kind (filled in below).
+fn main() {}
