@@ -7,6 +7,6 @@ mod pool;
 mod retry;
 mod sqlstate;
 
-pub use pool::{PoolOptions, connect, migrate, MIGRATOR};
+pub use pool::{MIGRATOR, PoolOptions, connect, migrate};
 pub use retry::{RetryPolicy, Transient, retry_transient};
 pub use sqlstate::{DbFailure, classify};
