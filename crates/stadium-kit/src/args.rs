@@ -104,6 +104,20 @@ impl CommonArgs {
         Duration::from_millis(self.grace_period_ms)
     }
 
+    /// The telemetry settings these flags describe, for the service called
+    /// `service_name` (OpenTelemetry `service.name`).
+    pub fn telemetry_config(&self, service_name: &str) -> stadium_telemetry::TelemetryConfig {
+        stadium_telemetry::TelemetryConfig {
+            service_name: service_name.to_owned(),
+            log_format: match self.log_format {
+                LogFormat::Text => stadium_telemetry::LogFormat::Text,
+                LogFormat::Json => stadium_telemetry::LogFormat::Json,
+            },
+            log_filter: self.log_filter.clone(),
+            otlp_endpoint: self.otlp_endpoint.clone(),
+        }
+    }
+
     /// The [`ServerOptions`] these flags describe, for the service called `service_name`.
     pub fn server_options(&self, service_name: &'static str) -> ServerOptions {
         ServerOptions {
@@ -155,6 +169,9 @@ mod tests {
         .common;
         assert_eq!(c.listen_addr(ports::HOLDS).port(), 9000);
         assert_eq!(c.log_format, LogFormat::Json);
+        let t = c.telemetry_config("holds");
+        assert_eq!(t.log_format, stadium_telemetry::LogFormat::Json);
+        assert_eq!(t.service_name, "holds");
         let o = c.server_options("holds");
         assert_eq!(o.request_timeout, Duration::from_millis(250));
         assert_eq!(o.grace_period, Duration::ZERO);

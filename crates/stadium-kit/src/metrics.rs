@@ -194,7 +194,9 @@ impl<B: Body + Unpin> Body for MeteredBody<B> {
             Some(Err(_)) => Some(Code::Unknown),
             None => Some(this.header_code.unwrap_or(Code::Unknown)),
         };
-        if let (Some(code), Some(recorder)) = (code, this.recorder.take()) {
+        if let Some(code) = code
+            && let Some(recorder) = this.recorder.take()
+        {
             recorder.finish(code);
         }
         Poll::Ready(frame)

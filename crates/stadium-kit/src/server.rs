@@ -6,8 +6,10 @@
 //! - reflection (`grpc.reflection.v1` and `v1alpha`) listing the services this server
 //!   actually serves, described from [`stadium_proto::FILE_DESCRIPTOR_SET`];
 //!
-//! and wraps every request in tower middleware: request metrics (outermost, so timeouts
-//! are counted) and a per-request timeout answering `DEADLINE_EXCEEDED`.
+//! and wraps every request in tower middleware, outermost first: a `grpc.server` span
+//! continuing the caller's W3C trace context (`stadium_telemetry::ServerTraceLayer`),
+//! request metrics (outside the timeout, so timeouts are counted) and a per-request
+//! timeout answering `DEADLINE_EXCEEDED`.
 //!
 //! Shutdown, when the token passed to [`GrpcServer::serve`] is cancelled: report
 //! NOT_SERVING (and end health watches, which would otherwise hold their connection
@@ -159,6 +161,7 @@ impl GrpcServer {
         let meter = meter.unwrap_or_else(|| opentelemetry::global::meter("stadium-kit"));
         let known: HashSet<&'static str> = names.iter().copied().collect();
         let layers = ServiceBuilder::new()
+            .layer(stadium_telemetry::ServerTraceLayer)
             .layer(MetricsLayer::new(&meter, options.service_name, known))
             .layer(DeadlineLayer {
                 limit: options.request_timeout,
