@@ -327,9 +327,11 @@ mod tests {
         assert_eq!(ok(1065), Err(TokenError::Expired));
     }
 
+    type Strip = fn(&mut WireClaims);
+
     #[test]
     fn each_registered_claim_is_required() {
-        let cases: [(&str, fn(&mut WireClaims)); 7] = [
+        let cases: [(&str, Strip); 7] = [
             ("iss", |w| w.iss = None),
             ("sub", |w| w.sub = Some(String::new())),
             ("aud", |w| w.aud = Some(Audience::Many(vec![]))),
