@@ -87,6 +87,26 @@ pub struct CommonArgs {
     pub grace_period_ms: u64,
 }
 
+/// Parses the address of another stadium service, for flags such as `--holds-url`:
+/// an absolute `http://` or `https://` URI with a host (`http://127.0.0.1:50053`).
+/// Use it as `#[arg(long, value_parser = stadium_kit::args::grpc_url)]`.
+///
+/// # Errors
+/// A message saying what is wrong (clap prints it next to the flag).
+pub fn grpc_url(value: &str) -> Result<http::Uri, String> {
+    let uri: http::Uri = value
+        .parse()
+        .map_err(|e| format!("not a URI ({e}); expected e.g. http://127.0.0.1:50053"))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        _ => return Err("the scheme must be http:// or https://".to_owned()),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err("a host is required, e.g. http://127.0.0.1:50053".to_owned());
+    }
+    Ok(uri)
+}
+
 impl CommonArgs {
     /// The address to bind: `--listen`, or `127.0.0.1:<default_port>` (see [`ports`]).
     pub fn listen_addr(&self, default_port: u16) -> SocketAddr {
@@ -175,6 +195,18 @@ mod tests {
         let o = c.server_options("holds");
         assert_eq!(o.request_timeout, Duration::from_millis(250));
         assert_eq!(o.grace_period, Duration::ZERO);
+    }
+
+    #[test]
+    fn grpc_urls() {
+        assert_eq!(
+            grpc_url("http://holds:50053").unwrap().authority().unwrap().as_str(),
+            "holds:50053"
+        );
+        assert!(grpc_url("https://holds.example").is_ok());
+        for bad in ["holds:50053", "ftp://holds", "http://", "", "not a url"] {
+            assert!(grpc_url(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
