@@ -1,0 +1,163 @@
+//! Flags of the holds service, each with an environment fallback.
+
+use std::time::Duration;
+
+use stadium_kit::args::CommonArgs;
+
+/// Configuration of one holds process.
+#[derive(Clone, clap::Parser)]
+#[command(
+    name = "holds",
+    about = "Seat claims decided by PostgreSQL: the holds service"
+)]
+pub struct Config {
+    /// Flags every service shares (listen address, logs, telemetry, timeouts).
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// PostgreSQL URL, `postgres://user@host:port/db`. Never logged.
+    #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    pub database_url: String,
+
+    /// Maximum open database connections.
+    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub database_max_connections: u32,
+
+    /// Apply pending migrations at start (for local runs; deployments migrate once).
+    #[arg(long, env = "HOLDS_MIGRATE", default_value_t = false)]
+    pub migrate: bool,
+
+    /// The waiting room's gRPC URL; admission keys come from its `GetSigningKeys`.
+    #[arg(long, env = "WAITING_ROOM_URL", value_name = "URL")]
+    pub waiting_room_url: Option<String>,
+
+    /// A fixed JWK Set (JSON) for admission tokens instead of fetching from the waiting
+    /// room (local runs and tests).
+    #[arg(
+        long,
+        env = "ADMISSION_JWKS",
+        value_name = "JSON",
+        conflicts_with = "waiting_room_url"
+    )]
+    pub admission_jwks: Option<String>,
+
+    /// `iss` of admission tokens.
+    #[arg(long, env = "ADMISSION_ISSUER", default_value = stadium_tokens::WAITING_ROOM_ISSUER)]
+    pub admission_issuer: String,
+
+    /// Fewest milliseconds between two admission key fetches triggered by unknown kids.
+    #[arg(
+        long,
+        env = "ADMISSION_REFRESH_MIN_MS",
+        default_value_t = 5000,
+        value_name = "MS"
+    )]
+    pub admission_refresh_min_ms: u64,
+
+    /// The identity provider's JWK Set (JSON): verifies fan sessions and admin tokens.
+    #[arg(long, env = "IDENTITY_JWKS", value_name = "JSON")]
+    pub identity_jwks: String,
+
+    /// `iss` of fan sessions and admin tokens.
+    #[arg(long, env = "IDENTITY_ISSUER", default_value = stadium_tokens::DEV_ISSUER)]
+    pub identity_issuer: String,
+
+    /// Milliseconds between sweeps of lapsed holds; 0 turns the background sweeper off
+    /// (claims still treat lapsed holds as free).
+    #[arg(
+        long,
+        env = "SWEEP_INTERVAL_MS",
+        default_value_t = 1000,
+        value_name = "MS"
+    )]
+    pub sweep_interval_ms: u64,
+
+    /// Rows per sweep batch (one short transaction each).
+    #[arg(long, env = "SWEEP_BATCH", default_value_t = 500,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub sweep_batch: u32,
+
+    /// Attempts of a claim transaction in all on 40001/40P01.
+    #[arg(long, env = "CLAIM_MAX_ATTEMPTS", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub claim_max_attempts: u32,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("common", &self.common)
+            .field("database_url", &"<redacted>")
+            .field("database_max_connections", &self.database_max_connections)
+            .field("migrate", &self.migrate)
+            .field("waiting_room_url", &self.waiting_room_url)
+            .field("admission_issuer", &self.admission_issuer)
+            .field("identity_issuer", &self.identity_issuer)
+            .field("sweep_interval_ms", &self.sweep_interval_ms)
+            .field("sweep_batch", &self.sweep_batch)
+            .field("claim_max_attempts", &self.claim_max_attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// The sweeper's interval, `None` when it is off.
+    pub fn sweep_interval(&self) -> Option<Duration> {
+        (self.sweep_interval_ms > 0).then(|| Duration::from_millis(self.sweep_interval_ms))
+    }
+
+    /// Checks what clap cannot: exactly one source of admission keys.
+    ///
+    /// # Errors
+    /// A message naming the missing flags.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.waiting_room_url.is_none() && self.admission_jwks.is_none() {
+            return Err("admission keys need --waiting-room-url or --admission-jwks".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn parse(extra: &[&str]) -> Result<Config, clap::Error> {
+        let mut args = vec![
+            "holds",
+            "--database-url",
+            "postgres://x",
+            "--identity-jwks",
+            "{}",
+        ];
+        args.extend_from_slice(extra);
+        Config::try_parse_from(args)
+    }
+
+    #[test]
+    fn defaults_and_validation() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.sweep_interval(), Some(Duration::from_secs(1)));
+        assert!(c.validate().is_err());
+        let c = parse(&[
+            "--waiting-room-url",
+            "http://wr:50051",
+            "--sweep-interval-ms",
+            "0",
+        ])
+        .unwrap();
+        assert!(c.validate().is_ok());
+        assert_eq!(c.sweep_interval(), None);
+        assert!(!format!("{c:?}").contains("postgres://x"));
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(parse(&["--sweep-batch", "0"]).is_err());
+        assert!(parse(&["--waiting-room-url", "a", "--admission-jwks", "{}"]).is_err());
+        assert!(Config::try_parse_from(["holds"]).is_err());
+    }
+}

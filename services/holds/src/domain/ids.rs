@@ -1,0 +1,215 @@
+//! Identifier newtypes, each built from its wire form with `TryFrom` so a bad value is
+//! refused at the gRPC edge and never reaches SQL.
+
+use std::fmt;
+
+/// Why a wire value is not a valid identifier.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    /// Empty string or zero.
+    #[error("must not be empty or zero")]
+    Empty,
+    /// Not a decimal integer in `1..=i64::MAX`.
+    #[error("must be a decimal integer between 1 and {}", i64::MAX)]
+    NotAnId,
+    /// Not a UUID.
+    #[error("must be a UUID")]
+    NotAUuid,
+    /// Longer than allowed.
+    #[error("must be at most {0} characters")]
+    TooLong(usize),
+}
+
+fn positive(raw: u64) -> Result<i64, IdError> {
+    match raw {
+        0 => Err(IdError::Empty),
+        n => i64::try_from(n).map_err(|_| IdError::NotAnId),
+    }
+}
+
+macro_rules! int_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(i64);
+
+        impl $name {
+            /// The id as stored in PostgreSQL (`bigint`, always positive).
+            pub fn get(self) -> i64 {
+                self.0
+            }
+
+            /// The id on the wire (`uint64`).
+            pub fn wire(self) -> u64 {
+                // Positive by construction, so the conversion cannot lose anything.
+                self.0.unsigned_abs()
+            }
+        }
+
+        impl TryFrom<u64> for $name {
+            type Error = IdError;
+
+            fn try_from(raw: u64) -> Result<Self, IdError> {
+                positive(raw).map(Self)
+            }
+        }
+
+        impl TryFrom<i64> for $name {
+            type Error = IdError;
+
+            fn try_from(raw: i64) -> Result<Self, IdError> {
+                u64::try_from(raw).map_err(|_| IdError::NotAnId).and_then(Self::try_from)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    };
+}
+
+int_id!(
+    /// A seat (`catalog.seats.seat_id`); ascending seat id is the claiming order.
+    SeatId
+);
+int_id!(
+    /// A section of a venue (`catalog.sections.section_id`).
+    SectionId
+);
+int_id!(
+    /// An event (`catalog.events.event_id`); travels as a decimal string on the wire.
+    EventId
+);
+
+impl TryFrom<&str> for EventId {
+    type Error = IdError;
+
+    /// Parses the wire form: a decimal integer in `1..=i64::MAX`, no sign or blanks.
+    fn try_from(raw: &str) -> Result<Self, IdError> {
+        if raw.is_empty() {
+            return Err(IdError::Empty);
+        }
+        if !raw.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(IdError::NotAnId);
+        }
+        raw.parse::<u64>()
+            .map_err(|_| IdError::NotAnId)
+            .and_then(Self::try_from)
+    }
+}
+
+/// The key of a hold (a UUID): names the hold to its owner and is the payment's
+/// idempotency key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HoldKey(uuid::Uuid);
+
+impl HoldKey {
+    /// A fresh random key.
+    pub fn generate() -> Self {
+        Self(uuid::Uuid::new_v4())
+    }
+
+    /// The UUID.
+    pub fn uuid(self) -> uuid::Uuid {
+        self.0
+    }
+}
+
+impl From<uuid::Uuid> for HoldKey {
+    fn from(u: uuid::Uuid) -> Self {
+        Self(u)
+    }
+}
+
+impl TryFrom<&str> for HoldKey {
+    type Error = IdError;
+
+    /// Parses the wire form, a UUID in any of its usual spellings.
+    fn try_from(raw: &str) -> Result<Self, IdError> {
+        if raw.is_empty() {
+            return Err(IdError::Empty);
+        }
+        uuid::Uuid::parse_str(raw)
+            .map(Self)
+            .map_err(|_| IdError::NotAUuid)
+    }
+}
+
+impl fmt::Display for HoldKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A fan: the `sub` of a verified fan session, 1..=200 characters (the column's check).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FanId(String);
+
+impl FanId {
+    /// Longest fan id, in characters.
+    pub const MAX_LEN: usize = 200;
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<&str> for FanId {
+    type Error = IdError;
+
+    fn try_from(raw: &str) -> Result<Self, IdError> {
+        match raw.chars().count() {
+            0 => Err(IdError::Empty),
+            n if n > Self::MAX_LEN => Err(IdError::TooLong(Self::MAX_LEN)),
+            _ => Ok(Self(raw.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for FanId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_are_positive_decimals() {
+        assert_eq!(EventId::try_from("42").unwrap().get(), 42);
+        for bad in [
+            "",
+            "-1",
+            "+1",
+            " 1",
+            "0",
+            "1e3",
+            "9223372036854775808",
+            "abc",
+        ] {
+            assert!(EventId::try_from(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn numeric_ids_refuse_zero_and_overflow() {
+        assert_eq!(SeatId::try_from(0u64), Err(IdError::Empty));
+        assert_eq!(SeatId::try_from(u64::MAX), Err(IdError::NotAnId));
+        assert_eq!(SectionId::try_from(-3i64), Err(IdError::NotAnId));
+        assert_eq!(SeatId::try_from(9u64).unwrap().wire(), 9);
+    }
+
+    #[test]
+    fn hold_keys_and_fans() {
+        let key = HoldKey::generate();
+        assert_eq!(HoldKey::try_from(key.to_string().as_str()), Ok(key));
+        assert_eq!(HoldKey::try_from("nope"), Err(IdError::NotAUuid));
+        assert_eq!(FanId::try_from(""), Err(IdError::Empty));
+        assert!(FanId::try_from("x".repeat(201).as_str()).is_err());
+    }
+}

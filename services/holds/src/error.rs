@@ -1,0 +1,226 @@
+//! The service's one error type and the one table that maps it to gRPC.
+//!
+//! Every variant becomes a `tonic::Code` plus a stable `ErrorInfo` reason (listed per RPC
+//! in `holds.proto`); the mapping lives in [`Error::code_and_reason`] and nowhere else.
+//! Database failures are classified by SQLSTATE and constraint name in `store`, never by
+//! message text; their details are logged once here and never sent to the caller.
+
+use stadium_db::{DbFailure, Transient, classify};
+use stadium_kit::status::{error_status, invalid_field};
+use stadium_tokens::TokenError;
+use tonic::{Code, Status};
+
+use crate::domain::{Limit, SeatId};
+
+/// Everything a holds operation can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No usable bearer token in the `authorization` metadata.
+    #[error("a bearer token is required: {0}")]
+    MissingToken(String),
+    /// A token failed verification (signature, kind, issuer, audience, time window, key).
+    #[error("{which} token refused: {source}")]
+    Token {
+        /// `session`, `admission` or `admin`.
+        which: &'static str,
+        /// Why it was refused.
+        source: TokenError,
+    },
+    /// The admission token was issued to another fan than the session's.
+    #[error("the admission token belongs to another fan")]
+    WrongFan,
+    /// The admission token is for another event than the request's.
+    #[error("the admission token is for another event")]
+    WrongEvent,
+    /// An admin token without any of the roles this call needs.
+    #[error("this call needs one of the roles {0}")]
+    RoleRequired(&'static str),
+    /// A request field is invalid.
+    #[error("{field}: {problem}")]
+    InvalidField {
+        /// Proto field path, e.g. `seat_ids[2]`.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Some seats are not seats of the requested section of this event's venue
+    /// (unknown ids or another section).
+    #[error("{} seats are not in the section", .0.len())]
+    SeatsNotInSection(Vec<SeatId>),
+    /// No such event.
+    #[error("event not found")]
+    EventNotFound,
+    /// The event's sale is not open (status `draft`, `paused` or `closed`).
+    #[error("the event is not on sale (status {0})")]
+    EventNotOnSale(String),
+    /// Some of the seats have an active claim; nothing was claimed.
+    #[error("{} seats are taken", taken.len())]
+    SeatTaken {
+        /// The taken seats among those requested (ascending).
+        taken: Vec<SeatId>,
+        /// Free seats of the section offered instead (ascending; may be empty).
+        alternatives: Vec<SeatId>,
+    },
+    /// A per-claim, per-fan or per-admission limit would be exceeded.
+    #[error("limit {} exceeded (max {max})", limit.as_str())]
+    LimitExceeded {
+        /// Which limit.
+        limit: Limit,
+        /// Its value.
+        max: u64,
+    },
+    /// No hold with this key, or not the caller's.
+    #[error("hold not found")]
+    HoldNotFound,
+    /// The hold is no longer held: expired, released, or reclaimed.
+    #[error("the hold has expired")]
+    HoldExpired,
+    /// The hold is booked and can no longer be released by the fan.
+    #[error("the hold is booked")]
+    HoldBooked,
+    /// The waiting room's keys could not be fetched to verify an admission token.
+    #[error("admission keys unavailable: {0}")]
+    KeysUnavailable(String),
+    /// A database error (classified by SQLSTATE when mapped).
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// A stored row the service cannot read (a status it does not know, a negative id).
+    #[error("corrupt row: {0}")]
+    CorruptRow(String),
+}
+
+impl Error {
+    /// An [`Error::InvalidField`].
+    pub fn invalid(field: impl Into<String>, problem: impl ToString) -> Self {
+        Self::InvalidField {
+            field: field.into(),
+            problem: problem.to_string(),
+        }
+    }
+
+    /// The gRPC code and `ErrorInfo` reason of this error: the one mapping table.
+    pub fn code_and_reason(&self) -> (Code, &'static str) {
+        match self {
+            Self::MissingToken(_) => (Code::Unauthenticated, stadium_kit::auth::TOKEN_MISSING),
+            Self::Token { source, .. } => (Code::Unauthenticated, source.reason()),
+            Self::WrongFan => (Code::PermissionDenied, "WRONG_FAN"),
+            Self::WrongEvent => (Code::PermissionDenied, "WRONG_EVENT"),
+            Self::RoleRequired(_) => (Code::PermissionDenied, "ROLE_REQUIRED"),
+            Self::InvalidField { .. } => {
+                (Code::InvalidArgument, stadium_kit::status::INVALID_FIELD)
+            }
+            Self::SeatsNotInSection(_) => (Code::InvalidArgument, "SEAT_NOT_IN_SECTION"),
+            Self::EventNotFound => (Code::NotFound, "EVENT_NOT_FOUND"),
+            Self::EventNotOnSale(_) => (Code::FailedPrecondition, "EVENT_NOT_ON_SALE"),
+            Self::SeatTaken { .. } => (Code::AlreadyExists, "SEAT_TAKEN"),
+            Self::LimitExceeded { .. } => (Code::ResourceExhausted, "LIMIT_EXCEEDED"),
+            Self::HoldNotFound => (Code::NotFound, "HOLD_NOT_FOUND"),
+            Self::HoldExpired => (Code::FailedPrecondition, "HOLD_EXPIRED"),
+            Self::HoldBooked => (Code::FailedPrecondition, "HOLD_BOOKED"),
+            Self::KeysUnavailable(_) => (Code::Unavailable, "KEYS_UNAVAILABLE"),
+            Self::Database(e) => match classify(e) {
+                DbFailure::SerializationFailure | DbFailure::DeadlockDetected => {
+                    (Code::Aborted, "CONTENTION")
+                }
+                DbFailure::QueryCanceled | DbFailure::LockNotAvailable => {
+                    (Code::Unavailable, "DATABASE_BUSY")
+                }
+                DbFailure::NotDatabase => (Code::Unavailable, "DATABASE_UNAVAILABLE"),
+                _ => (Code::Internal, "INTERNAL"),
+            },
+            Self::CorruptRow(_) => (Code::Internal, "INTERNAL"),
+        }
+    }
+
+    /// Metadata of the `ErrorInfo`, as string pairs.
+    fn metadata(&self) -> Vec<(String, String)> {
+        let list = |seats: &[SeatId]| {
+            seats
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        match self {
+            Self::SeatTaken {
+                taken,
+                alternatives,
+            } => vec![
+                ("taken_seat_ids".into(), list(taken)),
+                ("alternative_seat_ids".into(), list(alternatives)),
+            ],
+            Self::SeatsNotInSection(seats) => vec![("seat_ids".into(), list(seats))],
+            Self::LimitExceeded { limit, max } => vec![
+                ("limit".into(), limit.as_str().into()),
+                ("max".into(), max.to_string()),
+            ],
+            Self::RoleRequired(roles) => vec![("roles".into(), (*roles).into())],
+            Self::EventNotOnSale(status) => vec![("status".into(), status.clone())],
+            Self::Token { which, .. } => vec![("token".into(), (*which).into())],
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Transient for Error {
+    fn db_failure(&self) -> DbFailure {
+        match self {
+            Self::Database(e) => classify(e),
+            _ => DbFailure::NotDatabase,
+        }
+    }
+}
+
+impl From<Error> for Status {
+    fn from(error: Error) -> Self {
+        let (code, reason) = error.code_and_reason();
+        match &error {
+            Error::InvalidField { field, problem } => return invalid_field(field, problem),
+            // Internal detail is logged once here and never sent to the caller.
+            Error::Database(_) | Error::CorruptRow(_) | Error::KeysUnavailable(_) => {
+                tracing::error!(error = %error, reason, "request failed");
+                let message = match code {
+                    Code::Internal => "internal error".to_owned(),
+                    _ => "temporarily unavailable, retry".to_owned(),
+                };
+                return error_status(code, reason, message, error.metadata());
+            }
+            _ => tracing::debug!(error = %error, reason, "request refused"),
+        }
+        error_status(code, reason, error.to_string(), error.metadata())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use stadium_kit::status::error_info;
+
+    use super::*;
+
+    #[test]
+    fn seat_taken_names_seats_in_metadata() {
+        let seat = |n: u64| SeatId::try_from(n).unwrap();
+        let status = Status::from(Error::SeatTaken {
+            taken: vec![seat(3), seat(4)],
+            alternatives: vec![seat(9)],
+        });
+        assert_eq!(status.code(), Code::AlreadyExists);
+        let info = error_info(&status).unwrap();
+        assert_eq!(info.reason, "SEAT_TAKEN");
+        assert_eq!(info.metadata["taken_seat_ids"], "3,4");
+        assert_eq!(info.metadata["alternative_seat_ids"], "9");
+    }
+
+    #[test]
+    fn database_detail_stays_private() {
+        let status = Status::from(Error::Database(sqlx::Error::PoolTimedOut));
+        assert_eq!(status.code(), Code::Unavailable);
+        assert!(!status.message().contains("pool"));
+        let status = Status::from(Error::invalid("seat_ids[0]", "must not be zero"));
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert_eq!(
+            error_info(&status).unwrap().metadata["field"],
+            "seat_ids[0]"
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! Wire ↔ domain conversion for the holds messages.
+
+use stadium_proto::holds::v1 as pb;
+
+use crate::domain::{EventId, Hold, HoldKey, HoldStatus, SeatSet, SeatSetError, SectionId};
+use crate::error::Error;
+
+/// Section and seats of a claim request.
+pub(super) fn seats_of(section_id: u64, seat_ids: &[u64]) -> Result<(SectionId, SeatSet), Error> {
+    let section = SectionId::try_from(section_id).map_err(|e| Error::invalid("section_id", e))?;
+    let seats = SeatSet::from_wire(seat_ids).map_err(|e| match &e {
+        SeatSetError::BadId { index, source } => {
+            Error::invalid(format!("seat_ids[{index}]"), source)
+        }
+        SeatSetError::Repeated { index, .. } => Error::invalid(format!("seat_ids[{index}]"), &e),
+        SeatSetError::Empty | SeatSetError::TooMany(_) => Error::invalid("seat_ids", &e),
+    })?;
+    Ok((section, seats))
+}
+
+/// Event, section and seats of an admin claim request.
+pub(super) fn admin_seats(
+    event_id: &str,
+    section_id: u64,
+    seat_ids: &[u64],
+) -> Result<(EventId, SectionId, SeatSet), Error> {
+    let event = EventId::try_from(event_id).map_err(|e| Error::invalid("event_id", e))?;
+    let (section, seats) = seats_of(section_id, seat_ids)?;
+    Ok((event, section, seats))
+}
+
+/// A hold key field.
+pub(super) fn hold_key(raw: &str) -> Result<HoldKey, Error> {
+    HoldKey::try_from(raw).map_err(|e| Error::invalid("hold_key", e))
+}
+
+/// A required free-text field of at most `max` characters.
+pub(super) fn text(field: &str, raw: &str, max: usize) -> Result<String, Error> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if trimmed.chars().count() > max {
+        return Err(Error::invalid(
+            field,
+            format!("must be at most {max} characters"),
+        ));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// The wire form of a hold.
+pub(super) fn to_wire(hold: &Hold) -> pb::Hold {
+    let status = match hold.status {
+        HoldStatus::Held => pb::HoldStatus::Held,
+        HoldStatus::Booked => pb::HoldStatus::Booked,
+        HoldStatus::Expired => pb::HoldStatus::Expired,
+        HoldStatus::Released => pb::HoldStatus::Released,
+        HoldStatus::Blocked => pb::HoldStatus::Blocked,
+    };
+    pb::Hold {
+        hold_key: hold.key.to_string(),
+        event_id: hold.event.to_string(),
+        section_id: hold.section.wire(),
+        seat_ids: hold.seats.iter().map(|s| s.wire()).collect(),
+        status: status.into(),
+        expires_in_ms: hold.expires_in_ms,
+        ttl_ms: hold.ttl_ms,
+    }
+}

@@ -1,0 +1,223 @@
+//! The `stadium.holds.v1.Holds` gRPC service: credentials from metadata, wire messages
+//! converted into domain types (bad input refused here with `INVALID_ARGUMENT` naming the
+//! field), the operation run, the domain answer converted back. Errors become statuses
+//! through the one table in `error.rs`.
+
+mod convert;
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use stadium_kit::auth::bearer_token;
+use stadium_proto::holds::v1::{
+    BlockSeatsRequest, BlockSeatsResponse, ClaimCompRequest, ClaimCompResponse, ClaimSeatsRequest,
+    ClaimSeatsResponse, ConfirmHoldRequest, ConfirmHoldResponse, GetHoldRequest, GetHoldResponse,
+    ReleaseHoldRequest, ReleaseHoldResponse, ReleaseSeatsRequest, ReleaseSeatsResponse,
+    SweepExpiredRequest, SweepExpiredResponse, holds_server::Holds,
+};
+use stadium_tokens::Role;
+use tonic::{Request, Response, Status};
+
+use crate::auth::Authenticator;
+use crate::domain::{Claim, Claimant, EventId};
+use crate::error::Error;
+use crate::service::{DEFAULT_SWEEP_BATCH, HoldsService};
+use convert::{admin_seats, hold_key, seats_of, text, to_wire};
+
+/// The gRPC face of [`HoldsService`].
+#[derive(Debug, Clone)]
+pub struct HoldsApi {
+    service: Arc<HoldsService>,
+    auth: Arc<Authenticator>,
+}
+
+impl HoldsApi {
+    /// Serves `service`, authenticating with `auth`.
+    pub fn new(service: Arc<HoldsService>, auth: Arc<Authenticator>) -> Self {
+        Self { service, auth }
+    }
+}
+
+fn bearer<T>(request: &Request<T>) -> Result<&str, Status> {
+    bearer_token(request.metadata())
+}
+
+#[tonic::async_trait]
+impl Holds for HoldsApi {
+    #[tracing::instrument(skip_all, fields(event_id, section_id))]
+    async fn claim_seats(
+        &self,
+        request: Request<ClaimSeatsRequest>,
+    ) -> Result<Response<ClaimSeatsResponse>, Status> {
+        let now = SystemTime::now();
+        let session = bearer(&request)?.to_owned();
+        // The session is checked before any input, so an anonymous caller learns nothing.
+        self.auth.fan(&session, now)?;
+        let body = request.into_inner();
+        let event =
+            EventId::try_from(body.event_id.as_str()).map_err(|e| Error::invalid("event_id", e))?;
+        let (section, seats) = seats_of(body.section_id, &body.seat_ids)?;
+        let span = tracing::Span::current();
+        span.record("event_id", event.get());
+        span.record("section_id", section.get());
+        let admitted = self
+            .auth
+            .admitted_fan(&session, &body.admission_token, now)
+            .await?;
+        if EventId::try_from(admitted.event_id.as_str()).ok() != Some(event) {
+            return Err(Error::WrongEvent.into());
+        }
+        let claim = Claim {
+            event,
+            section,
+            seats,
+            claimant: Claimant::Fan {
+                fan: admitted.fan,
+                admission_jti: admitted.admission_jti,
+            },
+        };
+        let hold = self.service.claim(&claim).await?;
+        Ok(Response::new(ClaimSeatsResponse {
+            hold: Some(to_wire(&hold)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(hold_key))]
+    async fn get_hold(
+        &self,
+        request: Request<GetHoldRequest>,
+    ) -> Result<Response<GetHoldResponse>, Status> {
+        let fan = self.auth.fan(bearer(&request)?, SystemTime::now())?;
+        let key = hold_key(&request.get_ref().hold_key)?;
+        tracing::Span::current().record("hold_key", tracing::field::display(key));
+        let hold = self.service.get(key, fan.as_str()).await?;
+        Ok(Response::new(GetHoldResponse {
+            hold: Some(to_wire(&hold)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn release_hold(
+        &self,
+        request: Request<ReleaseHoldRequest>,
+    ) -> Result<Response<ReleaseHoldResponse>, Status> {
+        let fan = self.auth.fan(bearer(&request)?, SystemTime::now())?;
+        let key = hold_key(&request.get_ref().hold_key)?;
+        let hold = self.service.release(key, fan.as_str()).await?;
+        Ok(Response::new(ReleaseHoldResponse {
+            hold: Some(to_wire(&hold)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn confirm_hold(
+        &self,
+        request: Request<ConfirmHoldRequest>,
+    ) -> Result<Response<ConfirmHoldResponse>, Status> {
+        self.auth.admin(
+            bearer(&request)?,
+            &[Role::Service],
+            "service",
+            SystemTime::now(),
+        )?;
+        let body = request.get_ref();
+        let key = hold_key(&body.hold_key)?;
+        let fan = text("fan_id", &body.fan_id, 200)?;
+        let hold = self.service.confirm(key, &fan).await?;
+        Ok(Response::new(ConfirmHoldResponse {
+            hold: Some(to_wire(&hold)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn block_seats(
+        &self,
+        request: Request<BlockSeatsRequest>,
+    ) -> Result<Response<BlockSeatsResponse>, Status> {
+        let admin = self.auth.admin(
+            bearer(&request)?,
+            &[Role::BoxOffice],
+            "box_office",
+            SystemTime::now(),
+        )?;
+        let body = request.into_inner();
+        let (event, section, seats) = admin_seats(&body.event_id, body.section_id, &body.seat_ids)?;
+        let reason = text("reason", &body.reason, 500)?;
+        let claim = Claim {
+            event,
+            section,
+            seats,
+            claimant: Claimant::Block {
+                admin: admin.registered.sub,
+                reason,
+            },
+        };
+        let hold = self.service.claim(&claim).await?;
+        Ok(Response::new(BlockSeatsResponse {
+            hold: Some(to_wire(&hold)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn claim_comp(
+        &self,
+        request: Request<ClaimCompRequest>,
+    ) -> Result<Response<ClaimCompResponse>, Status> {
+        let admin = self.auth.admin(
+            bearer(&request)?,
+            &[Role::BoxOffice, Role::Service],
+            "box_office,service",
+            SystemTime::now(),
+        )?;
+        let body = request.into_inner();
+        let (event, section, seats) = admin_seats(&body.event_id, body.section_id, &body.seat_ids)?;
+        let recipient = text("recipient", &body.recipient, 200)?;
+        let claim = Claim {
+            event,
+            section,
+            seats,
+            claimant: Claimant::Comp {
+                admin: admin.registered.sub,
+                recipient,
+            },
+        };
+        let hold = self.service.claim(&claim).await?;
+        Ok(Response::new(ClaimCompResponse {
+            hold: Some(to_wire(&hold)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn release_seats(
+        &self,
+        request: Request<ReleaseSeatsRequest>,
+    ) -> Result<Response<ReleaseSeatsResponse>, Status> {
+        let admin = self.auth.admin(
+            bearer(&request)?,
+            &[Role::BoxOffice, Role::Service],
+            "box_office,service",
+            SystemTime::now(),
+        )?;
+        let key = hold_key(&request.get_ref().hold_key)?;
+        tracing::info!(admin = %admin.registered.sub, hold_key = %key, reason = %request.get_ref().reason, "releasing seats");
+        let hold = self.service.admin_release(key).await?;
+        Ok(Response::new(ReleaseSeatsResponse {
+            hold: Some(to_wire(&hold)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn sweep_expired(
+        &self,
+        request: Request<SweepExpiredRequest>,
+    ) -> Result<Response<SweepExpiredResponse>, Status> {
+        self.auth
+            .admin(bearer(&request)?, &[Role::Sre], "sre", SystemTime::now())?;
+        let batch = match request.get_ref().batch_size {
+            0 => DEFAULT_SWEEP_BATCH,
+            n => n.min(10_000),
+        };
+        let expired = self.service.sweep(batch).await?;
+        Ok(Response::new(SweepExpiredResponse { expired }))
+    }
+}

@@ -1,0 +1,169 @@
+//! The holds service: fans claim seats of one section for a few minutes, payments book
+//! them, the box office blocks and comps them, and no seat is ever claimed twice.
+//!
+//! PostgreSQL decides: a partial unique index over `(event_id, seat_id)` of the rows
+//! that are `held`, `booked` or `blocked` admits at most one active claim per seat;
+//! claims insert in ascending seat order inside one short transaction, so overlapping
+//! claims never deadlock and never split the seats between them; a lapsed hold counts
+//! as free inside the claim itself and a sweeper only tidies up. Per-fan limits are
+//! decided under a per-(event, fan) row lock in the same transaction.
+//!
+//! Layout: [`config`] (flags), [`grpc`] (the tonic service), [`domain`] (ids and rules,
+//! no wire or database types), [`store`] (SQL), [`service`] (transactions and retries),
+//! [`auth`] (tokens), [`sweeper`], [`metrics`], [`error`] (the one error table).
+
+pub mod auth;
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod grpc;
+pub mod metrics;
+pub mod service;
+pub mod store;
+pub mod sweeper;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stadium_db::{PoolOptions, RetryPolicy};
+use stadium_kit::server::GrpcServer;
+use stadium_proto::holds::v1::holds_server::HoldsServer;
+use stadium_tokens::VerificationKeys;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use config::Config;
+
+/// Why [`serve`] could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A flag is unusable.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The database is unreachable.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Migrations failed.
+    #[error("migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The gRPC server failed.
+    #[error(transparent)]
+    Server(#[from] stadium_kit::KitError),
+}
+
+/// A running service's parts, for embedding (tests, an all-in-one runner).
+#[derive(Debug, Clone)]
+pub struct Parts {
+    /// The operations.
+    pub service: Arc<service::HoldsService>,
+    /// The credential checks.
+    pub auth: Arc<auth::Authenticator>,
+}
+
+/// Connects, builds the service from `config` and returns its parts.
+///
+/// # Errors
+/// [`ServeError::Config`] for bad keys or flags; [`ServeError::Database`];
+/// [`ServeError::Migrate`].
+pub async fn build(config: &Config) -> Result<Parts, ServeError> {
+    config.validate().map_err(ServeError::Config)?;
+    let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
+        .map_err(|e| ServeError::Config(format!("--identity-jwks: {e}")))?;
+    let source: Arc<dyn auth::JwksSource> = match (&config.admission_jwks, &config.waiting_room_url)
+    {
+        (Some(json), _) => Arc::new(auth::StaticJwks(json.clone())),
+        (None, Some(url)) => {
+            let channel = tonic::transport::Endpoint::from_shared(url.clone())
+                .map_err(|e| ServeError::Config(format!("--waiting-room-url: {e}")))?
+                .connect_timeout(Duration::from_secs(2))
+                .connect_lazy();
+            Arc::new(auth::WaitingRoomJwks::new(channel, Duration::from_secs(2)))
+        }
+        (None, None) => return Err(ServeError::Config("no admission key source".into())),
+    };
+    let admission = auth::AdmissionKeys::new(
+        source,
+        &config.admission_issuer,
+        Duration::from_millis(config.admission_refresh_min_ms),
+    )
+    .await
+    .map_err(|e| ServeError::Config(e.to_string()))?;
+    let auth = auth::Authenticator::new(identity, &config.identity_issuer, admission)
+        .map_err(|e| ServeError::Config(e.to_string()))?;
+
+    let pool = stadium_db::connect(
+        &config.database_url,
+        &PoolOptions {
+            max_connections: config.database_max_connections,
+            application_name: "holds".to_owned(),
+            ..PoolOptions::default()
+        },
+    )
+    .await?;
+    if config.migrate {
+        stadium_db::migrate(&pool).await?;
+    }
+    let metrics = Arc::new(metrics::Metrics::new(&stadium_telemetry::meter("holds")));
+    let retry = RetryPolicy {
+        max_attempts: config.claim_max_attempts,
+        ..RetryPolicy::default()
+    };
+    Ok(Parts {
+        service: Arc::new(service::HoldsService::new(pool, metrics, retry)),
+        auth: Arc::new(auth),
+    })
+}
+
+/// Serves the holds gRPC service on `listener` until `shutdown` is cancelled, with the
+/// background sweeper running (unless `--sweep-interval-ms 0`); on shutdown the sweeper
+/// is cancelled and awaited before this returns.
+///
+/// # Errors
+/// As [`build`]; [`ServeError::Server`].
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let parts = build(&config).await?;
+    serve_parts(&config, parts, listener, shutdown).await
+}
+
+/// As [`serve`] with parts already built (so an embedder can keep handles to them).
+///
+/// # Errors
+/// [`ServeError::Server`].
+pub async fn serve_parts(
+    config: &Config,
+    parts: Parts,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let sweeper_stop = shutdown.child_token();
+    let sweeper = config.sweep_interval().map(|interval| {
+        sweeper::spawn(
+            parts.service.clone(),
+            interval,
+            config.sweep_batch,
+            sweeper_stop.clone(),
+        )
+    });
+    let api = grpc::HoldsApi::new(parts.service, parts.auth);
+    let served = GrpcServer::new(config.common.server_options("holds"))
+        .add_service(HoldsServer::new(api))
+        .serve(listener, shutdown)
+        .await;
+    sweeper_stop.cancel();
+    if let Some(task) = sweeper
+        && let Err(error) = task.await
+    {
+        tracing::warn!(%error, "sweeper task ended abnormally");
+    }
+    served.map_err(ServeError::from)
+}
+
+/// The address to listen on by default (`127.0.0.1:50053`) unless `--listen` says.
+pub fn listen_addr(config: &Config) -> SocketAddr {
+    config.common.listen_addr(stadium_kit::args::ports::HOLDS)
+}

@@ -1,0 +1,155 @@
+//! The service's own metrics (the kit records per-RPC counts and latency already):
+//! claims by outcome, `SEAT_TAKEN` answers, expiries by who marked them, transaction
+//! retries by SQLSTATE, and claim latency. Exported through OpenTelemetry; the totals
+//! are also kept in process so tests and logs can read them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Counter, Histogram, Meter};
+use stadium_db::DbFailure;
+
+/// Claim latency bucket bounds, in milliseconds.
+const LATENCY_BOUNDS_MS: &[f64] = &[
+    0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0,
+];
+
+/// In-process totals since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Claims that created a hold.
+    pub claimed: u64,
+    /// Claims refused with `SEAT_TAKEN`.
+    pub seat_taken: u64,
+    /// Rows marked expired by claims (lazy expiry).
+    pub expired_lazily: u64,
+    /// Rows marked expired by the sweeper or `SweepExpired`.
+    pub expired_by_sweeper: u64,
+    /// Transactions retried after 40001.
+    pub retries_40001: u64,
+    /// Transactions retried after 40P01 (should stay zero: the lock order prevents it).
+    pub retries_40p01: u64,
+}
+
+/// The instruments and their in-process totals.
+#[derive(Debug)]
+pub struct Metrics {
+    claims: Counter<u64>,
+    seat_taken: Counter<u64>,
+    expiries: Counter<u64>,
+    retries: Counter<u64>,
+    claim_latency: Histogram<f64>,
+    claimed_total: AtomicU64,
+    seat_taken_total: AtomicU64,
+    expired_lazily_total: AtomicU64,
+    expired_by_sweeper_total: AtomicU64,
+    retries_40001_total: AtomicU64,
+    retries_40p01_total: AtomicU64,
+}
+
+impl Metrics {
+    /// Instruments built from `meter` (e.g. `stadium_telemetry::meter("holds")`).
+    pub fn new(meter: &Meter) -> Self {
+        Self {
+            claims: meter
+                .u64_counter("holds.claims")
+                .with_description("seat claims by outcome (held, seat_taken, refused, error)")
+                .with_unit("{claim}")
+                .build(),
+            seat_taken: meter
+                .u64_counter("holds.seat_taken")
+                .with_description("claims answered SEAT_TAKEN")
+                .with_unit("{claim}")
+                .build(),
+            expiries: meter
+                .u64_counter("holds.expiries")
+                .with_description("seat rows marked expired, by source (claim, sweeper)")
+                .with_unit("{seat}")
+                .build(),
+            retries: meter
+                .u64_counter("holds.tx_retries")
+                .with_description("transactions retried, by SQLSTATE (40001, 40P01)")
+                .with_unit("{retry}")
+                .build(),
+            claim_latency: meter
+                .f64_histogram("holds.claim.duration")
+                .with_description("claim latency including retries")
+                .with_unit("ms")
+                .with_boundaries(LATENCY_BOUNDS_MS.to_vec())
+                .build(),
+            claimed_total: AtomicU64::new(0),
+            seat_taken_total: AtomicU64::new(0),
+            expired_lazily_total: AtomicU64::new(0),
+            expired_by_sweeper_total: AtomicU64::new(0),
+            retries_40001_total: AtomicU64::new(0),
+            retries_40p01_total: AtomicU64::new(0),
+        }
+    }
+
+    /// Records one finished claim: `outcome` is `held`, `seat_taken`, `refused` or
+    /// `error`; `elapsed_ms` its latency.
+    pub fn claim(&self, outcome: &'static str, elapsed_ms: f64) {
+        let attrs = [KeyValue::new("outcome", outcome)];
+        self.claims.add(1, &attrs);
+        self.claim_latency.record(elapsed_ms, &attrs);
+        match outcome {
+            "held" => {
+                self.claimed_total.fetch_add(1, Ordering::Relaxed);
+            }
+            "seat_taken" => {
+                self.seat_taken.add(1, &[]);
+                self.seat_taken_total.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+
+    /// Records `n` rows expired by a claim (`lazy`) or by the sweeper.
+    pub fn expired(&self, n: u64, lazy: bool) {
+        if n == 0 {
+            return;
+        }
+        let source = if lazy { "claim" } else { "sweeper" };
+        self.expiries.add(n, &[KeyValue::new("source", source)]);
+        let total = if lazy {
+            &self.expired_lazily_total
+        } else {
+            &self.expired_by_sweeper_total
+        };
+        total.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Records a retried transaction.
+    pub fn retry(&self, failure: &DbFailure) {
+        self.retries.add(
+            1,
+            &[KeyValue::new("sqlstate", failure.sqlstate().to_owned())],
+        );
+        tracing::warn!(
+            sqlstate = failure.sqlstate(),
+            "retrying a claim transaction"
+        );
+        match failure {
+            DbFailure::SerializationFailure => {
+                self.retries_40001_total.fetch_add(1, Ordering::Relaxed);
+            }
+            DbFailure::DeadlockDetected => {
+                self.retries_40p01_total.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+
+    /// The in-process totals.
+    pub fn totals(&self) -> Totals {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Totals {
+            claimed: get(&self.claimed_total),
+            seat_taken: get(&self.seat_taken_total),
+            expired_lazily: get(&self.expired_lazily_total),
+            expired_by_sweeper: get(&self.expired_by_sweeper_total),
+            retries_40001: get(&self.retries_40001_total),
+            retries_40p01: get(&self.retries_40p01_total),
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The holds operations as transactions: each opens one short transaction on the pool,
+//! runs the `store` steps on it, commits, and retries the whole transaction on
+//! 40001/40P01 (counted). Nothing here touches the network but the database; callers
+//! verify tokens before.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use sqlx::PgPool;
+use stadium_db::{RetryPolicy, retry_transient};
+
+use crate::domain::{Claim, Hold, HoldKey};
+use crate::error::Error;
+use crate::metrics::Metrics;
+use crate::store;
+
+/// Default rows per sweep batch.
+pub const DEFAULT_SWEEP_BATCH: u32 = 500;
+
+/// The holds operations over one pool.
+#[derive(Debug, Clone)]
+pub struct HoldsService {
+    pool: PgPool,
+    metrics: Arc<Metrics>,
+    retry: RetryPolicy,
+}
+
+/// Runs `$body` (an expression using `$conn: &mut PgConnection`) in a transaction,
+/// committing on success and rolling back on error, retried on 40001/40P01.
+macro_rules! in_tx {
+    ($self:ident, |$conn:ident| $body:expr) => {
+        retry_transient(
+            $self.retry,
+            |failure| $self.metrics.retry(failure),
+            || async {
+                let mut tx = $self.pool.begin().await?;
+                let $conn: &mut sqlx::PgConnection = &mut tx;
+                match $body.await {
+                    Ok(value) => {
+                        tx.commit().await?;
+                        Ok(value)
+                    }
+                    Err(error) => {
+                        tx.rollback().await?;
+                        Err(error)
+                    }
+                }
+            },
+        )
+        .await
+    };
+}
+
+impl HoldsService {
+    /// Operations on `pool`, recording into `metrics`, retrying per `retry`.
+    pub fn new(pool: PgPool, metrics: Arc<Metrics>, retry: RetryPolicy) -> Self {
+        Self {
+            pool,
+            metrics,
+            retry,
+        }
+    }
+
+    /// The metrics this service records into.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Claims seats (see `store::claim`), all or nothing.
+    ///
+    /// # Errors
+    /// As `store::claim`; [`Error::SeatTaken`] names the taken seats and offers
+    /// alternatives, read after the rollback.
+    #[tracing::instrument(skip_all, fields(event_id = %claim.event, section_id = %claim.section, seats = claim.seats.len()))]
+    pub async fn claim(&self, claim: &Claim) -> Result<Hold, Error> {
+        let started = Instant::now();
+        let result = in_tx!(self, |conn| store::claim(conn, claim));
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        match result {
+            Ok(outcome) => {
+                self.metrics.expired(outcome.expired_on_the_way, true);
+                self.metrics.claim("held", elapsed_ms);
+                tracing::debug!(hold_key = %outcome.hold.key, "claimed");
+                Ok(outcome.hold)
+            }
+            Err(Error::SeatTaken { .. }) => {
+                self.metrics.claim("seat_taken", elapsed_ms);
+                let mut conn = self.pool.acquire().await?;
+                let (taken, alternatives) = store::seats_for_refusal(&mut conn, claim).await?;
+                Err(Error::SeatTaken {
+                    taken,
+                    alternatives,
+                })
+            }
+            Err(error @ Error::Database(_)) => {
+                self.metrics.claim("error", elapsed_ms);
+                Err(error)
+            }
+            Err(error) => {
+                self.metrics.claim("refused", elapsed_ms);
+                Err(error)
+            }
+        }
+    }
+
+    /// The hold `key` of `fan`.
+    ///
+    /// # Errors
+    /// As `store::get`.
+    pub async fn get(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
+        let mut conn = self.pool.acquire().await?;
+        store::get(&mut conn, key, fan).await
+    }
+
+    /// Releases the hold `key` of `fan`.
+    ///
+    /// # Errors
+    /// As `store::release`.
+    #[tracing::instrument(skip_all, fields(hold_key = %key))]
+    pub async fn release(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
+        in_tx!(self, |conn| store::release(conn, key, fan))
+    }
+
+    /// Books the hold `key` of `fan`.
+    ///
+    /// # Errors
+    /// As `store::confirm`.
+    #[tracing::instrument(skip_all, fields(hold_key = %key))]
+    pub async fn confirm(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
+        in_tx!(self, |conn| store::confirm(conn, key, fan))
+    }
+
+    /// Ends the hold `key` whoever owns it (box office, service).
+    ///
+    /// # Errors
+    /// As `store::admin_release`.
+    #[tracing::instrument(skip_all, fields(hold_key = %key))]
+    pub async fn admin_release(&self, key: HoldKey) -> Result<Hold, Error> {
+        in_tx!(self, |conn| store::admin_release(conn, key))
+    }
+
+    /// Marks lapsed holds expired in batches of `batch` rows, one short transaction per
+    /// batch, until a batch comes back short; returns the rows marked.
+    ///
+    /// # Errors
+    /// [`Error::Database`] (rows of batches already committed stay marked).
+    pub async fn sweep(&self, batch: u32) -> Result<u64, Error> {
+        let batch = batch.max(1);
+        let mut total = 0;
+        loop {
+            let mut conn = self.pool.acquire().await?;
+            let done = store::sweep_expired(&mut conn, batch).await?;
+            self.metrics.expired(done, false);
+            total += done;
+            if done < u64::from(batch) {
+                return Ok(total);
+            }
+        }
+    }
+}

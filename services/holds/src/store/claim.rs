@@ -1,0 +1,305 @@
+//! The claim: one short READ COMMITTED transaction, in this order.
+//!
+//! 1. Event settings (status, TTL, limits) from `catalog.event_settings`.
+//! 2. Fans only: lock the (event, fan) row of `holds.fan_claim_locks`, then count the
+//!    fan's active seats and this admission's active holds. Two claims of one fan run
+//!    one after the other from here on, so the limits are decided on data no concurrent
+//!    claim of that fan can change (C02); other fans never wait on this row.
+//! 3. Every seat must be a seat of the requested section of the event's venue.
+//! 4. Lazy expiry: `held` rows of these seats whose time has passed become `expired`,
+//!    locked in ascending seat order.
+//! 5. One `INSERT … SELECT … FROM unnest(seats) ORDER BY seat_id`: rows enter the
+//!    partial unique index in ascending seat order, so two claims overlapping in any
+//!    order meet at their lowest common seat, one waits for the other and then either
+//!    proceeds or fails with 23505 on [`ONE_ACTIVE_CLAIM`](super::ONE_ACTIVE_CLAIM)
+//!    before holding anything the other needs: no deadlock (C04), never one seat each.
+//!
+//! 23505 on that index becomes [`Error::SeatTaken`] (without seat lists: the caller
+//! rolls back and reads them with [`seats_for_refusal`]).
+
+use sqlx::{FromRow, PgConnection};
+
+use super::ONE_ACTIVE_CLAIM;
+use crate::domain::alternatives::{self, SeatPlace};
+use crate::domain::{Claim, Claimant, Hold, HoldKey, HoldStatus, Limit, SeatId, SeatSet};
+use crate::error::Error;
+use stadium_db::{DbFailure, classify};
+
+/// A successful claim.
+#[derive(Debug, Clone)]
+pub struct ClaimOutcome {
+    /// The new hold.
+    pub hold: Hold,
+    /// Lapsed holds of these seats this claim marked expired on the way (lazy expiry).
+    pub expired_on_the_way: u64,
+}
+
+#[derive(Debug, FromRow)]
+struct Settings {
+    status: String,
+    hold_ttl_ms: i32,
+    max_seats_per_claim: i32,
+    max_seats_per_fan: i32,
+}
+
+#[derive(Debug, FromRow)]
+struct FanCounts {
+    seats: i64,
+    admission_holds: i64,
+}
+
+fn limit(limit: Limit, max: i32) -> Error {
+    Error::LimitExceeded {
+        limit,
+        max: u64::try_from(max).unwrap_or(0),
+    }
+}
+
+/// Claims `claim.seats` as described in the module documentation.
+///
+/// # Errors
+/// [`Error::EventNotFound`]; [`Error::EventNotOnSale`] (fans only);
+/// [`Error::LimitExceeded`]; [`Error::SeatsNotInSection`] naming the seats that are not
+/// there; [`Error::SeatTaken`] with empty lists on 23505; [`Error::Database`] for the
+/// rest (40001/40P01 among them, for the caller to retry). On any error the caller must
+/// roll back: a failed statement has aborted the transaction.
+pub async fn claim(conn: &mut PgConnection, claim: &Claim) -> Result<ClaimOutcome, Error> {
+    let event = claim.event.get();
+    let seats = claim.seats.raw();
+    let settings: Settings = sqlx::query_as(
+        "SELECT status, hold_ttl_ms, max_seats_per_claim, max_seats_per_fan \
+         FROM catalog.event_settings WHERE event_id = $1",
+    )
+    .bind(event)
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(Error::EventNotFound)?;
+
+    let (owner, jti, status, kind, note, ttl_ms) = match &claim.claimant {
+        Claimant::Fan { fan, admission_jti } => {
+            if settings.status != "on_sale" {
+                return Err(Error::EventNotOnSale(settings.status));
+            }
+            let wanted = i64::try_from(claim.seats.len()).unwrap_or(i64::MAX);
+            if wanted > i64::from(settings.max_seats_per_claim) {
+                return Err(limit(Limit::SeatsPerClaim, settings.max_seats_per_claim));
+            }
+            lock_fan(conn, event, fan.as_str()).await?;
+            let counts: FanCounts = sqlx::query_as(
+                "SELECT count(*) FILTER (WHERE status = 'booked' OR expires_at > now()) AS seats, \
+                        count(DISTINCT hold_key) FILTER ( \
+                            WHERE status = 'held' AND expires_at > now() AND admission_jti = $3 \
+                        ) AS admission_holds \
+                 FROM holds.seat_holds \
+                 WHERE event_id = $1 AND fan_id = $2 AND status IN ('held', 'booked') AND kind = 'fan'",
+            )
+            .bind(event)
+            .bind(fan.as_str())
+            .bind(admission_jti)
+            .fetch_one(&mut *conn)
+            .await?;
+            if counts.admission_holds > 0 {
+                return Err(limit(Limit::HoldsPerAdmission, 1));
+            }
+            if counts.seats.saturating_add(wanted) > i64::from(settings.max_seats_per_fan) {
+                return Err(limit(Limit::SeatsPerFan, settings.max_seats_per_fan));
+            }
+            (
+                fan.as_str(),
+                Some(admission_jti.as_str()),
+                "held",
+                "fan",
+                None,
+                settings.hold_ttl_ms,
+            )
+        }
+        Claimant::Block { admin, reason } => (
+            admin.as_str(),
+            None,
+            "blocked",
+            "block",
+            Some(reason.as_str()),
+            0,
+        ),
+        Claimant::Comp { admin, recipient } => (
+            admin.as_str(),
+            None,
+            "booked",
+            "comp",
+            Some(recipient.as_str()),
+            0,
+        ),
+    };
+
+    let present: Vec<i64> = sqlx::query_scalar(
+        "SELECT seat_id FROM catalog.event_seats \
+         WHERE event_id = $1 AND section_id = $2 AND seat_id = ANY($3)",
+    )
+    .bind(event)
+    .bind(claim.section.get())
+    .bind(&seats)
+    .fetch_all(&mut *conn)
+    .await?;
+    if present.len() != seats.len() {
+        let missing = claim
+            .seats
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|s| !present.contains(&s.get()))
+            .collect();
+        return Err(Error::SeatsNotInSection(missing));
+    }
+
+    let expired = sqlx::query(
+        "UPDATE holds.seat_holds SET status = 'expired', updated_at = now() \
+         WHERE seat_hold_id IN ( \
+             SELECT seat_hold_id FROM holds.seat_holds \
+             WHERE event_id = $1 AND seat_id = ANY($2) AND status = 'held' AND expires_at <= now() \
+             ORDER BY seat_id FOR UPDATE) \
+         AND status = 'held' AND expires_at <= now()",
+    )
+    .bind(event)
+    .bind(&seats)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+
+    let key = HoldKey::generate();
+    let inserted = sqlx::query_scalar::<_, i64>(
+        "INSERT INTO holds.seat_holds \
+             (hold_key, event_id, section_id, seat_id, fan_id, admission_jti, status, kind, note, expires_at) \
+         SELECT $1, $2, $3, s.seat_id, $4, $5, $6, $7, $8, \
+                now() + make_interval(secs => $9::double precision / 1000) \
+         FROM unnest($10::bigint[]) AS s(seat_id) ORDER BY s.seat_id \
+         RETURNING CASE WHEN status = 'held' \
+             THEN GREATEST(0, floor(extract(epoch FROM (expires_at - clock_timestamp())) * 1000))::bigint \
+             ELSE 0 END",
+    )
+    .bind(key.uuid())
+    .bind(event)
+    .bind(claim.section.get())
+    .bind(owner)
+    .bind(jti)
+    .bind(status)
+    .bind(kind)
+    .bind(note)
+    .bind(ttl_ms)
+    .bind(&seats)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(|e| match classify(&e) {
+        DbFailure::UniqueViolation { constraint } if constraint.as_deref() == Some(ONE_ACTIVE_CLAIM) => {
+            Error::SeatTaken {
+                taken: Vec::new(),
+                alternatives: Vec::new(),
+            }
+        }
+        _ => Error::Database(e),
+    })?;
+
+    let expires_in_ms = inserted.iter().copied().min().unwrap_or(0);
+    Ok(ClaimOutcome {
+        hold: Hold {
+            key,
+            event: claim.event,
+            section: claim.section,
+            seats: claim.seats.as_slice().to_vec(),
+            status: HoldStatus::from_db(status).unwrap_or(HoldStatus::Held),
+            expires_in_ms: u64::try_from(expires_in_ms).unwrap_or(0),
+            ttl_ms: u64::try_from(ttl_ms).unwrap_or(0),
+            owner: owner.to_owned(),
+        },
+        expired_on_the_way: expired,
+    })
+}
+
+/// Serialises the claims of one fan for one event (see the module documentation). The
+/// insert is a no-op after the fan's first claim; a concurrent first insert waits for
+/// the other's commit and then does nothing.
+async fn lock_fan(conn: &mut PgConnection, event: i64, fan: &str) -> Result<(), Error> {
+    sqlx::query(
+        "INSERT INTO holds.fan_claim_locks (event_id, fan_id) VALUES ($1, $2) \
+         ON CONFLICT (event_id, fan_id) DO NOTHING",
+    )
+    .bind(event)
+    .bind(fan)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "SELECT 1 FROM holds.fan_claim_locks WHERE event_id = $1 AND fan_id = $2 FOR UPDATE",
+    )
+    .bind(event)
+    .bind(fan)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+#[derive(Debug, FromRow)]
+struct SectionSeat {
+    seat_id: i64,
+    row_index: i32,
+    seat_index: i32,
+    unavailable: bool,
+}
+
+/// After a `SEAT_TAKEN` rollback: which of `seats` are unavailable now, and up to
+/// `seats.len()` free seats of the section offered instead (one read, outside the
+/// claim's transaction).
+///
+/// When none of `seats` is unavailable any more (the winner released in between), all of
+/// them are named: the refusal happened, and a retry may now succeed.
+///
+/// # Errors
+/// [`Error::Database`]; [`Error::CorruptRow`] for a non-positive seat id.
+pub async fn seats_for_refusal(
+    conn: &mut PgConnection,
+    claim: &Claim,
+) -> Result<(Vec<SeatId>, Vec<SeatId>), Error> {
+    let rows: Vec<SectionSeat> = sqlx::query_as(
+        "SELECT s.seat_id, s.row_index, s.seat_index, (u.seat_id IS NOT NULL) AS unavailable \
+         FROM catalog.event_seats s \
+         LEFT JOIN holds.unavailable_seats u ON u.event_id = s.event_id AND u.seat_id = s.seat_id \
+         WHERE s.event_id = $1 AND s.section_id = $2",
+    )
+    .bind(claim.event.get())
+    .bind(claim.section.get())
+    .fetch_all(&mut *conn)
+    .await?;
+    refusal_from(&claim.seats, &rows)
+}
+
+fn refusal_from(
+    requested: &SeatSet,
+    rows: &[SectionSeat],
+) -> Result<(Vec<SeatId>, Vec<SeatId>), Error> {
+    let mut wanted = Vec::new();
+    let mut free = Vec::new();
+    let mut taken = Vec::new();
+    for row in rows {
+        let seat = SeatId::try_from(row.seat_id)
+            .map_err(|_| Error::CorruptRow(format!("seat id {}", row.seat_id)))?;
+        let place = SeatPlace {
+            seat,
+            row: row.row_index,
+            index: row.seat_index,
+        };
+        if requested.as_slice().binary_search(&seat).is_ok() {
+            wanted.push(place);
+            if row.unavailable {
+                taken.push(seat);
+            }
+        } else if !row.unavailable {
+            free.push(place);
+        }
+    }
+    if taken.is_empty() {
+        taken = requested.as_slice().to_vec();
+    }
+    taken.sort_unstable();
+    Ok((
+        taken,
+        alternatives::suggest(&wanted, &free, requested.len()),
+    ))
+}

@@ -1,0 +1,114 @@
+//! Reading, releasing and booking existing holds. Each locks the hold's rows in seat
+//! order first, then decides on what it locked: a concurrent claim, sweep or confirm of
+//! the same rows waits or is waited for, and the decision cannot rest on a stale read.
+
+use sqlx::PgConnection;
+
+use super::{HoldRows, hold_rows};
+use crate::domain::{Hold, HoldKey};
+use crate::error::Error;
+
+fn owned_by(rows: &HoldRows, owner: Option<&str>) -> bool {
+    match owner {
+        None => !rows.rows.is_empty(),
+        Some(fan) => rows.owner() == Some(fan) && rows.kind() == Some("fan"),
+    }
+}
+
+fn reported(rows: &HoldRows) -> Result<Hold, Error> {
+    rows.to_hold()?.ok_or(Error::HoldNotFound)
+}
+
+/// The hold `key` if `fan` owns it.
+///
+/// # Errors
+/// [`Error::HoldNotFound`] when there is no such hold or another fan owns it (the two
+/// are indistinguishable to the caller); [`Error::Database`].
+pub async fn get(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result<Hold, Error> {
+    let rows = hold_rows(conn, key, false).await?;
+    if !owned_by(&rows, Some(fan)) {
+        return Err(Error::HoldNotFound);
+    }
+    reported(&rows)
+}
+
+/// Releases the fan's held seats of hold `key` at once. Releasing a released hold
+/// returns it unchanged.
+///
+/// # Errors
+/// [`Error::HoldNotFound`] (absent or another fan's); [`Error::HoldBooked`];
+/// [`Error::HoldExpired`] (lapsed, swept, or reclaimed); [`Error::Database`].
+pub async fn release(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result<Hold, Error> {
+    let rows = hold_rows(conn, key, true).await?;
+    if !owned_by(&rows, Some(fan)) {
+        return Err(Error::HoldNotFound);
+    }
+    if rows.all("released") {
+        return reported(&rows);
+    }
+    if rows.any("booked") {
+        return Err(Error::HoldBooked);
+    }
+    if rows.any_lapsed() || !rows.all("held") {
+        return Err(Error::HoldExpired);
+    }
+    sqlx::query(
+        "UPDATE holds.seat_holds SET status = 'released', updated_at = now() \
+         WHERE hold_key = $1 AND status = 'held'",
+    )
+    .bind(key.uuid())
+    .execute(&mut *conn)
+    .await?;
+    reported(&hold_rows(conn, key, false).await?)
+}
+
+/// Books the held, unexpired hold `key` of `fan` (payments calls this once the money
+/// is in). Booking a hold already booked under this key returns the same seats.
+///
+/// # Errors
+/// [`Error::HoldNotFound`] (absent, another fan's, or a block/comp);
+/// [`Error::HoldExpired`] when not every seat is still held and unexpired (the caller
+/// refunds); [`Error::Database`].
+pub async fn confirm(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result<Hold, Error> {
+    let rows = hold_rows(conn, key, true).await?;
+    if !owned_by(&rows, Some(fan)) {
+        return Err(Error::HoldNotFound);
+    }
+    if rows.all("booked") {
+        return reported(&rows);
+    }
+    let booked = sqlx::query(
+        "UPDATE holds.seat_holds SET status = 'booked', updated_at = now() \
+         WHERE hold_key = $1 AND status = 'held' AND expires_at > now()",
+    )
+    .bind(key.uuid())
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    // All or nothing (invariant 2): a hold one of whose seats lapsed or was reclaimed
+    // must not become half booked. The caller rolls the transaction back.
+    if usize::try_from(booked).ok() != Some(rows.rows.len()) {
+        return Err(Error::HoldExpired);
+    }
+    reported(&hold_rows(conn, key, false).await?)
+}
+
+/// Box office / service: ends a block, a comp or a booking (after a refund), or a held
+/// hold. Idempotent: a released hold is returned unchanged.
+///
+/// # Errors
+/// [`Error::HoldNotFound`]; [`Error::Database`].
+pub async fn admin_release(conn: &mut PgConnection, key: HoldKey) -> Result<Hold, Error> {
+    let rows = hold_rows(conn, key, true).await?;
+    if !owned_by(&rows, None) {
+        return Err(Error::HoldNotFound);
+    }
+    sqlx::query(
+        "UPDATE holds.seat_holds SET status = 'released', updated_at = now() \
+         WHERE hold_key = $1 AND status IN ('held', 'booked', 'blocked')",
+    )
+    .bind(key.uuid())
+    .execute(&mut *conn)
+    .await?;
+    reported(&hold_rows(conn, key, false).await?)
+}

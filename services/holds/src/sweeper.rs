@@ -1,0 +1,35 @@
+//! The background sweeper: every interval, marks lapsed holds expired (small batches,
+//! short transactions, `SKIP LOCKED`), until shutdown. It only tidies and reports;
+//! claims never wait for it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::service::HoldsService;
+
+/// Starts the sweeper; it stops when `shutdown` is cancelled (mid-sleep at once,
+/// mid-batch after that batch's transaction).
+pub fn spawn(
+    service: Arc<HoldsService>,
+    interval: Duration,
+    batch: u32,
+    shutdown: CancellationToken,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = tokio::time::sleep(interval) => {}
+            }
+            match service.sweep(batch).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(expired = n, "swept lapsed holds"),
+                Err(error) => tracing::warn!(%error, "sweep failed; next interval retries"),
+            }
+        }
+        tracing::debug!("sweeper stopped");
+    })
+}

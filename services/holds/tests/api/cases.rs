@@ -1,0 +1,266 @@
+//! The holds cases C01–C04 of the shared case list, each asserted on stored rows.
+
+use holds::domain::{Claim, Claimant, EventId, FanId, SeatSet, SectionId};
+use holds::error::Error;
+use stadium_proto::holds::v1::{
+    ConfirmHoldRequest, GetHoldRequest, HoldStatus, ReleaseHoldRequest, SweepExpiredRequest,
+};
+use stadium_tokens::Role;
+use tonic::Code;
+
+use crate::support::{
+    EventSettings, TestApp, active_counts, all_at_once, assert_invariants, bearer, reason,
+};
+
+/// C01: 10 free seats, 12 fans each claiming one, all in flight together, 100 times:
+/// exactly 10 holds and 2 SEAT_TAKEN every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn c01_twelve_fans_ten_seats_a_hundred_times() {
+    let app = TestApp::start().await;
+    let section = app.sections[1].clone();
+    assert_eq!(section.seats.len(), 20);
+    for round in 0..100 {
+        let event = app.event(EventSettings::default()).await;
+        let seats: Vec<u64> = section.seats[..10].to_vec();
+        let results = all_at_once(12, |i| {
+            let mut fan = app.fan(&format!("fan-{i}"), &event);
+            let seat = seats[i % 10];
+            async move { fan.claim(section.id, &[seat]).await }
+        })
+        .await;
+        let held = results.iter().filter(|r| r.is_ok()).count();
+        let refused: Vec<String> = results
+            .iter()
+            .filter_map(|r| r.as_ref().err())
+            .map(|s| reason(s, Code::AlreadyExists))
+            .collect();
+        assert_eq!(held, 10, "round {round}");
+        assert_eq!(refused, vec!["SEAT_TAKEN"; 2], "round {round}");
+        assert_eq!(
+            active_counts(app.pool(), &event).await,
+            (10, 0, 0),
+            "round {round}"
+        );
+    }
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+/// C02: per-fan limit 4; the same fan sends three claims of two different seats at
+/// once; at most 4 seats end up held, decided inside the claiming transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn c02_one_fan_three_claims_limit_four() {
+    let app = TestApp::start().await;
+    let section = app.sections[0].clone();
+    let settings = EventSettings {
+        max_seats_per_claim: 2,
+        max_seats_per_fan: 4,
+        ..EventSettings::default()
+    };
+    for round in 0..20 {
+        let event = app.event(settings).await;
+        // Three admissions of the same fan, so the seat limit (not the one-hold-per-
+        // admission rule) is what stops the third claim.
+        let results = all_at_once(3, |i| {
+            let mut fan = app.fan("same-fan", &event);
+            let seats = [section.seats[2 * i], section.seats[2 * i + 1]];
+            async move { fan.claim(section.id, &seats).await }
+        })
+        .await;
+        let held = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(held, 2, "round {round}: {results:?}");
+        let refused = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+        assert_eq!(reason(refused, Code::ResourceExhausted), "LIMIT_EXCEEDED");
+        let info = stadium_kit::status::error_info(refused).unwrap();
+        assert_eq!(info.metadata["limit"], "seats_per_fan");
+        assert_eq!(info.metadata["max"], "4");
+        let (active, _, _) = active_counts(app.pool(), &event).await;
+        assert_eq!(active, 4, "round {round}");
+
+        // One admission token, three claims at once: one hold, the rest refused.
+        let event = app.event(settings).await;
+        let template = app.fan("solo", &event);
+        let results = all_at_once(3, |i| {
+            let mut fan = app.fan("solo", &event);
+            fan.admission = template.admission.clone();
+            let seats = [section.seats[2 * i], section.seats[2 * i + 1]];
+            async move { fan.claim(section.id, &seats).await }
+        })
+        .await;
+        assert_eq!(
+            results.iter().filter(|r| r.is_ok()).count(),
+            1,
+            "{results:?}"
+        );
+        for refused in results.iter().filter_map(|r| r.as_ref().err()) {
+            let info = stadium_kit::status::error_info(refused).unwrap();
+            assert_eq!(info.metadata["limit"], "holds_per_admission");
+        }
+    }
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+/// C03: fan A holds 2 of 5 seats and walks away; with the sweeper stopped, after the
+/// TTL fan B claims all 5; A can no longer confirm or release; the sweeper then tidies
+/// what is left and the counts agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn c03_lapsed_hold_is_reclaimed_without_the_sweeper() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let section = app.sections[0].clone();
+    let five: Vec<u64> = section.seats[20..25].to_vec();
+    let mut a = app.fan("fan-a", &event);
+    let mut b = app.fan("fan-b", &event);
+    let mut c = app.fan("fan-c", &event);
+    let held_a = a.claim(section.id, &five[..2]).await.unwrap();
+    let held_c = c.claim(section.id, &[section.seats[60]]).await.unwrap();
+
+    // Before the TTL, B is refused and nothing changes.
+    let early = b.claim(section.id, &five).await.unwrap_err();
+    assert_eq!(reason(&early, Code::AlreadyExists), "SEAT_TAKEN");
+
+    // The TTL passes (plus a second) for A and C: moved by SQL instead of waiting.
+    sqlx::query(
+        "UPDATE holds.seat_holds SET created_at = created_at - interval '601 seconds', \
+             expires_at = expires_at - interval '601 seconds' \
+         WHERE hold_key = ANY($1::uuid[])",
+    )
+    .bind(vec![held_a.hold_key.clone(), held_c.hold_key.clone()])
+    .execute(app.pool())
+    .await
+    .unwrap();
+
+    let held_b = b.claim(section.id, &five).await.unwrap();
+    assert_eq!(held_b.seat_ids, five);
+    assert_eq!(app.parts.service.metrics().totals().expired_lazily, 2);
+
+    let service = app.admin(&[Role::Service]);
+    let confirm = app
+        .client()
+        .confirm_hold(bearer(
+            ConfirmHoldRequest {
+                hold_key: held_a.hold_key.clone(),
+                fan_id: "fan-a".into(),
+            },
+            &service,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&confirm, Code::FailedPrecondition), "HOLD_EXPIRED");
+    let release = app
+        .client()
+        .release_hold(bearer(
+            ReleaseHoldRequest {
+                hold_key: held_a.hold_key.clone(),
+            },
+            &a.session,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&release, Code::FailedPrecondition), "HOLD_EXPIRED");
+    let seen = app
+        .client()
+        .get_hold(bearer(
+            GetHoldRequest {
+                hold_key: held_a.hold_key.clone(),
+            },
+            &a.session,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(seen.status(), HoldStatus::Expired);
+    assert_eq!(seen.expires_in_ms, 0);
+
+    // C's lapsed row is still `held` until the sweeper runs; it already counts as free.
+    let sre = app.admin(&[Role::Sre]);
+    let swept = app
+        .client()
+        .sweep_expired(bearer(SweepExpiredRequest { batch_size: 1 }, &sre))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(swept.expired, 1);
+    let (held, expired, lapsed): (i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE status = 'held' AND expires_at > now()), \
+                count(*) FILTER (WHERE status = 'expired'), \
+                count(*) FILTER (WHERE status = 'held' AND expires_at <= now()) \
+         FROM holds.seat_holds WHERE event_id = $1::bigint",
+    )
+    .bind(&event)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!((held, expired, lapsed), (5, 3, 0));
+    let totals = app.parts.service.metrics().totals();
+    assert_eq!(totals.expired_lazily + totals.expired_by_sweeper, 3);
+    // Invariant 6: unavailable + available = seats of the venue.
+    let (seats, unavailable, available): (i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(u.seat_id), count(*) - count(u.seat_id) \
+         FROM catalog.event_seats s \
+         LEFT JOIN holds.unavailable_seats u ON u.event_id = s.event_id AND u.seat_id = s.seat_id \
+         WHERE s.event_id = $1::bigint",
+    )
+    .bind(&event)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!((seats, unavailable, available), (120, 5, 115));
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+/// C04 at the service layer, 1,000 times: two fans claim {A1, A2} and {A2, A1}
+/// together; one always holds both, the other gets SEAT_TAKEN, and no transaction is
+/// ever retried for a deadlock. The winner's hold is then ended so the pair is free
+/// for the next round (release followed by reclaim, each time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn c04_opposite_orders_a_thousand_times() {
+    let app = TestApp::start().await;
+    let settings = EventSettings {
+        max_seats_per_fan: 10_000,
+        ..EventSettings::default()
+    };
+    let event = app.event(settings).await;
+    let section = app.sections[0].clone();
+    let (a1, a2) = (section.seats[0], section.seats[1]);
+    let service = app.parts.service.clone();
+    let claim = |fan: &str, seats: [u64; 2], round: usize| Claim {
+        event: EventId::try_from(event.as_str()).unwrap(),
+        section: SectionId::try_from(section.id).unwrap(),
+        seats: SeatSet::from_wire(&seats).unwrap(),
+        claimant: Claimant::Fan {
+            fan: FanId::try_from(fan).unwrap(),
+            admission_jti: format!("{fan}-{round}"),
+        },
+    };
+    for round in 0..1000 {
+        let claims = [
+            claim("fan-a", [a2, a1], round),
+            claim("fan-b", [a1, a2], round),
+        ];
+        let results = all_at_once(2, |i| {
+            let service = service.clone();
+            let claim = claims[i].clone();
+            async move { service.claim(&claim).await }
+        })
+        .await;
+        let winners: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        assert_eq!(winners[0].seats.len(), 2);
+        let loser = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+        assert!(
+            matches!(loser, Error::SeatTaken { taken, .. } if taken.len() == 2),
+            "round {round}: {loser:?}"
+        );
+        service.admin_release(winners[0].key).await.unwrap();
+    }
+    let totals = service.metrics().totals();
+    assert_eq!(totals.retries_40p01, 0);
+    assert_eq!((totals.claimed, totals.seat_taken), (1000, 1000));
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}

@@ -1,0 +1,236 @@
+//! A hold's life: get, release, reclaim, confirm (idempotent), blocks, comps and their
+//! release by the box office.
+
+use stadium_proto::holds::v1::{
+    BlockSeatsRequest, ClaimCompRequest, ConfirmHoldRequest, GetHoldRequest, HoldStatus,
+    ReleaseHoldRequest, ReleaseSeatsRequest,
+};
+use stadium_tokens::Role;
+use tonic::Code;
+
+use crate::support::{EventSettings, TestApp, active_counts, assert_invariants, bearer, reason};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hold_release_reclaim_and_confirm() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let a = app.sections[0].clone();
+    let mut fan = app.fan("fan-1", &event);
+    let held = fan
+        .claim(a.id, &[a.seats[12], a.seats[10], a.seats[11]])
+        .await
+        .unwrap();
+    assert_eq!(held.seat_ids, vec![a.seats[10], a.seats[11], a.seats[12]]);
+    assert_eq!(held.status(), HoldStatus::Held);
+    assert_eq!(held.ttl_ms, 600_000);
+    assert_eq!(held.event_id, event);
+
+    let get = GetHoldRequest {
+        hold_key: held.hold_key.clone(),
+    };
+    let seen = app
+        .client()
+        .get_hold(bearer(get.clone(), &fan.session))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(
+        (seen.seat_ids.clone(), seen.status(), seen.ttl_ms),
+        (held.seat_ids.clone(), HoldStatus::Held, 600_000)
+    );
+    assert!(seen.expires_in_ms <= held.expires_in_ms);
+
+    let release = ReleaseHoldRequest {
+        hold_key: held.hold_key.clone(),
+    };
+    let released = app
+        .client()
+        .release_hold(bearer(release.clone(), &fan.session))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(
+        (released.status(), released.expires_in_ms),
+        (HoldStatus::Released, 0)
+    );
+    // Idempotent.
+    let again = app
+        .client()
+        .release_hold(bearer(release, &fan.session))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(again.status(), HoldStatus::Released);
+    assert_eq!(active_counts(app.pool(), &event).await, (0, 0, 0));
+
+    // The same admission may claim again once its hold is gone; another fan takes one seat.
+    let mut other = app.fan("fan-2", &event);
+    other.claim(a.id, &[a.seats[10]]).await.unwrap();
+    let held = fan.claim(a.id, &[a.seats[11], a.seats[12]]).await.unwrap();
+
+    let service = app.admin(&[Role::Service]);
+    let confirm = ConfirmHoldRequest {
+        hold_key: held.hold_key.clone(),
+        fan_id: "fan-1".into(),
+    };
+    let booked = app
+        .client()
+        .confirm_hold(bearer(confirm.clone(), &service))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(
+        (booked.status(), booked.seat_ids.clone()),
+        (HoldStatus::Booked, held.seat_ids.clone())
+    );
+    let twice = app
+        .client()
+        .confirm_hold(bearer(confirm, &service))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(twice, booked, "confirming again returns the same seats");
+    let status = app
+        .client()
+        .release_hold(bearer(
+            ReleaseHoldRequest {
+                hold_key: held.hold_key.clone(),
+            },
+            &fan.session,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status, Code::FailedPrecondition), "HOLD_BOOKED");
+    assert_eq!(active_counts(app.pool(), &event).await, (1, 2, 0));
+
+    // The box office releases the booking after a refund; the seats are free again.
+    let box_office = app.admin(&[Role::BoxOffice]);
+    let ended = app
+        .client()
+        .release_seats(bearer(
+            ReleaseSeatsRequest {
+                hold_key: held.hold_key.clone(),
+                reason: "refund".into(),
+            },
+            &box_office,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(ended.status(), HoldStatus::Released);
+    let mut third = app.fan("fan-3", &event);
+    third
+        .claim(a.id, &[a.seats[11], a.seats[12]])
+        .await
+        .unwrap();
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_and_comps_share_the_unique_index() {
+    let app = TestApp::start().await;
+    // Blocks are set up before a sale opens.
+    let event = app
+        .event(EventSettings {
+            status: "draft",
+            ..EventSettings::default()
+        })
+        .await;
+    let a = app.sections[0].clone();
+    let box_office = app.admin(&[Role::BoxOffice]);
+    let block = app
+        .client()
+        .block_seats(bearer(
+            BlockSeatsRequest {
+                event_id: event.clone(),
+                section_id: a.id,
+                seat_ids: vec![a.seats[31], a.seats[30]],
+                reason: "camera".into(),
+            },
+            &box_office,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(
+        (block.status(), block.ttl_ms, block.expires_in_ms),
+        (HoldStatus::Blocked, 0, 0)
+    );
+    let status = app
+        .client()
+        .claim_comp(bearer(
+            ClaimCompRequest {
+                event_id: event.clone(),
+                section_id: a.id,
+                seat_ids: vec![a.seats[30]],
+                recipient: "band".into(),
+            },
+            &box_office,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status, Code::AlreadyExists), "SEAT_TAKEN");
+    let comp = app
+        .client()
+        .claim_comp(bearer(
+            ClaimCompRequest {
+                event_id: event.clone(),
+                section_id: a.id,
+                seat_ids: vec![a.seats[32]],
+                recipient: "band".into(),
+            },
+            &box_office,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(comp.status(), HoldStatus::Booked);
+
+    sqlx::query("UPDATE catalog.events SET status = 'on_sale' WHERE event_id = $1::bigint")
+        .bind(&event)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let mut fan = app.fan("fan-1", &event);
+    let status = fan
+        .claim(a.id, &[a.seats[30], a.seats[33]])
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status, Code::AlreadyExists), "SEAT_TAKEN");
+    assert_eq!(
+        crate::support::seat_list(&status, "taken_seat_ids"),
+        vec![a.seats[30]]
+    );
+
+    app.client()
+        .release_seats(bearer(
+            ReleaseSeatsRequest {
+                hold_key: block.hold_key.clone(),
+                reason: "camera moved".into(),
+            },
+            &box_office,
+        ))
+        .await
+        .unwrap();
+    fan.claim(a.id, &[a.seats[30], a.seats[31]]).await.unwrap();
+    assert_eq!(active_counts(app.pool(), &event).await, (2, 1, 0));
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}

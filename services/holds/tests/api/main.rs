@@ -1,0 +1,9 @@
+//! The holds service end to end: real PostgreSQL (a fresh database per test), the real
+//! gRPC server on a loopback port, the generated client, truly parallel requests; after
+//! each concurrent run the stored rows are checked against the invariants by SQL.
+
+mod cases;
+mod claims;
+mod lifecycle;
+mod refusals;
+mod support;

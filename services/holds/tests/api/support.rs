@@ -1,0 +1,367 @@
+//! Starting the service against a fresh database, seeding a catalog, minting tokens,
+//! and the invariant checks every concurrent test ends with.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use clap::Parser;
+use holds::{Config, Parts};
+use sqlx::PgPool;
+use stadium_kit::status::error_info;
+use stadium_kit::testing::{connect, loopback_listener};
+use stadium_proto::holds::v1::holds_client::HoldsClient;
+use stadium_proto::holds::v1::{ClaimSeatsRequest, Hold};
+use stadium_testkit::TestDatabase;
+use stadium_tokens::{AdmissionIssuer, DevIssuer, Role, SigningKeyRing, WAITING_ROOM_ISSUER};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+use tonic::{Code, Request, Status};
+
+/// One section of the seeded venue: its id and seat ids, ascending (row-major).
+#[derive(Debug, Clone)]
+pub struct Section {
+    pub id: u64,
+    pub seats: Vec<u64>,
+}
+
+/// Event settings for [`TestApp::event`].
+#[derive(Debug, Clone, Copy)]
+pub struct EventSettings {
+    pub status: &'static str,
+    pub hold_ttl_ms: i32,
+    pub max_seats_per_claim: i32,
+    pub max_seats_per_fan: i32,
+}
+
+impl Default for EventSettings {
+    fn default() -> Self {
+        Self {
+            status: "on_sale",
+            hold_ttl_ms: 600_000,
+            max_seats_per_claim: 8,
+            max_seats_per_fan: 8,
+        }
+    }
+}
+
+pub struct TestApp {
+    pub db: TestDatabase,
+    pub parts: Parts,
+    pub channel: Channel,
+    pub identity: DevIssuer,
+    pub admission: AdmissionIssuer,
+    pub venue: i64,
+    /// Section "A" (5 rows × 20 seats) and "B" (2 rows × 10 seats) of the venue.
+    pub sections: Vec<Section>,
+    shutdown: CancellationToken,
+    served: JoinHandle<Result<(), holds::ServeError>>,
+}
+
+/// Service pool size: enough for truly parallel claims, small enough that a few tests
+/// at once stay well under the server's connection limit.
+pub const POOL: u32 = 16;
+
+impl TestApp {
+    /// A fresh database with a seeded venue, and the service on a loopback port with the
+    /// background sweeper off (tests sweep explicitly).
+    pub async fn start() -> Self {
+        let db = stadium_testkit::fresh_database().await;
+        let identity = DevIssuer::generate().unwrap();
+        let ring = SigningKeyRing::generate("wr-test").unwrap();
+        let admission = AdmissionIssuer::new(ring.clone(), WAITING_ROOM_ISSUER).unwrap();
+        let pool_size = POOL.to_string();
+        let identity_jwks = identity.jwks_json().unwrap();
+        let admission_jwks = ring.jwks_json().unwrap();
+        let config = Config::try_parse_from([
+            "holds",
+            "--database-url",
+            db.url.as_str(),
+            "--database-max-connections",
+            pool_size.as_str(),
+            "--identity-jwks",
+            identity_jwks.as_str(),
+            "--admission-jwks",
+            admission_jwks.as_str(),
+            "--sweep-interval-ms",
+            "0",
+            "--request-timeout-ms",
+            "60000",
+        ])
+        .unwrap();
+        let parts = holds::build(&config).await.unwrap();
+        let (listener, addr) = loopback_listener().await;
+        let shutdown = CancellationToken::new();
+        let served = tokio::spawn({
+            let parts = parts.clone();
+            let shutdown = shutdown.clone();
+            async move { holds::serve_parts(&config, parts, listener, shutdown).await }
+        });
+        let channel = connect(addr).await;
+        let (venue, sections) = seed_venue(&db.pool).await;
+        Self {
+            db,
+            parts,
+            channel,
+            identity,
+            admission,
+            venue,
+            sections,
+            shutdown,
+            served,
+        }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.db.pool
+    }
+
+    pub fn client(&self) -> HoldsClient<Channel> {
+        HoldsClient::new(self.channel.clone())
+    }
+
+    /// A new event on the venue.
+    pub async fn event(&self, settings: EventSettings) -> String {
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO catalog.events (venue_id, name, status, starts_at, onsale_at, hold_ttl_ms, \
+                 max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, currency) \
+             VALUES ($1, 'Test night', $2, now() + interval '30 days', now(), $3, $4, $5, 600, 'EUR') \
+             RETURNING event_id",
+        )
+        .bind(self.venue)
+        .bind(settings.status)
+        .bind(settings.hold_ttl_ms)
+        .bind(settings.max_seats_per_claim)
+        .bind(settings.max_seats_per_fan)
+        .fetch_one(self.pool())
+        .await
+        .unwrap();
+        id.to_string()
+    }
+
+    pub fn session(&self, fan: &str) -> String {
+        self.identity
+            .fan_session(fan, SystemTime::now())
+            .unwrap()
+            .token
+    }
+
+    pub fn admission_token(&self, fan: &str, event: &str) -> String {
+        self.admission
+            .issue(fan, event, SystemTime::now())
+            .unwrap()
+            .token
+    }
+
+    pub fn admin(&self, roles: &[Role]) -> String {
+        self.identity
+            .admin("staff-1", roles, SystemTime::now())
+            .unwrap()
+            .token
+    }
+
+    /// A fan ready to claim seats of `event`.
+    pub fn fan(&self, name: &str, event: &str) -> Fan {
+        Fan {
+            name: name.to_owned(),
+            session: self.session(name),
+            admission: self.admission_token(name, event),
+            event: event.to_owned(),
+            client: self.client(),
+        }
+    }
+
+    /// Stops the server and waits for it.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(30), self.served)
+            .await
+            .expect("serve returns after shutdown")
+            .expect("serve did not panic")
+            .expect("serve ended cleanly");
+    }
+}
+
+pub struct Fan {
+    pub name: String,
+    pub session: String,
+    pub admission: String,
+    pub event: String,
+    pub client: HoldsClient<Channel>,
+}
+
+impl Fan {
+    pub async fn claim(&mut self, section: u64, seats: &[u64]) -> Result<Hold, Status> {
+        let request = ClaimSeatsRequest {
+            admission_token: self.admission.clone(),
+            event_id: self.event.clone(),
+            section_id: section,
+            seat_ids: seats.to_vec(),
+        };
+        self.client
+            .claim_seats(bearer(request, &self.session))
+            .await
+            .map(|r| r.into_inner().hold.expect("a hold"))
+    }
+}
+
+pub fn bearer<T>(message: T, token: &str) -> Request<T> {
+    let mut request = Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
+/// The reason of a status's `ErrorInfo`, asserting its code.
+pub fn reason(status: &Status, code: Code) -> String {
+    assert_eq!(status.code(), code, "{status:?}");
+    error_info(status).expect("ErrorInfo").reason
+}
+
+/// Seat ids of an `ErrorInfo` metadata list (`taken_seat_ids`, …).
+pub fn seat_list(status: &Status, key: &str) -> Vec<u64> {
+    let info = error_info(status).expect("ErrorInfo");
+    let raw = info.metadata.get(key).cloned().unwrap_or_default();
+    raw.split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect()
+}
+
+async fn seed_venue(pool: &PgPool) -> (i64, Vec<Section>) {
+    let digest = format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    );
+    let venue: i64 = sqlx::query_scalar(
+        "INSERT INTO catalog.venues (name, source_format, source_digest) \
+         VALUES ('Test arena', 'generated', $1) RETURNING venue_id",
+    )
+    .bind(digest)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    let mut sections = Vec::new();
+    for (order, (code, rows, per_row)) in [("A", 5, 20), ("B", 2, 10)].into_iter().enumerate() {
+        let section: i64 = sqlx::query_scalar(
+            "INSERT INTO catalog.sections (venue_id, code, name, sort_order) \
+             VALUES ($1, $2, $2, $3) RETURNING section_id",
+        )
+        .bind(venue)
+        .bind(code)
+        .bind(order as i32)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO catalog.seats (venue_id, section_id, row_label, seat_label, row_index, \
+                 seat_index, category_code) \
+             SELECT $1, $2, r::text, i::text, r, i, 'std' \
+             FROM generate_series(0, $3 - 1) AS g1(r), generate_series(0, $4 - 1) AS g2(i) ORDER BY g1.r, g2.i",
+        )
+        .bind(venue)
+        .bind(section)
+        .bind(rows)
+        .bind(per_row)
+        .execute(pool)
+        .await
+        .unwrap();
+        let seats: Vec<i64> = sqlx::query_scalar(
+            "SELECT seat_id FROM catalog.seats WHERE section_id = $1 ORDER BY seat_id",
+        )
+        .bind(section)
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        sections.push(Section {
+            id: section as u64,
+            seats: seats.into_iter().map(|s| s as u64).collect(),
+        });
+    }
+    (venue, sections)
+}
+
+/// Active (held-unexpired, booked, blocked) seat rows of `event`, by status.
+pub async fn active_counts(pool: &PgPool, event: &str) -> (i64, i64, i64) {
+    sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE status = 'held' AND expires_at > now()), \
+                count(*) FILTER (WHERE status = 'booked'), \
+                count(*) FILTER (WHERE status = 'blocked') \
+         FROM holds.seat_holds WHERE event_id = $1::bigint",
+    )
+    .bind(event)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+/// The invariants every test ends with, over the whole table:
+/// 1. no seat of an event has two active claims;
+/// 2. no hold is split: an expired row never sits beside a live one of the same key,
+///    and every live row of a key shares one status.
+pub async fn assert_invariants(pool: &PgPool) {
+    let doubled: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "SELECT event_id, seat_id, count(*) FROM holds.seat_holds \
+         WHERE status IN ('held', 'booked', 'blocked') GROUP BY 1, 2 HAVING count(*) > 1",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert!(
+        doubled.is_empty(),
+        "seats with two active claims: {doubled:?}"
+    );
+    let split: Vec<uuid::Uuid> = sqlx::query_scalar(
+        "SELECT hold_key FROM holds.seat_holds GROUP BY hold_key \
+         HAVING (bool_or(status = 'expired') \
+                 AND bool_or(status IN ('booked', 'blocked') OR (status = 'held' AND expires_at > now()))) \
+             OR count(DISTINCT status) FILTER (WHERE status <> 'expired' AND NOT (status = 'held' AND expires_at <= now())) > 1",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert!(split.is_empty(), "holds split between statuses: {split:?}");
+}
+
+/// A fingerprint of every stored hold row, to show that a refusal wrote nothing.
+pub async fn snapshot(pool: &PgPool) -> (i64, String, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM holds.seat_holds), \
+                (SELECT coalesce(string_agg(seat_hold_id::text || status || expires_at::text, ',' \
+                     ORDER BY seat_hold_id), '') FROM holds.seat_holds), \
+                (SELECT count(*) FROM holds.fan_claim_locks)",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+/// Runs `n` tasks made by `make(i)` at once: each waits on a shared barrier, so the
+/// requests are in flight together.
+pub async fn all_at_once<T, F, Fut>(n: usize, make: F) -> Vec<T>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let barrier = Arc::new(tokio::sync::Barrier::new(n));
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let barrier = barrier.clone();
+            let work = make(i);
+            tokio::spawn(async move {
+                barrier.wait().await;
+                work.await
+            })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(n);
+    for task in tasks {
+        out.push(task.await.expect("task panicked"));
+    }
+    out
+}
