@@ -200,7 +200,11 @@ mod tests {
     #[test]
     fn grpc_urls() {
         assert_eq!(
-            grpc_url("http://holds:50053").unwrap().authority().unwrap().as_str(),
+            grpc_url("http://holds:50053")
+                .unwrap()
+                .authority()
+                .unwrap()
+                .as_str(),
             "holds:50053"
         );
         assert!(grpc_url("https://holds.example").is_ok());
