@@ -102,7 +102,7 @@ async fn migrations_apply_to_an_empty_database() {
     // Not the template path: an empty database, migrated by the service's own call.
     let db = fresh_database().await;
     let name = format!("{}_empty", db.name);
-    let mut admin = PgConnection::connect(&stadium_testkit::database_server_url())
+    let mut admin = PgConnection::connect(&stadium_testkit::database_server_url().await)
         .await
         .unwrap();
     admin

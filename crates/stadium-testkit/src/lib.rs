@@ -3,7 +3,8 @@
 //! Redis URL with a unique key prefix per test.
 //!
 //! The servers come from `DATABASE_URL` and `REDIS_URL` when set (CI sets them), else
-//! from the machine's default local services on 127.0.0.1.
+//! from one private PostgreSQL and Redis that `stadium-localstack` starts from the
+//! machine's binaries for the whole test process.
 
 use sqlx::postgres::PgPool;
 use sqlx::{Connection, Executor, PgConnection};
@@ -20,15 +21,21 @@ pub struct TestDatabase {
     pub name: String,
 }
 
-/// The server URL tests use: `DATABASE_URL`, else the local default.
-pub fn database_server_url() -> String {
-    std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+/// The PostgreSQL server URL tests use (a user that may create databases):
+/// `DATABASE_URL`, else the process's private local stack.
+///
+/// # Panics
+/// When neither is available; the message names what to install.
+pub async fn database_server_url() -> String {
+    stadium_localstack::test_urls().await.database_url
 }
 
-/// The Redis URL tests use: `REDIS_URL`, else the local default.
-pub fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+/// The Redis URL tests use: `REDIS_URL`, else the process's private local stack.
+///
+/// # Panics
+/// When neither is available; the message names what to install.
+pub async fn redis_url() -> String {
+    stadium_localstack::test_urls().await.redis_url
 }
 
 /// A key prefix unique to one test, so tests can share a Redis server.
@@ -89,7 +96,7 @@ async fn template(server_url: &str) -> &'static str {
 /// # Panics
 /// When the test server is unreachable or the migrations fail: a test cannot go on.
 pub async fn fresh_database() -> TestDatabase {
-    let server_url = database_server_url();
+    let server_url = database_server_url().await;
     let template = template(&server_url).await;
     let name = format!("stadium_test_{}", uuid::Uuid::new_v4().simple());
     let mut admin = PgConnection::connect(&server_url)
@@ -131,7 +138,10 @@ mod tests {
             with_database("postgres://u@h:5432/postgres", "x"),
             "postgres://u@h:5432/x"
         );
-        assert_eq!(with_database("postgres://u@h:5432", "x"), "postgres://u@h:5432/x");
+        assert_eq!(
+            with_database("postgres://u@h:5432", "x"),
+            "postgres://u@h:5432/x"
+        );
         assert_eq!(
             with_database("postgres://u@h/db?sslmode=disable", "x"),
             "postgres://u@h/x?sslmode=disable"
