@@ -13,8 +13,10 @@
 //!
 //! Shutdown, when the token passed to [`GrpcServer::serve`] is cancelled: report
 //! NOT_SERVING (and end health watches, which would otherwise hold their connection
-//! open), close the listener, let in-flight requests finish, and return once every
-//! connection is closed or the grace period has passed, whichever comes first.
+//! open; a `Check` that still reaches the draining server gets NOT_FOUND), close the
+//! listener, let in-flight requests finish, and return once every connection is closed
+//! or the grace period has passed, whichever comes first. Connections still open after
+//! the grace period are left to the runtime's shutdown (their tasks are detached).
 
 use std::{collections::HashSet, convert::Infallible, time::Duration};
 
