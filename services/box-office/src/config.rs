@@ -1,14 +1,16 @@
 //! Flags of the box office, each with an environment fallback.
 
+use std::time::Duration;
+
 use secrecy::SecretString;
 use stadium_kit::args::{CommonArgs, grpc_url};
 
-/// The box office's configuration: the shared flags plus its own.
+/// Configuration of one box-office process.
 #[derive(Debug, Clone, clap::Parser)]
 #[command(
     name = "box-office",
     version,
-    about = "Stadium box office: venues, events, sales control, inventory, reports, the invariant canary."
+    about = "Stadium box office: venues, events, prices, sale control, reports and the invariant canary."
 )]
 pub struct Config {
     /// Flags every service shares.
@@ -16,24 +18,87 @@ pub struct Config {
     pub common: CommonArgs,
 
     /// PostgreSQL URL (`postgres://user@host:port/db`) of the database holding the
-    /// `catalog` schema. Unset: the service runs without a database.
+    /// `catalog` schema. Never logged.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true, value_name = "URL")]
-    pub database_url: Option<SecretString>,
+    pub database_url: SecretString,
 
-    /// gRPC address of the waiting room, which is told when a sale opens, pauses or
-    /// closes and what the admission rate is, e.g. `http://127.0.0.1:50051`.
+    /// Maximum open database connections.
+    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub database_max_connections: u32,
+
+    /// Apply pending migrations at start (for local runs; deployments migrate once).
+    #[arg(long, env = "BOX_OFFICE_MIGRATE", default_value_t = false)]
+    pub migrate: bool,
+
+    /// The identity provider's JWK Set (JSON): verifies admin tokens.
+    #[arg(long, env = "IDENTITY_JWKS", value_name = "JSON")]
+    pub identity_jwks: String,
+
+    /// `iss` of admin tokens.
+    #[arg(long, env = "IDENTITY_ISSUER", default_value = stadium_tokens::DEV_ISSUER)]
+    pub identity_issuer: String,
+
+    /// gRPC address of the waiting room, told about every sale change
+    /// (`ConfigureEvent`, `SetAdmissionRate`). Unset: changes are stored and the push is
+    /// reported as skipped.
     #[arg(long, env = "WAITING_ROOM_URL", value_parser = grpc_url, value_name = "URL")]
     pub waiting_room_url: Option<http::Uri>,
 
-    /// gRPC address of the holds service, through which seats are blocked and released
-    /// (the same unique index as fans' claims), e.g. `http://127.0.0.1:50053`.
+    /// gRPC address of the holds service (BlockSeats, ReleaseSeats).
     #[arg(long, env = "HOLDS_URL", value_parser = grpc_url, value_name = "URL")]
     pub holds_url: Option<http::Uri>,
 
-    /// gRPC address of the payments service, through which comps and refunds go,
-    /// e.g. `http://127.0.0.1:50054`.
+    /// gRPC address of the payments service (IssueComp, RefundOrder).
     #[arg(long, env = "PAYMENTS_URL", value_parser = grpc_url, value_name = "URL")]
     pub payments_url: Option<http::Uri>,
+
+    /// Admin token (role `service`) the box office presents to the waiting room when it
+    /// pushes sale settings. Never logged.
+    #[arg(
+        long,
+        env = "SERVICE_TOKEN",
+        hide_env_values = true,
+        value_name = "JWT"
+    )]
+    pub service_token: Option<SecretString>,
+
+    /// Calls per push to the waiting room before the answer says FAILED (the push then
+    /// goes on in the background).
+    #[arg(long, env = "PUSH_ATTEMPTS", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub push_attempts: u32,
+
+    /// Milliseconds between canary runs over the events on sale; 0 turns it off.
+    #[arg(
+        long,
+        env = "CANARY_INTERVAL_MS",
+        default_value_t = 60_000,
+        value_name = "MS"
+    )]
+    pub canary_interval_ms: u64,
+
+    /// Milliseconds a booking or payment may stay half-done before the canary reports it
+    /// (a payment is captured a moment before its seats are booked).
+    #[arg(
+        long,
+        env = "CANARY_GRACE_MS",
+        default_value_t = 30_000,
+        value_name = "MS"
+    )]
+    pub canary_grace_ms: u64,
+}
+
+impl Config {
+    /// The canary's interval, `None` when it is off.
+    pub fn canary_interval(&self) -> Option<Duration> {
+        (self.canary_interval_ms > 0).then(|| Duration::from_millis(self.canary_interval_ms))
+    }
+
+    /// `--canary-grace-ms` as a duration.
+    pub fn canary_grace(&self) -> Duration {
+        Duration::from_millis(self.canary_grace_ms)
+    }
 }
 
 #[cfg(test)]
@@ -43,65 +108,49 @@ mod tests {
 
     use super::*;
 
+    fn parse(extra: &[&str]) -> Result<Config, clap::Error> {
+        let mut args = vec![
+            "box-office",
+            "--database-url",
+            "postgres://u:secret@db/x",
+            "--identity-jwks",
+            "{}",
+        ];
+        args.extend_from_slice(extra);
+        Config::try_parse_from(args)
+    }
+
     #[test]
     fn the_command_is_well_formed() {
         Config::command().debug_assert();
     }
 
     #[test]
-    fn help_documents_every_flag() {
-        let help = Config::command().render_long_help().to_string();
-        for flag in [
-            "--listen",
-            "--log-format",
-            "--log-filter",
-            "--otlp-endpoint",
-            "--request-timeout-ms",
-            "--grace-period-ms",
-            "--database-url",
-            "--waiting-room-url",
-            "--holds-url",
-            "--payments-url",
-        ] {
-            assert!(help.contains(flag), "{flag} missing from --help:\n{help}");
-        }
-        for env in [
-            "DATABASE_URL",
-            "WAITING_ROOM_URL",
-            "HOLDS_URL",
-            "PAYMENTS_URL",
-        ] {
-            assert!(help.contains(env), "{env} missing from --help");
-        }
+    fn defaults_and_secrets() {
+        let c = parse(&["--service-token", "tok-secret"]).unwrap();
+        assert_eq!(c.canary_interval(), Some(Duration::from_secs(60)));
+        assert!(c.waiting_room_url.is_none());
+        assert_eq!(
+            c.service_token.as_ref().unwrap().expose_secret(),
+            "tok-secret"
+        );
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("secret"), "{debug}");
     }
 
     #[test]
-    fn parses_its_flags() {
-        let config = Config::try_parse_from([
-            "box-office",
-            "--database-url",
-            "postgres://u:secret@db/stadium",
-            "--payments-url",
-            "http://payments:50054",
+    fn flags_parse_and_bad_values_are_refused() {
+        let c = parse(&[
+            "--holds-url",
+            "http://holds:50053",
+            "--canary-interval-ms",
+            "0",
         ])
         .unwrap();
-        assert_eq!(
-            config.database_url.unwrap().expose_secret(),
-            "postgres://u:secret@db/stadium"
-        );
-        assert_eq!(config.payments_url.unwrap().host(), Some("payments"));
-    }
-
-    #[test]
-    fn debug_output_hides_the_database_url() {
-        let config =
-            Config::try_parse_from(["box-office", "--database-url", "postgres://u:secret@db/x"])
-                .unwrap();
-        assert!(!format!("{config:?}").contains("secret"));
-    }
-
-    #[test]
-    fn refuses_a_bad_service_url() {
-        assert!(Config::try_parse_from(["box-office", "--waiting-room-url", "nowhere"]).is_err());
+        assert_eq!(c.holds_url.as_ref().and_then(|u| u.host()), Some("holds"));
+        assert_eq!(c.canary_interval(), None);
+        assert!(parse(&["--payments-url", "payments:50054"]).is_err());
+        assert!(parse(&["--push-attempts", "0"]).is_err());
+        assert!(Config::try_parse_from(["box-office"]).is_err());
     }
 }

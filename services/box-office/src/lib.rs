@@ -3,22 +3,44 @@
 //! invariant canary, for box-office staff and SREs (admin tokens with roles). Owns the
 //! `catalog` schema.
 //!
-//! For now a skeleton: it serves health and reflection, and every RPC of
-//! `stadium.box_office.v1.BoxOffice` answers `UNIMPLEMENTED` until issue 7 builds it.
-//! [`serve`] is what `main` and the tests (and the all-in-one runner) call.
+//! Every call needs an admin token (role `box_office` for changes; `box_office` or
+//! `sre` for reads, reports, the admission rate and the canary). Every change to the
+//! catalog is written to `catalog.admin_audit` in the transaction of the change. Sale
+//! changes are conditional updates (`UPDATE … WHERE status = <allowed from>`); once
+//! committed, the event's state is pushed to the waiting room, retried, idempotent.
+//! Blocks, comps and refunds go through holds and payments, so the same unique index
+//! decides for staff as for fans.
+//!
+//! Layout: [`config`] (flags), [`auth`] (tokens and roles), [`grpc`] (the tonic
+//! service and wire conversion), [`service`] (transactions), [`domain`], [`store`]
+//! (SQL), [`push`] (waiting room), [`upstream`] (holds, payments), [`canary`],
+//! [`error`] (the one error table). The `stadiumctl` binary is the CLI over this API.
 
+pub mod auth;
+pub mod canary;
 pub mod config;
+pub mod domain;
 pub mod error;
 pub mod grpc;
+pub mod push;
+pub mod service;
+pub mod store;
+pub mod upstream;
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use secrecy::ExposeSecret;
 use stadium_kit::server::GrpcServer;
 use stadium_proto::box_office::v1::box_office_server::BoxOfficeServer;
+use stadium_proto::holds::v1::holds_client::HoldsClient;
+use stadium_proto::payments::v1::payments_client::PaymentsClient;
+use stadium_tokens::VerificationKeys;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tonic::transport::{Channel, Endpoint};
 
 pub use config::Config;
-pub use error::Error;
 
 /// The service's name in logs, metrics (`service.name`) and traces.
 pub const SERVICE_NAME: &str = "box-office";
@@ -26,41 +48,150 @@ pub const SERVICE_NAME: &str = "box-office";
 /// The port `--listen` defaults to (on 127.0.0.1).
 pub const DEFAULT_PORT: u16 = stadium_kit::args::ports::BOX_OFFICE;
 
-/// Serves the box-office API on `listener` until `shutdown` is cancelled, then drains
-/// in-flight requests (at most `--grace-period-ms`) and returns.
-///
-/// With `--database-url` set, a connection pool is opened first, so a wrong URL fails
-/// at start rather than on the first call; without it the service runs standalone.
+/// Why [`serve`] could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A flag is unusable.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The database could not be reached at start.
+    #[error("cannot reach the database")]
+    Database(#[source] sqlx::Error),
+    /// Migrations failed.
+    #[error("migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The gRPC server failed.
+    #[error(transparent)]
+    Server(#[from] stadium_kit::KitError),
+}
+
+/// A running box office's parts, for embedding (tests, an all-in-one runner).
+#[derive(Debug, Clone)]
+pub struct Parts {
+    /// The operations.
+    pub office: service::BoxOffice,
+    /// The gRPC API.
+    pub api: grpc::BoxOfficeApi,
+    /// What the canary found last.
+    pub canary: Arc<canary::CanaryStatus>,
+}
+
+fn channel(flag: &str, uri: &http::Uri) -> Result<Channel, ServeError> {
+    Ok(Endpoint::from_shared(uri.to_string())
+        .map_err(|e| ServeError::Config(format!("{flag}: {e}")))?
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(5))
+        .connect_lazy())
+}
+
+/// Connects to the database and builds the service from `config`; background work
+/// (pushes retried later) stops when `shutdown` is cancelled.
 ///
 /// # Errors
-/// [`Error::Database`] when the database cannot be reached, [`Error::Server`] when the
-/// gRPC server fails.
+/// [`ServeError::Config`] for unusable keys or flags; [`ServeError::Database`];
+/// [`ServeError::Migrate`].
+pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Parts, ServeError> {
+    let keys = VerificationKeys::from_jwks_json(&config.identity_jwks)
+        .map_err(|e| ServeError::Config(format!("--identity-jwks: {e}")))?;
+    let auth = auth::Authenticator::new(keys, &config.identity_issuer)
+        .map_err(|e| ServeError::Config(format!("--identity-issuer: {e}")))?;
+    let waiting_room = match (&config.waiting_room_url, &config.service_token) {
+        (Some(url), Some(token)) => Some((channel("--waiting-room-url", url)?, token.clone())),
+        (Some(_), None) => {
+            return Err(ServeError::Config(
+                "--waiting-room-url needs --service-token (an admin token with role service)"
+                    .into(),
+            ));
+        }
+        (None, _) => {
+            tracing::warn!("no --waiting-room-url: sale changes are stored but not pushed");
+            None
+        }
+    };
+    let upstream = upstream::Upstream {
+        holds: config
+            .holds_url
+            .as_ref()
+            .map(|u| channel("--holds-url", u).map(HoldsClient::new))
+            .transpose()?,
+        payments: config
+            .payments_url
+            .as_ref()
+            .map(|u| channel("--payments-url", u).map(PaymentsClient::new))
+            .transpose()?,
+    };
+    let pool = stadium_db::connect(
+        config.database_url.expose_secret(),
+        &stadium_db::PoolOptions {
+            max_connections: config.database_max_connections,
+            application_name: SERVICE_NAME.to_owned(),
+            ..stadium_db::PoolOptions::default()
+        },
+    )
+    .await
+    .map_err(ServeError::Database)?;
+    if config.migrate {
+        stadium_db::migrate(&pool).await?;
+    }
+    let pusher = push::Pusher::new(
+        waiting_room,
+        pool.clone(),
+        config.push_attempts,
+        shutdown.clone(),
+    );
+    let office = service::BoxOffice::new(pool, pusher, config.canary_grace());
+    let api = grpc::BoxOfficeApi::new(office.clone(), Arc::new(auth), upstream);
+    Ok(Parts {
+        office,
+        api,
+        canary: Arc::new(canary::CanaryStatus::default()),
+    })
+}
+
+/// Serves the box-office API on `listener` until `shutdown` is cancelled, with the
+/// canary running (unless `--canary-interval-ms 0`), then drains in-flight requests (at
+/// most `--grace-period-ms`), stops the canary and returns.
+///
+/// # Errors
+/// As [`build`]; [`ServeError::Server`].
 pub async fn serve(
     config: Config,
     listener: TcpListener,
     shutdown: CancellationToken,
-) -> Result<(), Error> {
-    let db = match &config.database_url {
-        Some(url) => {
-            let options = stadium_db::PoolOptions {
-                application_name: SERVICE_NAME.to_owned(),
-                ..stadium_db::PoolOptions::default()
-            };
-            let pool = stadium_db::connect(url.expose_secret(), &options)
-                .await
-                .map_err(Error::Database)?;
-            tracing::info!("database reachable");
-            Some(pool)
-        }
-        None => {
-            tracing::info!("no --database-url: running without a database");
-            None
-        }
-    };
-    let service = grpc::BoxOfficeService::new(db);
-    GrpcServer::new(config.common.server_options(SERVICE_NAME))
-        .add_service(BoxOfficeServer::new(service))
+) -> Result<(), ServeError> {
+    let parts = build(&config, &shutdown).await?;
+    serve_parts(&config, parts, listener, shutdown).await
+}
+
+/// As [`serve`] with parts already built (so an embedder keeps handles to them).
+///
+/// # Errors
+/// [`ServeError::Server`].
+pub async fn serve_parts(
+    config: &Config,
+    parts: Parts,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let canary_stop = shutdown.child_token();
+    let canary = config.canary_interval().map(|interval| {
+        canary::spawn(
+            parts.office.clone(),
+            &stadium_telemetry::meter("box-office"),
+            interval,
+            parts.canary.clone(),
+            canary_stop.clone(),
+        )
+    });
+    let served = GrpcServer::new(config.common.server_options(SERVICE_NAME))
+        .add_service(BoxOfficeServer::new(parts.api))
         .serve(listener, shutdown)
-        .await?;
-    Ok(())
+        .await;
+    canary_stop.cancel();
+    if let Some(task) = canary
+        && let Err(error) = task.await
+    {
+        tracing::warn!(%error, "canary task ended abnormally");
+    }
+    served.map_err(ServeError::from)
 }

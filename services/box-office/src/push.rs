@@ -1,0 +1,270 @@
+//! Telling the waiting room about sale changes, after they are committed.
+//!
+//! A push never runs inside a transaction. It reads the event's current state from the
+//! database at each attempt and sends all of it (`ConfigureEvent`), so pushes are
+//! idempotent and a late retry never undoes a newer change. A push that does not get
+//! through within the configured attempts answers FAILED and goes on in the background
+//! until it does, the service shuts down, or a retry budget runs out.
+
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use sqlx::PgPool;
+use stadium_proto::box_office::v1::PushOutcome;
+use stadium_proto::waiting_room::v1::{
+    ConfigureEventRequest, SaleState, SetAdmissionRateRequest,
+    waiting_room_client::WaitingRoomClient,
+};
+use tokio_util::sync::CancellationToken;
+use tonic::{Code, Request, transport::Channel};
+
+use crate::domain::{Event, EventStatus};
+use crate::grpc::convert::timestamp;
+use crate::store;
+
+/// What to push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushKind {
+    /// The sale state and settings (`ConfigureEvent`).
+    Configure,
+    /// The admission rate (`SetAdmissionRate`).
+    Rate,
+}
+
+/// The result of a push, as the response reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushReport {
+    /// Delivered, skipped or failed.
+    pub outcome: PushOutcome,
+    /// Why skipped or failed.
+    pub detail: String,
+    /// Calls made.
+    pub attempts: u32,
+}
+
+impl PushReport {
+    fn skipped(detail: &str) -> Self {
+        Self {
+            outcome: PushOutcome::Skipped,
+            detail: detail.to_owned(),
+            attempts: 0,
+        }
+    }
+}
+
+/// Background attempts after the answered ones failed.
+const BACKGROUND_ATTEMPTS: u32 = 20;
+/// First wait between attempts; doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// Longest wait between two attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Pushes event settings to the waiting room (or says why it did not).
+#[derive(Clone)]
+pub struct Pusher {
+    target: Option<(WaitingRoomClient<Channel>, SecretString)>,
+    pool: PgPool,
+    attempts: u32,
+    shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for Pusher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pusher")
+            .field("configured", &self.target.is_some())
+            .field("attempts", &self.attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+enum Attempt {
+    Delivered,
+    Skip(&'static str),
+    Retry(String),
+    GiveUp(String),
+}
+
+impl Pusher {
+    /// A pusher to `channel` presenting `token` (role `service`), or one that skips
+    /// every push when `target` is `None`. Background retries stop when `shutdown` is
+    /// cancelled.
+    pub fn new(
+        target: Option<(Channel, SecretString)>,
+        pool: PgPool,
+        attempts: u32,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self {
+            target: target.map(|(channel, token)| (WaitingRoomClient::new(channel), token)),
+            pool,
+            attempts: attempts.max(1),
+            shutdown,
+        }
+    }
+
+    /// Pushes `kind` for `event_id` now, retrying up to the configured attempts; on
+    /// failure the push continues in the background.
+    pub async fn push(&self, event_id: i64, kind: PushKind) -> PushReport {
+        if self.target.is_none() {
+            tracing::warn!(
+                event_id,
+                "no waiting room configured; sale change stored, push skipped"
+            );
+            return PushReport::skipped("no waiting room is configured");
+        }
+        let (report, retry) = self.run(event_id, kind, self.attempts).await;
+        if retry {
+            let this = self.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = this.shutdown.cancelled() => {}
+                    (report, _) = this.run(event_id, kind, BACKGROUND_ATTEMPTS) => {
+                        if report.outcome == PushOutcome::Failed {
+                            tracing::error!(event_id, detail = report.detail, "waiting room never took the sale change");
+                        }
+                    }
+                }
+            });
+        }
+        report
+    }
+
+    /// Up to `attempts` calls; the flag says whether retrying later may help.
+    async fn run(&self, event_id: i64, kind: PushKind, attempts: u32) -> (PushReport, bool) {
+        let mut backoff = FIRST_BACKOFF;
+        let mut last = String::new();
+        for attempt in 1..=attempts {
+            match self.attempt(event_id, kind).await {
+                Attempt::Delivered => {
+                    tracing::info!(event_id, ?kind, attempt, "waiting room updated");
+                    return (
+                        PushReport {
+                            outcome: PushOutcome::Delivered,
+                            detail: String::new(),
+                            attempts: attempt,
+                        },
+                        false,
+                    );
+                }
+                Attempt::Skip(why) => return (PushReport::skipped(why), false),
+                Attempt::GiveUp(why) => {
+                    tracing::error!(event_id, ?kind, why, "waiting room refused the sale change");
+                    return (
+                        PushReport {
+                            outcome: PushOutcome::Failed,
+                            detail: why,
+                            attempts: attempt,
+                        },
+                        false,
+                    );
+                }
+                Attempt::Retry(why) => {
+                    tracing::warn!(event_id, ?kind, attempt, why, "waiting room push failed");
+                    last = why;
+                }
+            }
+            if attempt < attempts {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+        (
+            PushReport {
+                outcome: PushOutcome::Failed,
+                detail: last,
+                attempts,
+            },
+            true,
+        )
+    }
+
+    async fn attempt(&self, event_id: i64, kind: PushKind) -> Attempt {
+        let Some((client, token)) = &self.target else {
+            return Attempt::Skip("no waiting room is configured");
+        };
+        let event = match self.load(event_id).await {
+            Ok(event) => event,
+            Err(why) => return Attempt::Retry(why),
+        };
+        let Some(state) = sale_state(&event, chrono::Utc::now()) else {
+            return Attempt::Skip("a draft event is not pushed to the waiting room");
+        };
+        let mut client = client.clone();
+        let bearer = format!("Bearer {}", token.expose_secret());
+        let result = match kind {
+            PushKind::Configure => {
+                let mut request = Request::new(configure_request(&event, state));
+                authorize(&mut request, &bearer);
+                client.configure_event(request).await.map(drop)
+            }
+            PushKind::Rate => {
+                let mut request = Request::new(SetAdmissionRateRequest {
+                    event_id: event.event_id.to_string(),
+                    fans_per_minute: event.settings.admission_rate_per_min,
+                });
+                authorize(&mut request, &bearer);
+                client.set_admission_rate(request).await.map(drop)
+            }
+        };
+        match result {
+            Ok(()) => Attempt::Delivered,
+            Err(status) => {
+                let why = format!("{:?}: {}", status.code(), status.message());
+                match status.code() {
+                    Code::Unavailable
+                    | Code::DeadlineExceeded
+                    | Code::Unknown
+                    | Code::Internal
+                    | Code::Aborted
+                    | Code::ResourceExhausted
+                    | Code::Cancelled
+                    // The waiting room may not know an event it was never configured
+                    // for (a rate set before the first push got through).
+                    | Code::NotFound => Attempt::Retry(why),
+                    _ => Attempt::GiveUp(why),
+                }
+            }
+        }
+    }
+
+    async fn load(&self, event_id: i64) -> Result<Event, String> {
+        let mut conn = self.pool.acquire().await.map_err(|e| e.to_string())?;
+        store::events::load(&mut conn, event_id, false)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+fn authorize<T>(request: &mut Request<T>, bearer: &str) {
+    match bearer.parse() {
+        Ok(value) => {
+            request.metadata_mut().insert("authorization", value);
+        }
+        Err(_) => tracing::error!("the service token is not valid metadata; sent without it"),
+    }
+}
+
+/// What the waiting room should be told about `event` at `now`: nothing for a draft;
+/// an on-sale event whose on-sale time is still ahead is SCHEDULED (its pre-queue is
+/// shuffled then), otherwise OPEN; PAUSED; CLOSED.
+pub fn sale_state(event: &Event, now: chrono::DateTime<chrono::Utc>) -> Option<SaleState> {
+    match event.status {
+        EventStatus::Draft => None,
+        EventStatus::OnSale if event.settings.onsale_at > now => Some(SaleState::Scheduled),
+        EventStatus::OnSale => Some(SaleState::Open),
+        EventStatus::Paused => Some(SaleState::Paused),
+        EventStatus::Closed => Some(SaleState::Closed),
+    }
+}
+
+/// The full `ConfigureEvent` request for `event` in `state`.
+pub fn configure_request(event: &Event, state: SaleState) -> ConfigureEventRequest {
+    ConfigureEventRequest {
+        event_id: event.event_id.to_string(),
+        state: state as i32,
+        onsale_at: Some(timestamp(event.settings.onsale_at)),
+        fans_per_minute: event.settings.admission_rate_per_min,
+        active_fan_cap: event.settings.active_fan_cap,
+        admission_ttl_ms: u64::from(event.settings.admission_ttl_ms),
+    }
+}

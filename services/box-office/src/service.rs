@@ -1,0 +1,420 @@
+//! The box office's operations: each change runs in one transaction together with its
+//! audit record; pushes to the waiting room and calls to holds and payments happen
+//! outside any transaction.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sqlx::{Acquire, PgPool};
+use stadium_venues::{ImportError, SourceFormat};
+
+use crate::domain::{Event, EventSettings, PriceCategory, Transition};
+use crate::error::{Error, Result};
+use crate::push::{PushKind, PushReport, Pusher};
+use crate::store::audit::{self, AuditEntry};
+use crate::store::invariants::Violation;
+use crate::store::reports::{Grouping, ReportLine, TimelineBucket};
+use crate::store::venues::VenueSummary;
+use crate::store::{events, invariants, reports, venues};
+
+/// What an import stored or found.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The venue with its sections.
+    pub venue: VenueSummary,
+    /// True when the same file was imported before (nothing changed).
+    pub already_imported: bool,
+    /// Non-fatal findings of the parser.
+    pub warnings: Vec<String>,
+}
+
+/// The box office over its database and the waiting room.
+#[derive(Debug, Clone)]
+pub struct BoxOffice {
+    pool: PgPool,
+    pusher: Pusher,
+    grace: Duration,
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<Value> {
+    serde_json::to_value(value).map_err(|e| Error::Internal(format!("audit json: {e}")))
+}
+
+fn event_target(event_id: i64) -> String {
+    format!("event:{event_id}")
+}
+
+impl BoxOffice {
+    /// Operations over `pool`, pushing sale changes with `pusher`; the canary skips
+    /// half-done bookings younger than `grace`.
+    pub fn new(pool: PgPool, pusher: Pusher, grace: Duration) -> Self {
+        Self {
+            pool,
+            pusher,
+            grace,
+        }
+    }
+
+    /// The pool (for the canary task and tests).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Imports a seating plan as venue `name`, all or nothing, with its audit record.
+    ///
+    /// # Errors
+    /// [`Error::InvalidField`] (`name`) or [`Error::PlanInvalid`] for a bad plan;
+    /// [`Error::Database`].
+    pub async fn import_venue(
+        &self,
+        actor: &str,
+        name: &str,
+        format: SourceFormat,
+        content: &[u8],
+    ) -> Result<Imported> {
+        let mut tx = self.pool.begin().await?;
+        let outcome = stadium_venues::import(&mut tx, name, format, content)
+            .await
+            .map_err(import_error)?;
+        let venue = venues::get(&mut tx, outcome.venue_id).await?;
+        if !outcome.already_imported {
+            audit::record(
+                &mut tx,
+                AuditEntry {
+                    actor,
+                    action: "import_venue",
+                    target: format!("venue:{}", venue.venue_id),
+                    before: None,
+                    after: Some(json!({
+                        "name": venue.name,
+                        "source_format": venue.source_format,
+                        "source_digest": venue.source_digest,
+                        "sections": venue.section_count,
+                        "seats": venue.seat_count,
+                    })),
+                },
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(Imported {
+            venue,
+            already_imported: outcome.already_imported,
+            warnings: outcome
+                .warnings
+                .iter()
+                .map(|w| format!("{}: {}", w.place, w.message))
+                .collect(),
+        })
+    }
+
+    /// Up to `limit` venues after id `after`.
+    ///
+    /// # Errors
+    /// [`Error::Database`].
+    pub async fn list_venues(&self, after: i64, limit: i64) -> Result<Vec<VenueSummary>> {
+        let mut conn = self.pool.acquire().await?;
+        venues::list(&mut conn, after, limit).await
+    }
+
+    /// Venue `venue_id` with its sections.
+    ///
+    /// # Errors
+    /// [`Error::VenueNotFound`]; [`Error::Database`].
+    pub async fn get_venue(&self, venue_id: i64) -> Result<VenueSummary> {
+        let mut conn = self.pool.acquire().await?;
+        venues::get(&mut conn, venue_id).await
+    }
+
+    /// The category codes of venue `venue_id`'s seats.
+    ///
+    /// # Errors
+    /// [`Error::VenueNotFound`]; [`Error::Database`].
+    pub async fn venue_codes(&self, venue_id: i64) -> Result<Vec<String>> {
+        let mut conn = self.pool.acquire().await?;
+        if !events::venue_exists(&mut conn, venue_id).await? {
+            return Err(Error::VenueNotFound(venue_id));
+        }
+        events::venue_category_codes(&mut conn, venue_id).await
+    }
+
+    /// Creates a draft event with its prices (already checked against the venue).
+    ///
+    /// # Errors
+    /// [`Error::VenueNotFound`]; [`Error::Database`].
+    pub async fn create_event(
+        &self,
+        actor: &str,
+        venue_id: i64,
+        settings: &EventSettings,
+        categories: &[PriceCategory],
+    ) -> Result<Event> {
+        let mut tx = self.pool.begin().await?;
+        if !events::venue_exists(&mut tx, venue_id).await? {
+            return Err(Error::VenueNotFound(venue_id));
+        }
+        let event_id = events::insert(&mut tx, venue_id, settings).await?;
+        events::replace_categories(&mut tx, event_id, categories).await?;
+        let event = events::load(&mut tx, event_id, false).await?;
+        audit::record(
+            &mut tx,
+            AuditEntry {
+                actor,
+                action: "create_event",
+                target: event_target(event_id),
+                before: None,
+                after: Some(to_json(&event)?),
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        tracing::info!(event_id, venue_id, actor, "event created");
+        Ok(event)
+    }
+
+    /// Event `event_id`.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::Database`].
+    pub async fn get_event(&self, event_id: i64) -> Result<Event> {
+        let mut conn = self.pool.acquire().await?;
+        events::load(&mut conn, event_id, false).await
+    }
+
+    /// Up to `limit` events after id `after`, of one venue or all.
+    ///
+    /// # Errors
+    /// [`Error::Database`].
+    pub async fn list_events(
+        &self,
+        venue_id: Option<i64>,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Event>> {
+        let mut conn = self.pool.acquire().await?;
+        events::list(&mut conn, venue_id, after, limit).await
+    }
+
+    /// Replaces the prices of event `event_id` (already checked against its venue).
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::EventClosed`]; [`Error::Database`].
+    pub async fn set_price_categories(
+        &self,
+        actor: &str,
+        event_id: i64,
+        categories: &[PriceCategory],
+    ) -> Result<Event> {
+        let mut tx = self.pool.begin().await?;
+        let before = events::load(&mut tx, event_id, true).await?;
+        if before.status == crate::domain::EventStatus::Closed {
+            return Err(Error::EventClosed(event_id));
+        }
+        events::replace_categories(&mut tx, event_id, categories).await?;
+        let after = events::load(&mut tx, event_id, false).await?;
+        audit::record(
+            &mut tx,
+            AuditEntry {
+                actor,
+                action: "set_price_categories",
+                target: event_target(event_id),
+                before: Some(to_json(&before.price_categories)?),
+                after: Some(to_json(&after.price_categories)?),
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(after)
+    }
+
+    /// Applies a sale transition as a conditional update, then tells the waiting room.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::InvalidTransition`] when the event is not in
+    /// a status the transition starts from; [`Error::Database`].
+    pub async fn transition(
+        &self,
+        actor: &str,
+        event_id: i64,
+        t: Transition,
+    ) -> Result<(Event, PushReport)> {
+        let mut tx = self.pool.begin().await?;
+        let before = events::load(&mut tx, event_id, true).await?;
+        if events::set_status(&mut tx, event_id, t.from(), t.to()).await? == 0 {
+            return Err(Error::InvalidTransition {
+                from: before.status.as_str().to_owned(),
+                to: t.to().as_str(),
+            });
+        }
+        let after = events::load(&mut tx, event_id, false).await?;
+        audit::record(
+            &mut tx,
+            AuditEntry {
+                actor,
+                action: t.action(),
+                target: event_target(event_id),
+                before: Some(json!({ "status": before.status })),
+                after: Some(json!({ "status": after.status })),
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        tracing::info!(
+            event_id,
+            actor,
+            from = before.status.as_str(),
+            to = after.status.as_str(),
+            "sale status changed"
+        );
+        let push = self.pusher.push(event_id, PushKind::Configure).await;
+        Ok((after, push))
+    }
+
+    /// Sets the admission rate, then tells the waiting room.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::Database`].
+    pub async fn set_admission_rate(
+        &self,
+        actor: &str,
+        event_id: i64,
+        fans_per_minute: u32,
+    ) -> Result<(Event, PushReport)> {
+        let mut tx = self.pool.begin().await?;
+        let before = events::load(&mut tx, event_id, true).await?;
+        events::set_rate(&mut tx, event_id, fans_per_minute).await?;
+        let after = events::load(&mut tx, event_id, false).await?;
+        audit::record(
+            &mut tx,
+            AuditEntry {
+                actor,
+                action: "set_admission_rate",
+                target: event_target(event_id),
+                before: Some(
+                    json!({ "admission_rate_per_min": before.settings.admission_rate_per_min }),
+                ),
+                after: Some(
+                    json!({ "admission_rate_per_min": after.settings.admission_rate_per_min }),
+                ),
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        let push = self.pusher.push(event_id, PushKind::Rate).await;
+        Ok((after, push))
+    }
+
+    /// Records a change made through another service (blocks, comps, refunds), which
+    /// committed there; the record follows it in its own transaction.
+    ///
+    /// # Errors
+    /// [`Error::Database`].
+    pub async fn record(&self, entry: AuditEntry<'_>) -> Result<()> {
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin().await?;
+        audit::record(&mut tx, entry).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The sales report of `event_id` and its total line.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::Database`].
+    pub async fn sales_report(
+        &self,
+        event_id: i64,
+        grouping: Grouping,
+    ) -> Result<(Event, Vec<ReportLine>, ReportLine)> {
+        let mut tx = self.pool.begin().await?;
+        // One snapshot for the rows and the total.
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        let event = events::load(&mut tx, event_id, false).await?;
+        let lines = reports::sales(&mut tx, event_id, grouping).await?;
+        tx.commit().await?;
+        let mut total = ReportLine {
+            key: "total".to_owned(),
+            ..ReportLine::default()
+        };
+        for line in &lines {
+            total.add(line);
+        }
+        Ok((event, lines, total))
+    }
+
+    /// Sales of `event_id` per `bucket_ms` bucket.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::Database`].
+    pub async fn timeline(
+        &self,
+        event_id: i64,
+        bucket_ms: i64,
+    ) -> Result<(Event, Vec<TimelineBucket>)> {
+        let mut conn = self.pool.acquire().await?;
+        let event = events::load(&mut conn, event_id, false).await?;
+        let buckets = reports::timeline(&mut conn, event_id, bucket_ms).await?;
+        Ok((event, buckets))
+    }
+
+    /// Every invariant violation of `event_id`, read in one snapshot.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::Database`].
+    pub async fn check_invariants(&self, event_id: i64) -> Result<Vec<Violation>> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        events::load(&mut tx, event_id, false).await?;
+        let found = invariants::check(&mut tx, event_id, self.grace).await?;
+        tx.commit().await?;
+        Ok(found)
+    }
+
+    /// The ids of events whose sale runs (on sale or paused).
+    ///
+    /// # Errors
+    /// [`Error::Database`].
+    pub async fn live_events(&self) -> Result<Vec<i64>> {
+        let mut conn = self.pool.acquire().await?;
+        events::live_ids(&mut conn).await
+    }
+}
+
+fn import_error(error: ImportError) -> Error {
+    match error {
+        ImportError::BadName => Error::invalid("name", "must be 1 to 200 characters"),
+        ImportError::Syntax {
+            line,
+            column,
+            message,
+        } => Error::PlanInvalid {
+            path: format!("line {line}, column {column}"),
+            problem: message.clone(),
+            message: format!("line {line}, column {column}: {message}"),
+        },
+        ImportError::Invalid { issues } => {
+            let message = issues
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            let (path, problem) = issues
+                .first()
+                .map(|i| (i.place.clone(), i.problem.to_string()))
+                .unwrap_or_default();
+            Error::PlanInvalid {
+                path,
+                problem,
+                message,
+            }
+        }
+        ImportError::Database(e) => Error::Database(e),
+        ImportError::SeatOrder => {
+            Error::Internal("seat ids came out of order; nothing stored".into())
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! Events and their price categories in `catalog`.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+use crate::domain::{Event, EventSettings, EventStatus, PriceCategory};
+use crate::error::{Error, Result};
+
+#[derive(sqlx::FromRow)]
+struct EventRow {
+    event_id: i64,
+    venue_id: i64,
+    name: String,
+    status: String,
+    starts_at: DateTime<Utc>,
+    onsale_at: DateTime<Utc>,
+    hold_ttl_ms: i32,
+    max_seats_per_claim: i32,
+    max_seats_per_fan: i32,
+    admission_rate_per_min: i32,
+    active_fan_cap: i32,
+    admission_ttl_ms: i32,
+    currency: String,
+    created_at: DateTime<Utc>,
+}
+
+const EVENT_COLUMNS: &str = "event_id, venue_id, name, status, starts_at, onsale_at, hold_ttl_ms, \
+     max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, active_fan_cap, \
+     admission_ttl_ms, currency::text AS currency, created_at";
+
+fn unsigned(column: &str, value: i32) -> Result<u32> {
+    u32::try_from(value).map_err(|_| Error::Internal(format!("{column} is negative: {value}")))
+}
+
+impl EventRow {
+    fn into_event(self, price_categories: Vec<PriceCategory>) -> Result<Event> {
+        let status = EventStatus::parse(&self.status)
+            .ok_or_else(|| Error::Internal(format!("unknown event status {:?}", self.status)))?;
+        Ok(Event {
+            event_id: self.event_id,
+            venue_id: self.venue_id,
+            status,
+            settings: EventSettings {
+                name: self.name,
+                starts_at: self.starts_at,
+                onsale_at: self.onsale_at,
+                hold_ttl_ms: unsigned("hold_ttl_ms", self.hold_ttl_ms)?,
+                max_seats_per_claim: unsigned("max_seats_per_claim", self.max_seats_per_claim)?,
+                max_seats_per_fan: unsigned("max_seats_per_fan", self.max_seats_per_fan)?,
+                admission_rate_per_min: unsigned(
+                    "admission_rate_per_min",
+                    self.admission_rate_per_min,
+                )?,
+                active_fan_cap: unsigned("active_fan_cap", self.active_fan_cap)?,
+                admission_ttl_ms: unsigned("admission_ttl_ms", self.admission_ttl_ms)?,
+                currency: self.currency,
+            },
+            price_categories,
+            created_at: self.created_at,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct CategoryRow {
+    event_id: i64,
+    category_code: String,
+    name: String,
+    price_minor: i64,
+    currency: String,
+}
+
+impl From<CategoryRow> for PriceCategory {
+    fn from(row: CategoryRow) -> Self {
+        PriceCategory {
+            code: row.category_code,
+            name: row.name,
+            price_minor: row.price_minor,
+            currency: row.currency,
+        }
+    }
+}
+
+/// Whether venue `venue_id` exists.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn venue_exists(conn: &mut PgConnection, venue_id: i64) -> Result<bool> {
+    Ok(
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM catalog.venues WHERE venue_id = $1)")
+            .bind(venue_id)
+            .fetch_one(conn)
+            .await?,
+    )
+}
+
+/// The category codes the seats of venue `venue_id` carry, sorted.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn venue_category_codes(conn: &mut PgConnection, venue_id: i64) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT DISTINCT category_code FROM catalog.seats WHERE venue_id = $1 ORDER BY 1",
+    )
+    .bind(venue_id)
+    .fetch_all(conn)
+    .await?)
+}
+
+/// Inserts a draft event on `venue_id` and returns its id.
+///
+/// # Errors
+/// [`Error::Database`] (a CHECK refusing a value the edge let through is a bug).
+pub async fn insert(conn: &mut PgConnection, venue_id: i64, s: &EventSettings) -> Result<i64> {
+    let signed = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+    Ok(sqlx::query_scalar(
+        "INSERT INTO catalog.events (venue_id, name, starts_at, onsale_at, hold_ttl_ms,
+             max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, active_fan_cap,
+             admission_ttl_ms, currency)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+         RETURNING event_id",
+    )
+    .bind(venue_id)
+    .bind(&s.name)
+    .bind(s.starts_at)
+    .bind(s.onsale_at)
+    .bind(signed(s.hold_ttl_ms))
+    .bind(signed(s.max_seats_per_claim))
+    .bind(signed(s.max_seats_per_fan))
+    .bind(signed(s.admission_rate_per_min))
+    .bind(signed(s.active_fan_cap))
+    .bind(signed(s.admission_ttl_ms))
+    .bind(&s.currency)
+    .fetch_one(conn)
+    .await?)
+}
+
+/// Replaces the price categories of `event_id` with `categories`.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn replace_categories(
+    conn: &mut PgConnection,
+    event_id: i64,
+    categories: &[PriceCategory],
+) -> Result<()> {
+    sqlx::query("DELETE FROM catalog.price_categories WHERE event_id = $1")
+        .bind(event_id)
+        .execute(&mut *conn)
+        .await?;
+    let codes: Vec<&str> = categories.iter().map(|c| c.code.as_str()).collect();
+    let names: Vec<&str> = categories.iter().map(|c| c.name.as_str()).collect();
+    let prices: Vec<i64> = categories.iter().map(|c| c.price_minor).collect();
+    let currencies: Vec<&str> = categories.iter().map(|c| c.currency.as_str()).collect();
+    sqlx::query(
+        "INSERT INTO catalog.price_categories (event_id, category_code, name, price_minor, currency)
+         SELECT $1, code, name, price, currency
+         FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[]) AS t(code, name, price, currency)",
+    )
+    .bind(event_id)
+    .bind(&codes)
+    .bind(&names)
+    .bind(&prices)
+    .bind(&currencies)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+async fn categories_of(conn: &mut PgConnection, ids: &[i64]) -> Result<Vec<CategoryRow>> {
+    Ok(sqlx::query_as(
+        "SELECT event_id, category_code, name, price_minor, currency::text AS currency
+         FROM catalog.price_categories WHERE event_id = ANY($1)
+         ORDER BY event_id, price_minor DESC, category_code",
+    )
+    .bind(ids)
+    .fetch_all(conn)
+    .await?)
+}
+
+async fn assemble(conn: &mut PgConnection, rows: Vec<EventRow>) -> Result<Vec<Event>> {
+    let ids: Vec<i64> = rows.iter().map(|r| r.event_id).collect();
+    let mut categories = categories_of(conn, &ids).await?;
+    rows.into_iter()
+        .map(|row| {
+            let (mine, rest): (Vec<_>, Vec<_>) = categories
+                .drain(..)
+                .partition(|c| c.event_id == row.event_id);
+            categories = rest;
+            row.into_event(mine.into_iter().map(PriceCategory::from).collect())
+        })
+        .collect()
+}
+
+/// Event `event_id` with its prices; with `lock`, its row stays locked (`FOR UPDATE`)
+/// until the caller's transaction ends, so the change that follows starts from what
+/// was read.
+///
+/// # Errors
+/// [`Error::EventNotFound`]; [`Error::Database`].
+pub async fn load(conn: &mut PgConnection, event_id: i64, lock: bool) -> Result<Event> {
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM catalog.events WHERE event_id = $1{}",
+        if lock { " FOR UPDATE" } else { "" }
+    );
+    let row: Option<EventRow> = sqlx::query_as(&sql)
+        .bind(event_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let row = row.ok_or(Error::EventNotFound(event_id))?;
+    let mut events = assemble(conn, vec![row]).await?;
+    events.pop().ok_or(Error::EventNotFound(event_id))
+}
+
+/// Up to `limit` events with an id above `after`, of one venue or all, by id.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn list(
+    conn: &mut PgConnection,
+    venue_id: Option<i64>,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<Event>> {
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM catalog.events
+         WHERE event_id > $1 AND ($2::bigint IS NULL OR venue_id = $2)
+         ORDER BY event_id LIMIT $3"
+    );
+    let rows: Vec<EventRow> = sqlx::query_as(&sql)
+        .bind(after)
+        .bind(venue_id)
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?;
+    assemble(conn, rows).await
+}
+
+/// Events whose sale is running (on sale or paused), by id: what the canary watches.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn live_ids(conn: &mut PgConnection) -> Result<Vec<i64>> {
+    Ok(sqlx::query_scalar(
+        "SELECT event_id FROM catalog.events WHERE status IN ('on_sale', 'paused') ORDER BY event_id",
+    )
+    .fetch_all(conn)
+    .await?)
+}
+
+/// Moves `event_id` to `to` only if its status is one of `from`; the number of rows
+/// changed (0 or 1) says whether it did.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn set_status(
+    conn: &mut PgConnection,
+    event_id: i64,
+    from: &[EventStatus],
+    to: EventStatus,
+) -> Result<u64> {
+    let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
+    Ok(sqlx::query(
+        "UPDATE catalog.events SET status = $2, updated_at = now()
+         WHERE event_id = $1 AND status = ANY($3)",
+    )
+    .bind(event_id)
+    .bind(to.as_str())
+    .bind(&from)
+    .execute(conn)
+    .await?
+    .rows_affected())
+}
+
+/// Sets the admission rate of `event_id` (fans per minute).
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn set_rate(conn: &mut PgConnection, event_id: i64, fans_per_minute: u32) -> Result<u64> {
+    Ok(sqlx::query(
+        "UPDATE catalog.events SET admission_rate_per_min = $2, updated_at = now()
+         WHERE event_id = $1",
+    )
+    .bind(event_id)
+    .bind(i32::try_from(fans_per_minute).unwrap_or(i32::MAX))
+    .execute(conn)
+    .await?
+    .rows_affected())
+}

@@ -1,0 +1,9 @@
+//! SQL of the box office. Functions take `&mut PgConnection`; the caller owns the
+//! transaction. Reports and the canary read `holds` and `payments` tables read-only:
+//! checking invariants that span owners is what the canary is for.
+
+pub mod audit;
+pub mod events;
+pub mod invariants;
+pub mod reports;
+pub mod venues;

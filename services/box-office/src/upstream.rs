@@ -1,0 +1,149 @@
+//! Calls to holds and payments for inventory changes. The caller's admin token travels
+//! with each call, so those services check and record the same person; their errors
+//! (SEAT_TAKEN, ORDER_NOT_FOUND, …) come back to the caller as they were.
+
+use stadium_proto::holds::v1 as holds;
+use stadium_proto::holds::v1::holds_client::HoldsClient;
+use stadium_proto::payments::v1 as payments;
+use stadium_proto::payments::v1::payments_client::PaymentsClient;
+use tonic::{Request, transport::Channel};
+
+use crate::error::{Error, Result};
+
+/// Clients of the services inventory goes through; `None` when not configured.
+#[derive(Debug, Clone, Default)]
+pub struct Upstream {
+    /// The holds service (`--holds-url`).
+    pub holds: Option<HoldsClient<Channel>>,
+    /// The payments service (`--payments-url`).
+    pub payments: Option<PaymentsClient<Channel>>,
+}
+
+fn with_token<T>(message: T, token: &str) -> Request<T> {
+    let mut request = Request::new(message);
+    if let Ok(value) = format!("Bearer {token}").parse() {
+        request.metadata_mut().insert("authorization", value);
+    }
+    stadium_telemetry::inject_context(request.metadata_mut());
+    request
+}
+
+impl Upstream {
+    fn holds(&self) -> Result<HoldsClient<Channel>> {
+        self.holds.clone().ok_or(Error::NotConfigured("holds"))
+    }
+
+    fn payments(&self) -> Result<PaymentsClient<Channel>> {
+        self.payments
+            .clone()
+            .ok_or(Error::NotConfigured("payments"))
+    }
+
+    /// holds `BlockSeats`.
+    ///
+    /// # Errors
+    /// [`Error::NotConfigured`]; [`Error::Upstream`] with the holds answer.
+    pub async fn block(&self, token: &str, req: holds::BlockSeatsRequest) -> Result<holds::Hold> {
+        let hold = self
+            .holds()?
+            .block_seats(with_token(req, token))
+            .await
+            .map_err(|status| Error::Upstream {
+                service: "holds",
+                status,
+            })?
+            .into_inner()
+            .hold;
+        hold.ok_or_else(|| Error::Internal("holds answered BlockSeats without a hold".into()))
+    }
+
+    /// holds `ReleaseSeats`.
+    ///
+    /// # Errors
+    /// [`Error::NotConfigured`]; [`Error::Upstream`] with the holds answer.
+    pub async fn release(
+        &self,
+        token: &str,
+        req: holds::ReleaseSeatsRequest,
+    ) -> Result<holds::Hold> {
+        let hold = self
+            .holds()?
+            .release_seats(with_token(req, token))
+            .await
+            .map_err(|status| Error::Upstream {
+                service: "holds",
+                status,
+            })?
+            .into_inner()
+            .hold;
+        hold.ok_or_else(|| Error::Internal("holds answered ReleaseSeats without a hold".into()))
+    }
+
+    /// payments `IssueComp`.
+    ///
+    /// # Errors
+    /// [`Error::NotConfigured`]; [`Error::Upstream`] with the payments answer.
+    pub async fn comp(
+        &self,
+        token: &str,
+        req: payments::IssueCompRequest,
+    ) -> Result<payments::Order> {
+        let order = self
+            .payments()?
+            .issue_comp(with_token(req, token))
+            .await
+            .map_err(|status| Error::Upstream {
+                service: "payments",
+                status,
+            })?
+            .into_inner()
+            .order;
+        order.ok_or_else(|| Error::Internal("payments answered IssueComp without an order".into()))
+    }
+
+    /// payments `GetOrder` by order id.
+    ///
+    /// # Errors
+    /// [`Error::NotConfigured`]; [`Error::Upstream`] with the payments answer.
+    pub async fn order(&self, token: &str, order_id: &str) -> Result<payments::Order> {
+        let req = payments::GetOrderRequest {
+            key: Some(payments::get_order_request::Key::OrderId(
+                order_id.to_owned(),
+            )),
+        };
+        let order = self
+            .payments()?
+            .get_order(with_token(req, token))
+            .await
+            .map_err(|status| Error::Upstream {
+                service: "payments",
+                status,
+            })?
+            .into_inner()
+            .order;
+        order.ok_or_else(|| Error::Internal("payments answered GetOrder without an order".into()))
+    }
+
+    /// payments `RefundOrder`.
+    ///
+    /// # Errors
+    /// [`Error::NotConfigured`]; [`Error::Upstream`] with the payments answer.
+    pub async fn refund(
+        &self,
+        token: &str,
+        req: payments::RefundOrderRequest,
+    ) -> Result<payments::Order> {
+        let order = self
+            .payments()?
+            .refund_order(with_token(req, token))
+            .await
+            .map_err(|status| Error::Upstream {
+                service: "payments",
+                status,
+            })?
+            .into_inner()
+            .order;
+        order
+            .ok_or_else(|| Error::Internal("payments answered RefundOrder without an order".into()))
+    }
+}
