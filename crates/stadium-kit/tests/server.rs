@@ -141,11 +141,11 @@ async fn reflection_v1alpha_lists_the_served_services() {
 #[tokio::test]
 async fn a_request_past_the_timeout_gets_deadline_exceeded() {
     let server = start(options(Duration::from_millis(100), LONG)).await;
-    let status = server
-        .seat_map()
-        .get_layout(layout(HANG))
+    let mut client = server.seat_map();
+    let answer = tokio::time::timeout(LONG, client.get_layout(layout(HANG)))
         .await
-        .unwrap_err();
+        .expect("the server answers instead of letting the call hang");
+    let status = answer.unwrap_err();
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
     // The connection is still usable: a timeout is an answer, not a transport error.
     server.seat_map().get_layout(layout("ok")).await.unwrap();
