@@ -1,7 +1,11 @@
 //! Flags of the payments service, each with an environment fallback.
 
-use secrecy::SecretString;
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
 use stadium_kit::args::{CommonArgs, grpc_url};
+
+use crate::service::Settings;
 
 /// The payments service's configuration: the shared flags plus its own.
 #[derive(Debug, Clone, clap::Parser)]
@@ -16,27 +20,181 @@ pub struct Config {
     pub common: CommonArgs,
 
     /// PostgreSQL URL (`postgres://user@host:port/db`) of the database holding the
-    /// `payments` schema. Unset: the service runs without a database.
+    /// `payments` schema (and the catalog views prices are read from).
     #[arg(long, env = "DATABASE_URL", hide_env_values = true, value_name = "URL")]
-    pub database_url: Option<SecretString>,
+    pub database_url: SecretString,
+
+    /// Maximum open database connections.
+    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub database_max_connections: u32,
+
+    /// Apply pending migrations at start (for local runs; deployments migrate once).
+    #[arg(long, env = "PAYMENTS_MIGRATE", default_value_t = false)]
+    pub migrate: bool,
 
     /// gRPC address of the holds service, which books a paid hold (`ConfirmHold`),
     /// e.g. `http://127.0.0.1:50053`.
     #[arg(long, env = "HOLDS_URL", value_parser = grpc_url, value_name = "URL")]
-    pub holds_url: Option<http::Uri>,
+    pub holds_url: http::Uri,
 
-    /// gRPC address of the waiting room, whose public keys (JWKS) verify admission
-    /// tokens, e.g. `http://127.0.0.1:50051`.
-    #[arg(long, env = "WAITING_ROOM_URL", value_parser = grpc_url, value_name = "URL")]
-    pub waiting_room_url: Option<http::Uri>,
+    /// Longest wait for one holds call, in milliseconds.
+    #[arg(long, env = "HOLDS_TIMEOUT_MS", default_value_t = 3000,
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
+    pub holds_timeout_ms: u64,
+
+    /// The payments service's own admin token (role `service`), sent to holds for
+    /// `ConfirmHold` and `ReleaseSeats`. Never logged.
+    #[arg(
+        long,
+        env = "SERVICE_TOKEN",
+        hide_env_values = true,
+        value_name = "JWT"
+    )]
+    pub service_token: SecretString,
+
+    /// The identity provider's JWK Set (JSON): verifies fan sessions and admin tokens.
+    #[arg(long, env = "IDENTITY_JWKS", value_name = "JSON")]
+    pub identity_jwks: String,
+
+    /// `iss` of fan sessions and admin tokens.
+    #[arg(long, env = "IDENTITY_ISSUER", default_value = stadium_tokens::DEV_ISSUER)]
+    pub identity_issuer: String,
+
+    /// Ed25519 seed (64 hex digits) that signs ticket codes; keep it across restarts so
+    /// issued tickets keep verifying. Unset: a random key for this run only.
+    #[arg(
+        long,
+        env = "TICKET_SIGNING_SEED",
+        hide_env_values = true,
+        value_name = "HEX"
+    )]
+    pub ticket_signing_seed: Option<SecretString>,
+
+    /// Secret shared with the payment provider that signs its notices (HMAC-SHA256).
+    #[arg(
+        long,
+        env = "PROVIDER_NOTICE_SECRET",
+        hide_env_values = true,
+        value_name = "SECRET"
+    )]
+    pub provider_notice_secret: SecretString,
+
+    /// Latency the simulated payment provider adds to every call, in milliseconds.
+    #[arg(
+        long,
+        env = "SIM_PROVIDER_LATENCY_MS",
+        default_value_t = 0,
+        value_name = "MS"
+    )]
+    pub sim_provider_latency_ms: u64,
+
+    /// Longest wait for one provider call, in milliseconds; past it the outcome is
+    /// unknown and the payment is left to the reconciler.
+    #[arg(long, env = "PROVIDER_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
+    pub provider_timeout_ms: u64,
+
+    /// How long one worker owns an unfinished payment, in milliseconds; must exceed a
+    /// provider call plus a holds call. A crashed worker's payments are taken over after.
+    #[arg(long, env = "PAYMENT_LEASE_MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
+    pub lease_ms: u64,
+
+    /// How long a duplicate confirm waits for the first one, in milliseconds, before it
+    /// answers ABORTED/IN_PROGRESS.
+    #[arg(
+        long,
+        env = "DUPLICATE_WAIT_MS",
+        default_value_t = 2000,
+        value_name = "MS"
+    )]
+    pub duplicate_wait_ms: u64,
+
+    /// Milliseconds between reconciler passes (one pass always runs at start); 0 turns
+    /// the background reconciler off entirely.
+    #[arg(
+        long,
+        env = "RECONCILE_INTERVAL_MS",
+        default_value_t = 5000,
+        value_name = "MS"
+    )]
+    pub reconcile_interval_ms: u64,
+
+    /// Payments per reconciler pass.
+    #[arg(long, env = "RECONCILE_BATCH", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub reconcile_batch: u32,
+
+    /// A pending payment with no charge at the provider this many milliseconds old is
+    /// marked failed by the reconciler (its confirm died before charging).
+    #[arg(
+        long,
+        env = "ABANDON_AFTER_MS",
+        default_value_t = 600_000,
+        value_name = "MS"
+    )]
+    pub abandon_after_ms: u64,
+}
+
+impl Config {
+    /// The flow's timing from the flags.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            lease: Duration::from_millis(self.lease_ms),
+            duplicate_wait: Duration::from_millis(self.duplicate_wait_ms),
+            provider_timeout: Duration::from_millis(self.provider_timeout_ms),
+            abandon_after: Duration::from_millis(self.abandon_after_ms),
+        }
+    }
+
+    /// The reconciler's interval, `None` when it is off.
+    pub fn reconcile_interval(&self) -> Option<Duration> {
+        (self.reconcile_interval_ms > 0).then(|| Duration::from_millis(self.reconcile_interval_ms))
+    }
+
+    /// The ticket signing seed, if one is configured.
+    ///
+    /// # Errors
+    /// A message when the flag is not 64 hex digits.
+    pub fn ticket_seed(&self) -> Result<Option<[u8; 32]>, String> {
+        let Some(seed) = &self.ticket_signing_seed else {
+            return Ok(None);
+        };
+        let bytes = hex::decode(seed.expose_secret().trim())
+            .map_err(|_| "--ticket-signing-seed: not hex".to_owned())?;
+        let seed: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| "--ticket-signing-seed: needs 64 hex digits (32 bytes)".to_owned())?;
+        Ok(Some(seed))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use clap::{CommandFactory, Parser};
-    use secrecy::ExposeSecret;
 
     use super::*;
+
+    const REQUIRED: [&str; 11] = [
+        "payments",
+        "--database-url",
+        "postgres://u:secret@db/stadium",
+        "--holds-url",
+        "http://holds:50053",
+        "--service-token",
+        "service.jwt.sig",
+        "--identity-jwks",
+        "{\"keys\":[]}",
+        "--provider-notice-secret",
+        "notice-secret",
+    ];
+
+    fn parse(extra: &[&str]) -> Result<Config, clap::Error> {
+        let mut args = REQUIRED.to_vec();
+        args.extend_from_slice(extra);
+        Config::try_parse_from(args)
+    }
 
     #[test]
     fn the_command_is_well_formed() {
@@ -48,54 +206,42 @@ mod tests {
         let help = Config::command().render_long_help().to_string();
         for flag in [
             "--listen",
-            "--log-format",
-            "--log-filter",
-            "--otlp-endpoint",
-            "--request-timeout-ms",
-            "--grace-period-ms",
             "--database-url",
             "--holds-url",
-            "--waiting-room-url",
+            "--service-token",
+            "--identity-jwks",
+            "--ticket-signing-seed",
+            "--provider-notice-secret",
+            "--reconcile-interval-ms",
+            "--lease-ms",
         ] {
             assert!(help.contains(flag), "{flag} missing from --help:\n{help}");
         }
-        for env in [
-            "DATABASE_URL",
-            "HOLDS_URL",
-            "WAITING_ROOM_URL",
-            "LISTEN_ADDR",
-        ] {
+        for env in ["DATABASE_URL", "HOLDS_URL", "SERVICE_TOKEN", "LISTEN_ADDR"] {
             assert!(help.contains(env), "{env} missing from --help");
         }
     }
 
     #[test]
-    fn parses_its_flags() {
-        let config = Config::try_parse_from([
-            "payments",
-            "--database-url",
-            "postgres://u:secret@db/stadium",
-            "--holds-url",
-            "http://holds:50053",
-        ])
-        .unwrap();
-        assert_eq!(
-            config.database_url.unwrap().expose_secret(),
-            "postgres://u:secret@db/stadium"
-        );
-        assert_eq!(config.holds_url.unwrap().host(), Some("holds"));
+    fn parses_its_flags_and_hides_secrets() {
+        let config = parse(&["--ticket-signing-seed", &"ab".repeat(32)]).unwrap();
+        assert_eq!(config.holds_url.host(), Some("holds"));
+        assert_eq!(config.ticket_seed().unwrap(), Some([0xab; 32]));
+        assert_eq!(config.reconcile_interval(), Some(Duration::from_secs(5)));
+        let debug = format!("{config:?}");
+        for secret in ["secret@db", "service.jwt.sig", "notice-secret", "abab"] {
+            assert!(!debug.contains(secret), "{secret} printed");
+        }
     }
 
     #[test]
-    fn debug_output_hides_the_database_url() {
-        let config =
-            Config::try_parse_from(["payments", "--database-url", "postgres://u:secret@db/x"])
-                .unwrap();
-        assert!(!format!("{config:?}").contains("secret"));
-    }
-
-    #[test]
-    fn refuses_a_bad_service_url() {
-        assert!(Config::try_parse_from(["payments", "--holds-url", "holds:50053"]).is_err());
+    fn refuses_bad_values() {
+        assert!(Config::try_parse_from(["payments"]).is_err());
+        assert!(parse(&["--holds-url", "holds:50053"]).is_err());
+        assert!(parse(&["--lease-ms", "0"]).is_err());
+        let short = parse(&["--ticket-signing-seed", "abcd"]).unwrap();
+        assert!(short.ticket_seed().is_err());
+        let off = parse(&["--reconcile-interval-ms", "0"]).unwrap();
+        assert_eq!(off.reconcile_interval(), None);
     }
 }

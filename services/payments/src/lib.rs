@@ -1,23 +1,49 @@
 //! The payments service: confirms a fan's hold and takes the money exactly once, keyed
-//! by the hold key; refunds when the hold died before the booking; issues tickets.
-//! Owns the `payments` schema (`payments.payments`, `payments.tickets`).
+//! by the hold key; refunds when the hold died before the booking; issues tickets whose
+//! codes verify offline; finishes whatever a crash left half done.
+//! Owns the `payments` schema (`payments.payments`, `payments.tickets`,
+//! `payments.provider_notices`).
 //!
-//! For now a skeleton: it serves health and reflection, and every RPC of
-//! `stadium.payments.v1.Payments` answers `UNIMPLEMENTED` until issue 6 builds it.
-//! [`serve`] is what `main` and the tests (and the all-in-one runner) call.
+//! The flow (see [`service`]): record the intent (`INSERT … ON CONFLICT (hold_key) DO
+//! NOTHING`), charge the [`provider`] with the hold key as idempotency key outside any
+//! transaction, book through holds' `ConfirmHold`, then in one short transaction either
+//! capture with tickets or, when the hold is gone, refund under `refund:<hold key>`.
+//! A lease on the payment row says who drives it; a [`reconciler`] takes over payments
+//! whose driver died.
+//!
+//! Layout: [`config`] (flags), [`grpc`] (the tonic service), [`domain`] (ids, states,
+//! ticket codes), [`store`] (SQL), [`service`] (the flows), [`holds`] (the holds
+//! client), [`provider`] (the provider trait and the simulated provider), [`auth`],
+//! [`reconciler`], [`metrics`], [`error`] (the one error table).
 
+pub mod auth;
 pub mod config;
+pub mod domain;
 pub mod error;
 pub mod grpc;
+pub mod holds;
+pub mod metrics;
+pub mod provider;
+pub mod reconciler;
+pub mod service;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use secrecy::ExposeSecret;
 use stadium_kit::server::GrpcServer;
 use stadium_proto::payments::v1::payments_server::PaymentsServer;
+use stadium_tokens::VerificationKeys;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use config::Config;
 pub use error::Error;
+
+use crate::domain::ticket_code::TicketSigner;
+use crate::provider::PaymentProvider;
+use crate::provider::sim::{Faults, SimulatedProvider};
 
 /// The service's name in logs, metrics (`service.name`) and traces.
 pub const SERVICE_NAME: &str = "payments";
@@ -25,41 +51,148 @@ pub const SERVICE_NAME: &str = "payments";
 /// The port `--listen` defaults to (on 127.0.0.1).
 pub const DEFAULT_PORT: u16 = stadium_kit::args::ports::PAYMENTS;
 
-/// Serves the payments API on `listener` until `shutdown` is cancelled, then drains
-/// in-flight requests (at most `--grace-period-ms`) and returns.
-///
-/// With `--database-url` set, a connection pool is opened first, so a wrong URL fails
-/// at start rather than on the first fan; without it the service runs standalone.
+/// Why [`serve`] could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A flag is unusable.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The database is unreachable.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Migrations failed.
+    #[error("migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The gRPC server failed.
+    #[error(transparent)]
+    Server(#[from] stadium_kit::KitError),
+}
+
+/// A built service's parts, for embedding (tests, an all-in-one runner).
+#[derive(Debug, Clone)]
+pub struct Parts {
+    /// The operations.
+    pub core: Arc<service::PaymentsCore>,
+    /// The credential checks.
+    pub auth: Arc<auth::Authenticator>,
+}
+
+/// Connects to the database and holds (lazily), and builds the service from `config`,
+/// charging through `provider`.
 ///
 /// # Errors
-/// [`Error::Database`] when the database cannot be reached, [`Error::Server`] when the
-/// gRPC server fails.
+/// [`ServeError::Config`] for bad keys or flags; [`ServeError::Database`];
+/// [`ServeError::Migrate`].
+pub async fn build(
+    config: &Config,
+    provider: Arc<dyn PaymentProvider>,
+) -> Result<Parts, ServeError> {
+    let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
+        .map_err(|e| ServeError::Config(format!("--identity-jwks: {e}")))?;
+    let auth = auth::Authenticator::new(identity, &config.identity_issuer)
+        .map_err(|e| ServeError::Config(e.to_string()))?;
+    let signer = match config.ticket_seed().map_err(ServeError::Config)? {
+        Some(seed) => TicketSigner::from_seed(&seed),
+        None => {
+            let mut seed = [0u8; 32];
+            getrandom::getrandom(&mut seed)
+                .map_err(|e| ServeError::Config(format!("no randomness for a ticket key: {e}")))?;
+            tracing::warn!(
+                "no --ticket-signing-seed: tickets of this run stop verifying after a restart"
+            );
+            TicketSigner::from_seed(&seed)
+        }
+    };
+    tracing::info!(public_key = %signer.verifier().public_key_hex(), "ticket codes signed with Ed25519");
+    let pool = stadium_db::connect(
+        config.database_url.expose_secret(),
+        &stadium_db::PoolOptions {
+            max_connections: config.database_max_connections,
+            application_name: SERVICE_NAME.to_owned(),
+            ..stadium_db::PoolOptions::default()
+        },
+    )
+    .await?;
+    if config.migrate {
+        stadium_db::migrate(&pool).await?;
+    }
+    let channel = tonic::transport::Endpoint::from(config.holds_url.clone())
+        .connect_timeout(Duration::from_secs(2))
+        .connect_lazy();
+    let holds = holds::HoldsGateway::new(
+        channel,
+        config.service_token.expose_secret().to_owned(),
+        Duration::from_millis(config.holds_timeout_ms),
+    );
+    let metrics = Arc::new(metrics::Metrics::new(&stadium_telemetry::meter(
+        SERVICE_NAME,
+    )));
+    let core = service::PaymentsCore::new(
+        pool,
+        provider,
+        holds,
+        signer,
+        metrics,
+        config.settings(),
+        config
+            .provider_notice_secret
+            .expose_secret()
+            .as_bytes()
+            .to_vec(),
+    );
+    Ok(Parts {
+        core: Arc::new(core),
+        auth: Arc::new(auth),
+    })
+}
+
+/// Serves the payments API on `listener` with the simulated provider (latency from
+/// `--sim-provider-latency-ms`) until `shutdown` is cancelled, then drains in-flight
+/// requests (at most `--grace-period-ms`) and returns.
+///
+/// # Errors
+/// As [`build`]; [`ServeError::Server`].
 pub async fn serve(
     config: Config,
     listener: TcpListener,
     shutdown: CancellationToken,
-) -> Result<(), Error> {
-    let db = match &config.database_url {
-        Some(url) => {
-            let options = stadium_db::PoolOptions {
-                application_name: SERVICE_NAME.to_owned(),
-                ..stadium_db::PoolOptions::default()
-            };
-            let pool = stadium_db::connect(url.expose_secret(), &options)
-                .await
-                .map_err(Error::Database)?;
-            tracing::info!("database reachable");
-            Some(pool)
-        }
-        None => {
-            tracing::info!("no --database-url: running without a database");
-            None
+) -> Result<(), ServeError> {
+    let sim = SimulatedProvider::new();
+    sim.set_faults(Faults {
+        latency: Duration::from_millis(config.sim_provider_latency_ms),
+        ..Faults::default()
+    });
+    let parts = build(&config, Arc::new(sim)).await?;
+    serve_parts(&config, parts, listener, shutdown).await
+}
+
+/// As [`serve`] with parts already built. The reconciler runs inside this future (one
+/// pass at start, then every `--reconcile-interval-ms`), so dropping the future stops
+/// it too; on shutdown it is cancelled before the server drains.
+///
+/// # Errors
+/// [`ServeError::Server`].
+pub async fn serve_parts(
+    config: &Config,
+    parts: Parts,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let reconciler = async {
+        if let Some(interval) = config.reconcile_interval() {
+            reconciler::run(
+                parts.core.clone(),
+                interval,
+                config.reconcile_batch,
+                shutdown.clone(),
+            )
+            .await;
         }
     };
-    let service = grpc::PaymentsService::new(db);
-    GrpcServer::new(config.common.server_options(SERVICE_NAME))
-        .add_service(PaymentsServer::new(service))
-        .serve(listener, shutdown)
-        .await?;
-    Ok(())
+    let api = grpc::PaymentsApi::new(parts.core.clone(), parts.auth.clone());
+    let server = GrpcServer::new(config.common.server_options(SERVICE_NAME))
+        .add_service(PaymentsServer::new(api))
+        .serve(listener, shutdown.clone());
+    let (served, ()) = tokio::join!(server, reconciler);
+    served.map_err(ServeError::from)
 }

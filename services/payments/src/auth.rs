@@ -1,0 +1,92 @@
+//! Who is calling: fan sessions and admin tokens, verified with the identity provider's
+//! public keys given at start, for the audience `payments`.
+
+use std::time::SystemTime;
+
+use stadium_tokens::{
+    AdminClaims, AdminVerifier, FanSessionVerifier, Role, TokenError, VerificationKeys, audience,
+};
+
+use crate::error::Error;
+
+/// Verifies every credential the service accepts.
+#[derive(Debug)]
+pub struct Authenticator {
+    fan: FanSessionVerifier,
+    admin: AdminVerifier,
+}
+
+/// The caller of a call that fans and staff may both make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// A fan (session `sub`).
+    Fan(String),
+    /// Staff with an admin token.
+    Admin(String),
+}
+
+impl Authenticator {
+    /// Trusts `identity` keys for tokens from `issuer`.
+    ///
+    /// # Errors
+    /// [`TokenError::InvalidInput`] for an empty issuer.
+    pub fn new(identity: VerificationKeys, issuer: &str) -> Result<Self, TokenError> {
+        Ok(Self {
+            fan: FanSessionVerifier::new(identity.clone(), issuer, audience::PAYMENTS)?,
+            admin: AdminVerifier::new(identity, issuer, audience::PAYMENTS)?,
+        })
+    }
+
+    /// The fan id of a session token.
+    ///
+    /// # Errors
+    /// [`Error::Token`] (which `session`).
+    pub fn fan(&self, token: &str, now: SystemTime) -> Result<String, Error> {
+        let claims = self.fan.verify(token, now).map_err(|source| Error::Token {
+            which: "session",
+            source,
+        })?;
+        Ok(claims.fan_id().to_owned())
+    }
+
+    /// An admin token granting at least one of `roles` (`names` for the error).
+    ///
+    /// # Errors
+    /// [`Error::Token`] (which `admin`); [`Error::RoleRequired`].
+    pub fn admin(
+        &self,
+        token: &str,
+        roles: &[Role],
+        names: &'static str,
+        now: SystemTime,
+    ) -> Result<AdminClaims, Error> {
+        let claims = self
+            .admin
+            .verify(token, now)
+            .map_err(|source| Error::Token {
+                which: "admin",
+                source,
+            })?;
+        if !claims.has_any_role(roles) {
+            return Err(Error::RoleRequired(names));
+        }
+        Ok(claims)
+    }
+
+    /// A fan session or, failing that, an admin token with role `box_office` or `sre`.
+    ///
+    /// # Errors
+    /// The fan session's refusal when the token is neither.
+    pub fn fan_or_staff(&self, token: &str, now: SystemTime) -> Result<Caller, Error> {
+        match self.fan(token, now) {
+            Ok(fan) => Ok(Caller::Fan(fan)),
+            Err(fan_error) => {
+                match self.admin(token, &[Role::BoxOffice, Role::Sre], "box_office,sre", now) {
+                    Ok(claims) => Ok(Caller::Admin(claims.registered.sub)),
+                    Err(Error::RoleRequired(r)) => Err(Error::RoleRequired(r)),
+                    Err(_) => Err(fan_error),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! `stadium.payments.v1.Payments` over tonic: credentials from metadata, wire messages
+//! converted into domain types (bad input refused here with `INVALID_ARGUMENT` naming
+//! the field), the operation run, the domain answer converted back. Errors become
+//! statuses through the one table in `error.rs`.
+
+mod convert;
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use stadium_kit::auth::bearer_token;
+use stadium_proto::payments::v1::{
+    ConfirmRequest, ConfirmResponse, GetOrderRequest, GetOrderResponse, IssueCompRequest,
+    IssueCompResponse, ListOrdersRequest, ListOrdersResponse, NoticeKind as WireNoticeKind,
+    ProviderNoticeRequest, ProviderNoticeResponse, RefundOrderRequest, RefundOrderResponse, Ticket,
+    VerifyTicketRequest, VerifyTicketResponse, get_order_request, payments_server::Payments,
+};
+use stadium_tokens::Role;
+use tonic::{Request, Response, Status};
+
+use crate::auth::{Authenticator, Caller};
+use crate::domain::Money;
+use crate::error::Error;
+use crate::provider::{Notice, NoticeKind};
+use crate::service::{
+    CompRequest, OrderKey, PageRequest, PaymentsCore, format_cursor, parse_cursor,
+};
+
+/// The default page size of `ListOrders`.
+const DEFAULT_PAGE: u32 = 50;
+
+/// The gRPC face of [`PaymentsCore`].
+#[derive(Debug, Clone)]
+pub struct PaymentsApi {
+    core: Arc<PaymentsCore>,
+    auth: Arc<Authenticator>,
+}
+
+impl PaymentsApi {
+    /// Serves `core`, authenticating with `auth`.
+    pub fn new(core: Arc<PaymentsCore>, auth: Arc<Authenticator>) -> Self {
+        Self { core, auth }
+    }
+}
+
+fn bearer<T>(request: &Request<T>) -> Result<&str, Status> {
+    bearer_token(request.metadata())
+}
+
+#[tonic::async_trait]
+impl Payments for PaymentsApi {
+    #[tracing::instrument(skip_all, fields(hold_key))]
+    async fn confirm(
+        &self,
+        request: Request<ConfirmRequest>,
+    ) -> Result<Response<ConfirmResponse>, Status> {
+        let session = bearer(&request)?.to_owned();
+        let fan = self.auth.fan(&session, SystemTime::now())?;
+        let body = request.into_inner();
+        let key = convert::hold_key("hold_key", &body.hold_key)?;
+        tracing::Span::current().record("hold_key", tracing::field::display(key));
+        let method = convert::text(
+            "payment_method.token",
+            body.payment_method
+                .as_ref()
+                .map_or("", |m| m.token.as_str()),
+            200,
+        )?;
+        let order = self.core.confirm(&session, &fan, key, &method).await?;
+        Ok(Response::new(ConfirmResponse {
+            order: Some(convert::order(&order)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn get_order(
+        &self,
+        request: Request<GetOrderRequest>,
+    ) -> Result<Response<GetOrderResponse>, Status> {
+        let caller = self
+            .auth
+            .fan_or_staff(bearer(&request)?, SystemTime::now())?;
+        let key = match &request.get_ref().key {
+            Some(get_order_request::Key::OrderId(id)) => {
+                OrderKey::Id(convert::uuid("order_id", id)?)
+            }
+            Some(get_order_request::Key::HoldKey(key)) => {
+                OrderKey::Hold(convert::hold_key("hold_key", key)?)
+            }
+            None => return Err(Error::invalid("key", "order_id or hold_key is required").into()),
+        };
+        let fan = match &caller {
+            Caller::Fan(fan) => Some(fan.as_str()),
+            Caller::Admin(_) => None,
+        };
+        let order = self.core.get_order(key, fan).await?;
+        Ok(Response::new(GetOrderResponse {
+            order: Some(convert::order(&order)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn list_orders(
+        &self,
+        request: Request<ListOrdersRequest>,
+    ) -> Result<Response<ListOrdersResponse>, Status> {
+        let fan = self.auth.fan(bearer(&request)?, SystemTime::now())?;
+        let body = request.into_inner();
+        let page = body.page.unwrap_or_default();
+        let after = match page.page_token.as_str() {
+            "" => None,
+            token => Some(
+                parse_cursor(token)
+                    .ok_or_else(|| Error::invalid("page.page_token", "not a token we issued"))?,
+            ),
+        };
+        let event = match body.event_id.as_str() {
+            "" => None,
+            id => Some(convert::catalog_id_text("event_id", id)?),
+        };
+        let size = match page.page_size {
+            0 => DEFAULT_PAGE,
+            n => n.min(500),
+        };
+        let page = self
+            .core
+            .list_orders(&fan, PageRequest { size, after, event })
+            .await?;
+        Ok(Response::new(ListOrdersResponse {
+            orders: page.orders.iter().map(convert::order).collect(),
+            next_page_token: page.next.as_ref().map(format_cursor).unwrap_or_default(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(order_id))]
+    async fn refund_order(
+        &self,
+        request: Request<RefundOrderRequest>,
+    ) -> Result<Response<RefundOrderResponse>, Status> {
+        let admin = self.auth.admin(
+            bearer(&request)?,
+            &[Role::BoxOffice],
+            "box_office",
+            SystemTime::now(),
+        )?;
+        let id = convert::uuid("order_id", &request.get_ref().order_id)?;
+        tracing::Span::current().record("order_id", tracing::field::display(id));
+        tracing::info!(staff = %admin.registered.sub, reason = %request.get_ref().reason, "refund requested");
+        let order = self.core.refund_order(id).await?;
+        Ok(Response::new(RefundOrderResponse {
+            order: Some(convert::order(&order)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn issue_comp(
+        &self,
+        request: Request<IssueCompRequest>,
+    ) -> Result<Response<IssueCompResponse>, Status> {
+        let token = bearer(&request)?.to_owned();
+        self.auth
+            .admin(&token, &[Role::BoxOffice], "box_office", SystemTime::now())?;
+        let body = request.into_inner();
+        if body.seat_ids.is_empty() {
+            return Err(Error::invalid("seat_ids", "at least one seat is required").into());
+        }
+        let comp = CompRequest {
+            event_id: convert::catalog_id_text("event_id", &body.event_id)?,
+            section_id: convert::catalog_id("section_id", body.section_id)?,
+            seat_ids: body
+                .seat_ids
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| convert::catalog_id(&format!("seat_ids[{i}]"), s))
+                .collect::<Result<_, _>>()?,
+            recipient: convert::text("recipient", &body.recipient, 200)?,
+        };
+        let order = self.core.issue_comp(&token, comp).await?;
+        Ok(Response::new(IssueCompResponse {
+            order: Some(convert::order(&order)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(notice_id))]
+    async fn provider_notice(
+        &self,
+        request: Request<ProviderNoticeRequest>,
+    ) -> Result<Response<ProviderNoticeResponse>, Status> {
+        let body = request.into_inner();
+        let kind = match WireNoticeKind::try_from(body.kind) {
+            Ok(WireNoticeKind::ChargeSucceeded) => NoticeKind::ChargeSucceeded,
+            Ok(WireNoticeKind::ChargeFailed) => NoticeKind::ChargeFailed,
+            Ok(WireNoticeKind::RefundSucceeded) => NoticeKind::RefundSucceeded,
+            _ => return Err(Error::invalid("kind", "unknown notice kind").into()),
+        };
+        let amount = body.amount.unwrap_or_default();
+        let notice = Notice {
+            notice_id: convert::text("notice_id", &body.notice_id, 200)?,
+            kind,
+            idempotency_key: convert::text("idempotency_key", &body.idempotency_key, 200)?,
+            provider_charge_id: body.provider_charge_id,
+            amount: Money {
+                amount_minor: amount.amount_minor,
+                currency: amount.currency,
+            },
+        };
+        tracing::Span::current().record("notice_id", notice.notice_id.as_str());
+        let outcome = self.core.provider_notice(&notice, &body.signature).await?;
+        tracing::info!(?outcome, "provider notice acknowledged");
+        Ok(Response::new(ProviderNoticeResponse { acknowledged: true }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn verify_ticket(
+        &self,
+        request: Request<VerifyTicketRequest>,
+    ) -> Result<Response<VerifyTicketResponse>, Status> {
+        let code = convert::text("ticket_code", &request.get_ref().ticket_code, 512)?;
+        let (claims, signature_valid, valid) = self.core.verify_ticket(&code).await?;
+        Ok(Response::new(VerifyTicketResponse {
+            signature_valid,
+            valid,
+            ticket: claims.map(|c| Ticket {
+                ticket_id: c.ticket_id.to_string(),
+                seat_id: u64::try_from(c.seat_id).unwrap_or_default(),
+                section_id: u64::try_from(c.section_id).unwrap_or_default(),
+                ticket_code: code.clone(),
+                valid,
+            }),
+            event_id: claims.map(|c| c.event_id.to_string()).unwrap_or_default(),
+        }))
+    }
+}

@@ -1,0 +1,396 @@
+//! Confirm: intent, charge, booking, capture or refund.
+
+use std::time::{Duration, Instant};
+
+use stadium_db::{RetryPolicy, retry_transient};
+use uuid::Uuid;
+
+use super::PaymentsCore;
+use crate::domain::{HoldKey, HoldState, Order, Payment, PaymentStatus, RefundReason};
+use crate::error::Error;
+use crate::holds::Booking;
+use crate::provider::{ChargeOutcome, ChargeRequest, RefundRequest};
+use crate::store::{self, BookedSeat, Lease, NewPayment, NoticeMark};
+
+/// How often a duplicate looks again while the first request runs.
+const DUPLICATE_POLL: Duration = Duration::from_millis(25);
+
+impl PaymentsCore {
+    /// Confirms and pays `fan`'s hold `key` with the payment method `method`, using the
+    /// fan's `session` token to read the hold from holds.
+    ///
+    /// Returns the order: paid with tickets, or refunded (reason hold expired) when the
+    /// hold died between the charge and the booking. A repeated call returns the first
+    /// outcome without charging again.
+    ///
+    /// # Errors
+    /// [`Error::HoldNotFound`] (absent or another fan's); [`Error::HoldReleased`] and
+    /// [`Error::HoldExpired`] (nothing charged); [`Error::PriceMissing`];
+    /// [`Error::PaymentDeclined`]; [`Error::InProgress`] (a duplicate that outwaited
+    /// [`super::Settings::duplicate_wait`]); [`Error::ProviderUnavailable`] and
+    /// [`Error::Dependency`] (the payment stays pending and is finished later);
+    /// [`Error::Database`].
+    pub async fn confirm(
+        &self,
+        session: &str,
+        fan: &str,
+        key: HoldKey,
+        method: &str,
+    ) -> Result<Order, Error> {
+        if let Some(existing) = self.payment_by_hold(key).await? {
+            return self.duplicate(existing, fan, method).await;
+        }
+        let hold = self.holds.get_hold(session, key).await?;
+        match hold.status {
+            HoldState::Held if hold.expires_in_ms > 0 => {}
+            HoldState::Held | HoldState::Expired => {
+                self.metrics.confirm("hold_expired");
+                return Err(Error::HoldExpired);
+            }
+            HoldState::Released => {
+                self.metrics.confirm("hold_released");
+                return Err(Error::HoldReleased);
+            }
+            // Booked with no payment read above: a concurrent confirm got there in
+            // between; its row answers.
+            HoldState::Booked | HoldState::Other => {
+                return match self.payment_by_hold(key).await? {
+                    Some(existing) => self.duplicate(existing, fan, method).await,
+                    None => Err(Error::HoldNotFound),
+                };
+            }
+        }
+        let mut conn = self.pool.acquire().await?;
+        let amount = store::price(&mut conn, hold.event_id, &hold.seat_ids).await?;
+        let lease = Lease::new(self.settings.lease);
+        let new = NewPayment {
+            id: Uuid::new_v4(),
+            hold_key: key,
+            event_id: hold.event_id,
+            fan_id: fan.to_owned(),
+            amount,
+        };
+        if !store::insert_intent(&mut conn, &new, lease).await? {
+            drop(conn);
+            let existing = self
+                .payment_by_hold(key)
+                .await?
+                .ok_or_else(|| Error::CorruptRow(format!("payment for hold {key} vanished")))?;
+            return self.duplicate(existing, fan, method).await;
+        }
+        let payment = store::by_id(&mut conn, new.id)
+            .await?
+            .ok_or_else(|| Error::CorruptRow(format!("payment {} vanished", new.id)))?;
+        drop(conn);
+        self.metrics.confirm("new");
+        tracing::info!(payment_id = %payment.id, amount_minor = payment.amount.amount_minor, "payment intent recorded");
+        self.charge_and_book(payment, method, lease).await
+    }
+
+    pub(super) async fn payment_by_hold(&self, key: HoldKey) -> Result<Option<Payment>, Error> {
+        let mut conn = self.pool.acquire().await?;
+        store::by_hold_key(&mut conn, key).await
+    }
+
+    pub(super) async fn payment_by_id(&self, id: Uuid) -> Result<Option<Payment>, Error> {
+        let mut conn = self.pool.acquire().await?;
+        store::by_id(&mut conn, id).await
+    }
+
+    /// The order of `payment` (its tickets read now).
+    pub(super) async fn order(&self, payment: Payment) -> Result<Order, Error> {
+        let mut conn = self.pool.acquire().await?;
+        let tickets = store::tickets(&mut conn, payment.id).await?;
+        Ok(Order { payment, tickets })
+    }
+
+    pub(super) async fn order_by_id(&self, id: Uuid) -> Result<Order, Error> {
+        let payment = self
+            .payment_by_id(id)
+            .await?
+            .ok_or_else(|| Error::CorruptRow(format!("payment {id} vanished")))?;
+        self.order(payment).await
+    }
+
+    async fn duplicate(&self, existing: Payment, fan: &str, method: &str) -> Result<Order, Error> {
+        if existing.fan_id != fan {
+            return Err(Error::HoldNotFound);
+        }
+        self.metrics.confirm("duplicate");
+        self.await_outcome(existing, Some(method)).await
+    }
+
+    /// The final outcome of an existing payment: at once when it is final; else by
+    /// taking over its lease when the last driver gave it back or died (C07: a retry
+    /// finishes what a failed attempt started), else by waiting for the driver up to
+    /// the duplicate wait.
+    ///
+    /// # Errors
+    /// [`Error::InProgress`] when the driver did not finish in time;
+    /// [`Error::PaymentDeclined`] for a declined payment; as the flow it takes over.
+    pub(super) async fn await_outcome(
+        &self,
+        mut payment: Payment,
+        method: Option<&str>,
+    ) -> Result<Order, Error> {
+        let deadline = Instant::now() + self.settings.duplicate_wait;
+        loop {
+            match payment.status {
+                PaymentStatus::Pending | PaymentStatus::RefundPending => {
+                    let lease = Lease::new(self.settings.lease);
+                    let taken = {
+                        let mut conn = self.pool.acquire().await?;
+                        store::take_lease(&mut conn, payment.id, lease).await?
+                    };
+                    if let Some(taken) = taken {
+                        return self.drive(taken, method, lease).await;
+                    }
+                }
+                PaymentStatus::Failed => {
+                    return Err(Error::PaymentDeclined("the payment was declined".into()));
+                }
+                PaymentStatus::Captured | PaymentStatus::Refunded | PaymentStatus::Comp => {
+                    return self.order(payment).await;
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::InProgress);
+            }
+            tokio::time::sleep(DUPLICATE_POLL).await;
+            payment = self
+                .payment_by_id(payment.id)
+                .await?
+                .ok_or_else(|| Error::CorruptRow("payment vanished".into()))?;
+        }
+    }
+
+    /// Drives an unfinished payment whose lease the caller holds to a final state.
+    pub(super) async fn drive(
+        &self,
+        payment: Payment,
+        method: Option<&str>,
+        lease: Lease,
+    ) -> Result<Order, Error> {
+        match (payment.status, method) {
+            (PaymentStatus::RefundPending, _) => self.finish_refund(payment, lease, None).await,
+            (_, Some(method)) => self.charge_and_book(payment, method, lease).await,
+            (_, None) => {
+                let id = payment.id;
+                self.resolve_pending(payment, lease).await?;
+                self.order_by_id(id).await
+            }
+        }
+    }
+
+    async fn charge_and_book(
+        &self,
+        payment: Payment,
+        method: &str,
+        lease: Lease,
+    ) -> Result<Order, Error> {
+        let request = ChargeRequest {
+            idempotency_key: payment.hold_key.charge_key(),
+            amount: payment.amount.clone(),
+            method_token: method.to_owned(),
+        };
+        match self
+            .provider_call("charge", self.provider.charge(&request))
+            .await
+        {
+            Ok(ChargeOutcome::Succeeded { charge_id }) => {
+                self.metrics.charge("succeeded");
+                self.book(payment, &charge_id, lease, None).await
+            }
+            Ok(ChargeOutcome::Declined { reason }) => {
+                self.metrics.charge("declined");
+                let mut conn = self.pool.acquire().await?;
+                store::mark_failed(&mut conn, payment.id).await?;
+                Err(Error::PaymentDeclined(reason))
+            }
+            Err(error) => {
+                self.metrics.charge("error");
+                self.give_back(payment.id, lease).await;
+                Err(Error::ProviderUnavailable(error.to_string()))
+            }
+        }
+    }
+
+    /// Books the hold of a charged payment: captured with tickets, or refunded when
+    /// holds answers that the hold is gone. `notice` is marked applied in the same
+    /// transaction as the final state change.
+    pub(super) async fn book(
+        &self,
+        payment: Payment,
+        charge_id: &str,
+        lease: Lease,
+        notice: Option<&NoticeMark>,
+    ) -> Result<Order, Error> {
+        let booking = match self.holds.confirm(payment.hold_key, &payment.fan_id).await {
+            Ok(booking) => booking,
+            Err(error) => {
+                self.give_back(payment.id, lease).await;
+                return Err(error);
+            }
+        };
+        match booking {
+            Booking::Booked(hold) => {
+                let seats: Vec<BookedSeat> = hold
+                    .seat_ids
+                    .iter()
+                    .map(|&seat_id| BookedSeat {
+                        section_id: hold.section_id,
+                        seat_id,
+                    })
+                    .collect();
+                let captured = retry_transient(
+                    RetryPolicy::default(),
+                    |_| {},
+                    || async {
+                        let mut tx = self.pool.begin().await?;
+                        let moved =
+                            store::capture(&mut tx, &payment, charge_id, &seats, &self.signer)
+                                .await?;
+                        if let Some(mark) = notice {
+                            let outcome = if moved { "captured" } else { "already_done" };
+                            store::mark_notice(&mut tx, mark, Some(payment.id), outcome).await?;
+                        }
+                        tx.commit().await?;
+                        Ok::<_, Error>(moved)
+                    },
+                )
+                .await;
+                match captured {
+                    Ok(moved) => {
+                        if moved {
+                            tracing::info!(payment_id = %payment.id, seats = seats.len(), "payment captured, tickets issued");
+                        }
+                        self.order_by_id(payment.id).await
+                    }
+                    Err(error) => {
+                        self.give_back(payment.id, lease).await;
+                        Err(error)
+                    }
+                }
+            }
+            Booking::Gone => {
+                tracing::info!(payment_id = %payment.id, "hold gone after the charge: refunding");
+                self.refund_from(
+                    payment.id,
+                    PaymentStatus::Pending,
+                    RefundReason::HoldExpired,
+                    Some(charge_id),
+                    lease,
+                    notice,
+                )
+                .await
+            }
+        }
+    }
+
+    /// Decides a refund (`from` → refund_pending, tickets void) and carries it out. When
+    /// another request decided it first, waits for that one's outcome.
+    ///
+    /// # Errors
+    /// [`Error::NotRefundable`] when the payment is in no state to refund; as
+    /// [`PaymentsCore::finish_refund`].
+    pub(super) async fn refund_from(
+        &self,
+        id: Uuid,
+        from: PaymentStatus,
+        reason: RefundReason,
+        charge_id: Option<&str>,
+        lease: Lease,
+        notice: Option<&NoticeMark>,
+    ) -> Result<Order, Error> {
+        let decided = {
+            let mut tx = self.pool.begin().await?;
+            let moved = store::begin_refund(&mut tx, id, from, reason, charge_id, lease).await?;
+            tx.commit().await?;
+            moved
+        };
+        match decided {
+            Some(payment) => self.finish_refund(payment, lease, notice).await,
+            None => {
+                let payment = self.payment_by_id(id).await?.ok_or(Error::OrderNotFound)?;
+                match (from, payment.status) {
+                    (_, PaymentStatus::Refunded | PaymentStatus::RefundPending)
+                    | (PaymentStatus::Pending, _) => {
+                        // Boxed: waiting may drive the payment, which may refund again.
+                        Box::pin(self.await_outcome(payment, None)).await
+                    }
+                    (_, other) => Err(Error::NotRefundable(other.as_db())),
+                }
+            }
+        }
+    }
+
+    /// Carries out a decided refund under the caller's lease: releases the seats when
+    /// the box office refunded a booking, refunds at the provider under
+    /// `refund:<hold key>`, then marks the payment refunded (and `notice` applied) in
+    /// one transaction. Every step is idempotent, so a rerun after a crash is safe.
+    ///
+    /// # Errors
+    /// [`Error::ProviderUnavailable`]; [`Error::Dependency`]; [`Error::Database`]. The
+    /// payment then stays refund_pending for the reconciler.
+    pub(super) async fn finish_refund(
+        &self,
+        payment: Payment,
+        lease: Lease,
+        notice: Option<&NoticeMark>,
+    ) -> Result<Order, Error> {
+        let result = self.finish_refund_steps(&payment, notice).await;
+        if result.is_err() {
+            self.give_back(payment.id, lease).await;
+        }
+        result?;
+        self.order_by_id(payment.id).await
+    }
+
+    async fn finish_refund_steps(
+        &self,
+        payment: &Payment,
+        notice: Option<&NoticeMark>,
+    ) -> Result<(), Error> {
+        let reason = payment.refund_reason.unwrap_or(RefundReason::HoldExpired);
+        if reason != RefundReason::HoldExpired {
+            self.holds.release(payment.hold_key, reason.as_db()).await?;
+        }
+        let charge_id = payment
+            .provider_charge_id
+            .clone()
+            .ok_or_else(|| Error::CorruptRow(format!("payment {}: no charge id", payment.id)))?;
+        let request = RefundRequest {
+            idempotency_key: payment.hold_key.refund_key(),
+            charge_id,
+            amount: payment.amount.clone(),
+        };
+        let refund_id = self
+            .provider_call("refund", self.provider.refund(&request))
+            .await
+            .map_err(|e| Error::ProviderUnavailable(e.to_string()))?;
+        let mut tx = self.pool.begin().await?;
+        let moved = store::finish_refund(&mut tx, payment.id, &refund_id).await?;
+        if let Some(mark) = notice {
+            let outcome = if moved { "refunded" } else { "already_done" };
+            store::mark_notice(&mut tx, mark, Some(payment.id), outcome).await?;
+        }
+        tx.commit().await?;
+        if moved {
+            self.metrics.refund(reason.as_db());
+            tracing::info!(payment_id = %payment.id, reason = reason.as_db(), "payment refunded");
+        }
+        Ok(())
+    }
+
+    /// Gives a lease back after a failure, so a retry or the reconciler can take over
+    /// at once. Best effort: if even this fails, the lease lapses on its own.
+    pub(super) async fn give_back(&self, id: Uuid, lease: Lease) {
+        let released = async {
+            let mut conn = self.pool.acquire().await?;
+            store::release_lease(&mut conn, id, lease).await
+        };
+        if let Err(error) = released.await {
+            tracing::warn!(payment_id = %id, %error, "lease not given back; it will lapse");
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Provider notices (webhooks): a charge notice is handled like a late confirm. Each
+//! notice id is applied at most once: its mark commits with the state change it caused,
+//! and a redelivery finds the mark and changes nothing. Every accepted delivery is
+//! acknowledged, also when someone else is already finishing the payment.
+
+use super::PaymentsCore;
+use crate::domain::{HoldKey, PaymentStatus};
+use crate::error::Error;
+use crate::provider::{Notice, NoticeKind};
+use crate::store::{self, Lease, NoticeMark};
+
+/// What a notice delivery did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeOutcome {
+    /// Applied now (the payment moved, or it was already where the notice says).
+    Applied,
+    /// This notice id was applied before: nothing done.
+    Duplicate,
+    /// Someone else is finishing the payment, or finishing it failed this time (the
+    /// reconciler will): not marked, so a redelivery looks again.
+    Deferred,
+}
+
+impl PaymentsCore {
+    /// Applies a provider notice after checking its signature.
+    ///
+    /// # Errors
+    /// [`Error::NoticeSignatureInvalid`]; [`Error::Database`].
+    pub async fn provider_notice(
+        &self,
+        notice: &Notice,
+        signature: &str,
+    ) -> Result<NoticeOutcome, Error> {
+        if !notice.verify(&self.notice_secret, signature) {
+            return Err(Error::NoticeSignatureInvalid);
+        }
+        let mark = NoticeMark {
+            notice_id: notice.notice_id.clone(),
+            kind: notice.kind.as_str(),
+            idempotency_key: notice.idempotency_key.clone(),
+        };
+        let mut conn = self.pool.acquire().await?;
+        if store::notice_seen(&mut conn, &notice.notice_id).await? {
+            self.metrics.notice("duplicate");
+            return Ok(NoticeOutcome::Duplicate);
+        }
+        let key = match notice.kind {
+            NoticeKind::ChargeSucceeded | NoticeKind::ChargeFailed => {
+                HoldKey::try_from(notice.idempotency_key.as_str()).ok()
+            }
+            NoticeKind::RefundSucceeded => None,
+        };
+        let payment = match key {
+            Some(key) => store::by_hold_key(&mut conn, key).await?,
+            None => None,
+        };
+        let Some(payment) = payment else {
+            // Refund confirmations, and charges we never recorded an intent for: kept
+            // for the record, nothing to change.
+            store::mark_notice(&mut conn, &mark, None, "noted").await?;
+            self.metrics.notice("noted");
+            return Ok(NoticeOutcome::Applied);
+        };
+        if payment.status != PaymentStatus::Pending {
+            let outcome = format!("already_{}", payment.status.as_db());
+            store::mark_notice(&mut conn, &mark, Some(payment.id), &outcome).await?;
+            self.metrics.notice("applied");
+            return Ok(NoticeOutcome::Applied);
+        }
+        let lease = Lease::new(self.settings.lease);
+        let Some(payment) = store::take_lease(&mut conn, payment.id, lease).await? else {
+            self.metrics.notice("deferred");
+            return Ok(NoticeOutcome::Deferred);
+        };
+        drop(conn);
+        let applied = match notice.kind {
+            NoticeKind::ChargeSucceeded => self
+                .book(payment, &notice.provider_charge_id, lease, Some(&mark))
+                .await
+                .map(|_| ()),
+            _ => {
+                async {
+                    let mut tx = self.pool.begin().await?;
+                    store::mark_failed(&mut tx, payment.id).await?;
+                    store::mark_notice(&mut tx, &mark, Some(payment.id), "failed").await?;
+                    tx.commit().await?;
+                    Ok(())
+                }
+                .await
+            }
+        };
+        match applied {
+            Ok(()) => {
+                self.metrics.notice("applied");
+                Ok(NoticeOutcome::Applied)
+            }
+            Err(error) => {
+                tracing::warn!(notice_id = %notice.notice_id, %error, "notice not applied yet; the reconciler will finish");
+                self.metrics.notice("deferred");
+                Ok(NoticeOutcome::Deferred)
+            }
+        }
+    }
+}
