@@ -1,14 +1,101 @@
 //! Alternatives offered with a `SEAT_TAKEN` answer: as many free seats as were asked
-//! for, in the same section, preferably side by side in one row, as near as possible to
-//! the seats the fan wanted.
+//! for, in the same section, side by side in one row, as near as possible to the seats
+//! the fan wanted.
 //!
-//! Kept small and local on purpose: the seat map's best-available engine ranks whole
-//! sections for browsing; here one answer needs one cheap suggestion from seats already
-//! read for the refusal.
+//! [`offer`] asks the shared best-available engine (`stadium-seating`, the seat map's
+//! own logic) for the best adjacent block near the first wanted seat. When it has none
+//! (no block of that size is free, or the section's ids are not one contiguous range),
+//! [`suggest`] falls back to the nearest free seats by row and seat index.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
-use super::SeatId;
+use stadium_seating::{Availability, Point, Preference, SectionLayout};
+
+use super::{SeatId, SeatSet, SectionId};
+
+/// A seat of the section as read for a refusal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SectionSeat {
+    /// Where the seat is (ids and indexes).
+    pub place: SeatPlace,
+    /// Row label shown to fans.
+    pub row_label: String,
+    /// Seat label shown to fans.
+    pub seat_label: String,
+    /// Plan position, x.
+    pub x: f64,
+    /// Plan position, y.
+    pub y: f64,
+    /// Free right now (no active claim).
+    pub available: bool,
+}
+
+/// Up to `requested.len()` free seats of `section` (whose seats are `seats`) offered in
+/// place of `requested`, ascending; empty when the section cannot seat that many.
+pub fn offer(section: SectionId, seats: &[SectionSeat], requested: &SeatSet) -> Vec<SeatId> {
+    let wanted: HashSet<SeatId> = requested.as_slice().iter().copied().collect();
+    if let Some(block) = best_block(section, seats, requested, &wanted) {
+        return block;
+    }
+    let wanted_places: Vec<SeatPlace> = seats
+        .iter()
+        .filter(|s| wanted.contains(&s.place.seat))
+        .map(|s| s.place)
+        .collect();
+    let free: Vec<SeatPlace> = seats
+        .iter()
+        .filter(|s| s.available && !wanted.contains(&s.place.seat))
+        .map(|s| s.place)
+        .collect();
+    suggest(&wanted_places, &free, requested.len())
+}
+
+/// The seating engine's best block, or `None` when it has none or cannot run.
+fn best_block(
+    section: SectionId,
+    seats: &[SectionSeat],
+    requested: &SeatSet,
+    wanted: &HashSet<SeatId>,
+) -> Option<Vec<SeatId>> {
+    let places = seats
+        .iter()
+        .map(|s| {
+            Some(stadium_seating::SeatPlace {
+                seat_id: s.place.seat.wire(),
+                row_index: u32::try_from(s.place.row).ok()?,
+                row_label: s.row_label.clone(),
+                seat_index: u32::try_from(s.place.index).ok()?,
+                seat_label: s.seat_label.clone(),
+                position: Point { x: s.x, y: s.y },
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let layout = SectionLayout::new(section.wire(), Point { x: 0.0, y: 0.0 }, places).ok()?;
+    // The wanted seats are not on offer even if they came free in the meantime: the
+    // fan is being told they were taken.
+    let unavailable = seats
+        .iter()
+        .filter(|s| !s.available || wanted.contains(&s.place.seat))
+        .map(|s| s.place.seat.wire());
+    let availability =
+        Availability::from_unavailable(layout.first_seat_id(), layout.seat_count(), unavailable)
+            .ok()?;
+    let near = requested.as_slice().first()?.wire();
+    let quantity = u32::try_from(requested.len()).ok()?;
+    let best = stadium_seating::suggest(
+        &[(&layout, &availability)],
+        quantity,
+        Preference::NearSeat(near),
+        1,
+    )
+    .ok()?
+    .into_iter()
+    .next()?;
+    best.seat_ids
+        .into_iter()
+        .map(|id| SeatId::try_from(id).ok())
+        .collect()
+}
 
 /// A seat's place in its section: row and position within the row (catalog
 /// `row_index`, `seat_index`; neighbours in a row differ by one).
@@ -162,6 +249,39 @@ mod tests {
         assert_eq!(ids(&got), vec![5, 7]);
         assert!(suggest(&[], &free[..1], 2).is_empty());
         assert!(suggest(&[], &free, 0).is_empty());
+    }
+
+    #[test]
+    fn offer_uses_the_seating_engine_for_an_adjacent_block() {
+        let all = grid(2, 6);
+        let section = SectionId::try_from(1u64).unwrap();
+        // Row 0 seats 2,3 wanted and taken; row 0 seat 4 taken by someone else.
+        let taken = [3u64, 4, 5];
+        let seats: Vec<SectionSeat> = all
+            .iter()
+            .map(|p| SectionSeat {
+                place: *p,
+                row_label: p.row.to_string(),
+                seat_label: p.index.to_string(),
+                x: f64::from(p.index),
+                y: f64::from(p.row),
+                available: !taken.contains(&p.seat.wire()),
+            })
+            .collect();
+        let requested = SeatSet::from_wire(&[3, 4]).unwrap();
+        let got = offer(section, &seats, &requested);
+        assert_eq!(got.len(), 2);
+        for s in &got {
+            assert!(!taken.contains(&s.wire()), "{got:?}");
+        }
+        assert_eq!(got[1].wire() - got[0].wire(), 1, "adjacent: {got:?}");
+        // A hole in the id range stops the engine; the fallback still answers.
+        let holed: Vec<SectionSeat> = seats
+            .iter()
+            .filter(|s| s.place.seat.wire() != 12)
+            .cloned()
+            .collect();
+        assert_eq!(offer(section, &holed, &requested).len(), 2);
     }
 
     proptest! {

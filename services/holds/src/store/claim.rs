@@ -20,8 +20,10 @@
 use sqlx::{FromRow, PgConnection};
 
 use super::ONE_ACTIVE_CLAIM;
-use crate::domain::alternatives::{self, SeatPlace};
-use crate::domain::{Claim, Claimant, Hold, HoldKey, HoldStatus, Limit, SeatId, SeatSet};
+use crate::domain::alternatives::{self, SeatPlace, SectionSeat};
+use crate::domain::{
+    Claim, Claimant, Hold, HoldKey, HoldStatus, Limit, SeatId, SeatSet, SectionId,
+};
 use crate::error::Error;
 use stadium_db::{DbFailure, classify};
 
@@ -237,10 +239,14 @@ async fn lock_fan(conn: &mut PgConnection, event: i64, fan: &str) -> Result<(), 
 }
 
 #[derive(Debug, FromRow)]
-struct SectionSeat {
+struct SectionSeatRow {
     seat_id: i64,
     row_index: i32,
     seat_index: i32,
+    row_label: String,
+    seat_label: String,
+    x: f64,
+    y: f64,
     unavailable: bool,
 }
 
@@ -257,8 +263,9 @@ pub async fn seats_for_refusal(
     conn: &mut PgConnection,
     claim: &Claim,
 ) -> Result<(Vec<SeatId>, Vec<SeatId>), Error> {
-    let rows: Vec<SectionSeat> = sqlx::query_as(
-        "SELECT s.seat_id, s.row_index, s.seat_index, (u.seat_id IS NOT NULL) AS unavailable \
+    let rows: Vec<SectionSeatRow> = sqlx::query_as(
+        "SELECT s.seat_id, s.row_index, s.seat_index, s.row_label, s.seat_label, s.x, s.y, \
+                (u.seat_id IS NOT NULL) AS unavailable \
          FROM catalog.event_seats s \
          LEFT JOIN holds.unavailable_seats u ON u.event_id = s.event_id AND u.seat_id = s.seat_id \
          WHERE s.event_id = $1 AND s.section_id = $2",
@@ -267,39 +274,38 @@ pub async fn seats_for_refusal(
     .bind(claim.section.get())
     .fetch_all(&mut *conn)
     .await?;
-    refusal_from(&claim.seats, &rows)
+    refusal_from(claim.section, &claim.seats, &rows)
 }
 
 fn refusal_from(
+    section: SectionId,
     requested: &SeatSet,
-    rows: &[SectionSeat],
+    rows: &[SectionSeatRow],
 ) -> Result<(Vec<SeatId>, Vec<SeatId>), Error> {
-    let mut wanted = Vec::new();
-    let mut free = Vec::new();
+    let mut seats = Vec::with_capacity(rows.len());
     let mut taken = Vec::new();
     for row in rows {
         let seat = SeatId::try_from(row.seat_id)
             .map_err(|_| Error::CorruptRow(format!("seat id {}", row.seat_id)))?;
-        let place = SeatPlace {
-            seat,
-            row: row.row_index,
-            index: row.seat_index,
-        };
-        if requested.as_slice().binary_search(&seat).is_ok() {
-            wanted.push(place);
-            if row.unavailable {
-                taken.push(seat);
-            }
-        } else if !row.unavailable {
-            free.push(place);
+        if row.unavailable && requested.as_slice().binary_search(&seat).is_ok() {
+            taken.push(seat);
         }
+        seats.push(SectionSeat {
+            place: SeatPlace {
+                seat,
+                row: row.row_index,
+                index: row.seat_index,
+            },
+            row_label: row.row_label.clone(),
+            seat_label: row.seat_label.clone(),
+            x: row.x,
+            y: row.y,
+            available: !row.unavailable,
+        });
     }
     if taken.is_empty() {
         taken = requested.as_slice().to_vec();
     }
     taken.sort_unstable();
-    Ok((
-        taken,
-        alternatives::suggest(&wanted, &free, requested.len()),
-    ))
+    Ok((taken, alternatives::offer(section, &seats, requested)))
 }

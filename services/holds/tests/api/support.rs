@@ -259,8 +259,8 @@ async fn seed_venue(pool: &PgPool) -> (i64, Vec<Section>) {
         .unwrap();
         sqlx::query(
             "INSERT INTO catalog.seats (venue_id, section_id, row_label, seat_label, row_index, \
-                 seat_index, category_code) \
-             SELECT $1, $2, r::text, i::text, r, i, 'std' \
+                 seat_index, x, y, category_code) \
+             SELECT $1, $2, r::text, i::text, r, i, i, r, 'std' \
              FROM generate_series(0, $3 - 1) AS g1(r), generate_series(0, $4 - 1) AS g2(i) ORDER BY g1.r, g2.i",
         )
         .bind(venue)
