@@ -1,0 +1,136 @@
+//! The one error type of the service and its mapping to gRPC statuses: each variant has
+//! one `tonic::Code` and one `ErrorInfo` reason (the reasons the seat-map contract
+//! lists); internal detail is logged once and never sent to the caller.
+
+use stadium_kit::status::{error_status, invalid_field};
+use tonic::{Code, Status};
+
+/// Everything a seat-map call can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A request field is missing or malformed.
+    #[error("{field}: {problem}")]
+    InvalidField {
+        /// The proto field path, e.g. `event_id`.
+        field: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The fan session token did not verify.
+    #[error("fan session refused: {0}")]
+    Token(#[from] stadium_tokens::TokenError),
+    /// No such event.
+    #[error("event {0} not found")]
+    EventNotFound(i64),
+    /// The section is not part of the event's venue.
+    #[error("section {0} not found in this event")]
+    SectionNotFound(u64),
+    /// The database failed or is unreachable.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Stored data breaks an invariant (e.g. a section's seat ids are not contiguous).
+    #[error("stored data is inconsistent: {0}")]
+    Corrupt(String),
+    /// A failed cache load, shared by every request that waited on it.
+    #[error(transparent)]
+    Shared(std::sync::Arc<Error>),
+}
+
+impl Error {
+    /// A bad request field.
+    pub fn invalid(field: &'static str, problem: impl Into<String>) -> Self {
+        Self::InvalidField {
+            field,
+            problem: problem.into(),
+        }
+    }
+
+    /// The status code and `ErrorInfo` reason of this error.
+    pub fn code_and_reason(&self) -> (Code, &'static str) {
+        match self {
+            Self::InvalidField { .. } => {
+                (Code::InvalidArgument, stadium_kit::status::INVALID_FIELD)
+            }
+            Self::Token(e) => (Code::Unauthenticated, e.reason()),
+            Self::EventNotFound(_) => (Code::NotFound, "EVENT_NOT_FOUND"),
+            Self::SectionNotFound(_) => (Code::NotFound, "SECTION_NOT_FOUND"),
+            Self::Database(e) => match stadium_db::classify(e) {
+                stadium_db::DbFailure::NotDatabase | stadium_db::DbFailure::QueryCanceled => {
+                    (Code::Unavailable, "DEPENDENCY_UNAVAILABLE")
+                }
+                _ => (Code::Internal, "INTERNAL"),
+            },
+            Self::Corrupt(_) => (Code::Internal, "INTERNAL"),
+            Self::Shared(inner) => inner.code_and_reason(),
+        }
+    }
+}
+
+impl From<Error> for Status {
+    fn from(error: Error) -> Self {
+        to_status(&error)
+    }
+}
+
+fn to_status(error: &Error) -> Status {
+    let (code, reason) = error.code_and_reason();
+    match error {
+        Error::Shared(inner) => return to_status(inner),
+        Error::InvalidField { field, problem } => return invalid_field(field, problem),
+        Error::Database(_) | Error::Corrupt(_) => {
+            tracing::error!(error = %error, reason, "request failed");
+            let message = if code == Code::Internal {
+                "internal error"
+            } else {
+                "temporarily unavailable, retry"
+            };
+            return error_status(code, reason, message, []);
+        }
+        _ => tracing::debug!(error = %error, reason, "request refused"),
+    }
+    error_status(code, reason, error.to_string(), [])
+}
+
+#[cfg(test)]
+mod tests {
+    use stadium_kit::status::error_info;
+
+    use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_reason() {
+        let cases = [
+            (
+                Error::invalid("quantity", "must be at least 1"),
+                Code::InvalidArgument,
+                "INVALID_FIELD",
+            ),
+            (Error::EventNotFound(7), Code::NotFound, "EVENT_NOT_FOUND"),
+            (
+                Error::SectionNotFound(9),
+                Code::NotFound,
+                "SECTION_NOT_FOUND",
+            ),
+            (
+                Error::Token(stadium_tokens::TokenError::Expired),
+                Code::Unauthenticated,
+                "TOKEN_EXPIRED",
+            ),
+            (
+                Error::Database(sqlx::Error::PoolTimedOut),
+                Code::Unavailable,
+                "DEPENDENCY_UNAVAILABLE",
+            ),
+            (Error::Corrupt("x".into()), Code::Internal, "INTERNAL"),
+        ];
+        for (error, code, reason) in cases {
+            let status = Status::from(error);
+            assert_eq!(status.code(), code);
+            assert_eq!(error_info(&status).unwrap().reason, reason);
+        }
+        let shared = Status::from(Error::Shared(std::sync::Arc::new(Error::EventNotFound(3))));
+        assert_eq!(error_info(&shared).unwrap().reason, "EVENT_NOT_FOUND");
+        let status = Status::from(Error::Corrupt("secret detail".into()));
+        assert!(!status.message().contains("secret"));
+    }
+}

@@ -1,0 +1,139 @@
+//! The seat-map service: the read side of a sale. It owns no tables; it reads the
+//! catalog's layout views and the holds' `unavailable_seats` view and answers:
+//!
+//! - `GetLayout`: an event's static geometry, labels and categories, cached per event;
+//! - `GetAvailability`: per-section bitmaps over seat ids, cached per (event, section)
+//!   for at most the staleness bound with single-flight loads, so database reads are
+//!   bounded by sections × refreshes, not by fans; every answer carries `as_of` and its
+//!   age;
+//! - `SuggestSeats`: best available blocks (see `stadium-seating`) from the cached
+//!   availability.
+//!
+//! Layout: [`config`] (flags), [`grpc`] (the tonic service and wire conversion),
+//! [`domain`] (ids, layouts, snapshots), [`store`] (SQL), [`service`] (the caches),
+//! [`metrics`], [`error`] (the one error table).
+
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod grpc;
+pub mod metrics;
+pub mod service;
+pub mod store;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use stadium_db::PoolOptions;
+use stadium_kit::server::GrpcServer;
+use stadium_proto::seat_map::v1::seat_map_server::SeatMapServer;
+use stadium_tokens::{FanSessionVerifier, VerificationKeys};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use config::Config;
+
+/// Why [`serve`] could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A flag is unusable.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The database is unreachable.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Migrations failed.
+    #[error("migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The gRPC server failed.
+    #[error(transparent)]
+    Server(#[from] stadium_kit::KitError),
+}
+
+/// A running service's parts, for embedding (tests, an all-in-one runner, benchmarks).
+#[derive(Debug, Clone)]
+pub struct Parts {
+    /// The caches and operations (its metrics hold the in-process load counters).
+    pub service: Arc<service::SeatMapService>,
+    /// Verifies fan sessions.
+    pub fans: Arc<FanSessionVerifier>,
+}
+
+/// Connects and builds the service from `config`.
+///
+/// # Errors
+/// [`ServeError::Config`] for unusable keys; [`ServeError::Database`];
+/// [`ServeError::Migrate`].
+pub async fn build(config: &Config) -> Result<Parts, ServeError> {
+    let keys = VerificationKeys::from_jwks_json(&config.identity_jwks)
+        .map_err(|e| ServeError::Config(format!("--identity-jwks: {e}")))?;
+    let fans = FanSessionVerifier::new(
+        keys,
+        &config.identity_issuer,
+        stadium_tokens::audience::SEAT_MAP,
+    )
+    .map_err(|e| ServeError::Config(format!("--identity-issuer: {e}")))?;
+    let pool = stadium_db::connect(
+        &config.database_url,
+        &PoolOptions {
+            max_connections: config.database_max_connections,
+            application_name: "seat-map".to_owned(),
+            ..PoolOptions::default()
+        },
+    )
+    .await?;
+    if config.migrate {
+        stadium_db::migrate(&pool).await?;
+    }
+    let metrics = Arc::new(metrics::Metrics::new(&stadium_telemetry::meter("seat-map")));
+    Ok(Parts {
+        service: Arc::new(service::SeatMapService::new(
+            pool,
+            config.staleness(),
+            config.layout_ttl(),
+            config.layout_cache_events,
+            metrics,
+        )),
+        fans: Arc::new(fans),
+    })
+}
+
+/// Serves the seat-map gRPC service on `listener` until `shutdown` is cancelled.
+///
+/// # Errors
+/// As [`build`]; [`ServeError::Server`].
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let parts = build(&config).await?;
+    serve_parts(&config, parts, listener, shutdown).await
+}
+
+/// As [`serve`] with parts already built (so an embedder keeps handles to them).
+///
+/// # Errors
+/// [`ServeError::Server`].
+pub async fn serve_parts(
+    config: &Config,
+    parts: Parts,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    GrpcServer::new(config.common.server_options("seat-map"))
+        .add_service(SeatMapServer::new(grpc::SeatMapApi::new(
+            parts.service,
+            parts.fans,
+        )))
+        .serve(listener, shutdown)
+        .await
+        .map_err(ServeError::from)
+}
+
+/// The address to listen on by default (`127.0.0.1:50052`) unless `--listen` says.
+pub fn listen_addr(config: &Config) -> SocketAddr {
+    config
+        .common
+        .listen_addr(stadium_kit::args::ports::SEAT_MAP)
+}
