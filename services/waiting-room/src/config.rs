@@ -1,0 +1,199 @@
+//! Flags (with environment fallbacks) of the waiting-room binary, turned into
+//! [`Settings`](crate::Settings) once at start.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use secrecy::{ExposeSecret, SecretString};
+use stadium_kit::args::CommonArgs;
+use stadium_tokens::{
+    DevIssuer, Ed25519Key, MIN_HMAC_SECRET_BYTES, QueueTicketKeys, SigningKeyRing,
+    VerificationKeys, WAITING_ROOM_ISSUER,
+};
+
+use crate::{Settings, SystemClock};
+
+/// The waiting room's command line.
+#[derive(Debug, clap::Parser)]
+#[command(name = "waiting-room", about = "The stadium waiting room (gRPC)")]
+pub struct Config {
+    /// Flags every service shares.
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// Redis holding the queues.
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+
+    /// How long a Redis command may wait for its answer, ms.
+    #[arg(long, env = "WAITING_ROOM_REDIS_TIMEOUT_MS", default_value_t = 2000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub redis_timeout_ms: u64,
+
+    /// Prefix of every Redis key (no braces).
+    #[arg(long, env = "WAITING_ROOM_KEY_PREFIX", default_value = "stadium:wr:")]
+    pub key_prefix: String,
+
+    /// Longest age of the per-replica queue snapshot that answers polls, ms.
+    #[arg(long, env = "WAITING_ROOM_SNAPSHOT_REFRESH_MS", default_value_t = 250)]
+    pub snapshot_refresh_ms: u64,
+
+    /// Pause between two status checks of a WatchStatus stream, ms.
+    #[arg(long, env = "WAITING_ROOM_WATCH_INTERVAL_MS", default_value_t = 500,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub watch_interval_ms: u64,
+
+    /// Admission token lifetime for events that set none, ms.
+    #[arg(long, env = "WAITING_ROOM_ADMISSION_TTL_MS", default_value_t = 600_000,
+          value_parser = clap::value_parser!(u64).range(1000..=86_400_000))]
+    pub admission_ttl_ms: u64,
+
+    /// `iss` of queue tickets and admission tokens.
+    #[arg(long, env = "WAITING_ROOM_ISSUER", default_value = WAITING_ROOM_ISSUER)]
+    pub issuer: String,
+
+    /// Ed25519 private key (PKCS#8 PEM) signing admission tokens. Unset: a key is
+    /// generated at start, and tokens do not survive a restart.
+    #[arg(long, env = "WAITING_ROOM_ADMISSION_KEY_PEM", hide_env_values = true)]
+    pub admission_key_pem: Option<SecretString>,
+
+    /// Key id (`kid`) of the admission signing key.
+    #[arg(long, env = "WAITING_ROOM_ADMISSION_KEY_ID", default_value = "wr-1")]
+    pub admission_key_id: String,
+
+    /// Queue ticket HMAC secrets, `kid:hex,kid:hex,…` (each at least 32 bytes); the
+    /// first signs, all verify. Every replica must share them. Unset: one random secret
+    /// (single replica only).
+    #[arg(long, env = "WAITING_ROOM_TICKET_SECRETS", hide_env_values = true)]
+    pub ticket_secrets: Option<SecretString>,
+
+    /// JWKS file of the login that signs fan sessions.
+    #[arg(long, env = "SESSION_JWKS_FILE")]
+    pub session_jwks_file: Option<PathBuf>,
+
+    /// `iss` of fan sessions.
+    #[arg(long, env = "SESSION_ISSUER", default_value = stadium_tokens::DEV_ISSUER)]
+    pub session_issuer: String,
+
+    /// JWKS file of the issuer of admin tokens.
+    #[arg(long, env = "ADMIN_JWKS_FILE")]
+    pub admin_jwks_file: Option<PathBuf>,
+
+    /// `iss` of admin tokens.
+    #[arg(long, env = "ADMIN_ISSUER", default_value = stadium_tokens::DEV_ISSUER)]
+    pub admin_issuer: String,
+
+    /// Local runs only: trust the dev issuer with this 32-byte hex seed for sessions
+    /// and admin tokens when no JWKS file is given.
+    #[arg(long, env = "STADIUM_DEV_ISSUER_SEED", hide_env_values = true)]
+    pub dev_issuer_seed: Option<SecretString>,
+}
+
+fn parse_ticket_secrets(raw: &str) -> anyhow::Result<QueueTicketKeys> {
+    let mut keys: Option<QueueTicketKeys> = None;
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (kid, hex_secret) = entry
+            .split_once(':')
+            .context("each ticket secret must be `kid:hex`")?;
+        let secret = hex::decode(hex_secret).context("a ticket secret is not hex")?;
+        if secret.len() < MIN_HMAC_SECRET_BYTES {
+            bail!("ticket secret {kid:?} is shorter than {MIN_HMAC_SECRET_BYTES} bytes");
+        }
+        match &keys {
+            None => keys = Some(QueueTicketKeys::new(kid, &secret)?),
+            Some(k) => k.insert(kid, &secret)?,
+        }
+    }
+    keys.context("no ticket secret given")
+}
+
+fn read_jwks(path: &PathBuf) -> anyhow::Result<VerificationKeys> {
+    let json =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(VerificationKeys::from_jwks_json(&json)?)
+}
+
+impl Config {
+    /// Validates the flags and loads keys.
+    ///
+    /// # Errors
+    /// A message naming the flag that is wrong (bad PEM, short secret, unreadable JWKS,
+    /// no trusted issuer).
+    pub fn into_settings(self) -> anyhow::Result<Settings> {
+        let admission_keys = match &self.admission_key_pem {
+            Some(pem) => SigningKeyRing::new(
+                Ed25519Key::from_pkcs8_pem(self.admission_key_id.clone(), pem.expose_secret())
+                    .context("--admission-key-pem")?,
+            ),
+            None => {
+                tracing::warn!(
+                    "no admission signing key configured: generated one; admission tokens will not survive a restart"
+                );
+                SigningKeyRing::generate(self.admission_key_id.clone())?
+            }
+        };
+        let ticket_keys = match &self.ticket_secrets {
+            Some(raw) => parse_ticket_secrets(raw.expose_secret()).context("--ticket-secrets")?,
+            None => {
+                tracing::warn!(
+                    "no queue ticket secret configured: generated one; run a single replica"
+                );
+                QueueTicketKeys::generate("qt-1")?
+            }
+        };
+        let dev = self
+            .dev_issuer_seed
+            .as_ref()
+            .map(|seed| -> anyhow::Result<DevIssuer> {
+                let bytes: [u8; 32] = hex::decode(seed.expose_secret())
+                    .ok()
+                    .and_then(|b| b.try_into().ok())
+                    .context("--dev-issuer-seed must be 32 bytes of hex")?;
+                Ok(DevIssuer::from_seed(&bytes)?)
+            })
+            .transpose()?;
+        let trusted = |file: &Option<PathBuf>, flag: &str| -> anyhow::Result<VerificationKeys> {
+            match (file, &dev) {
+                (Some(path), _) => read_jwks(path).with_context(|| flag.to_owned()),
+                (None, Some(dev)) => Ok(dev.verification_keys()),
+                (None, None) => bail!("{flag} (or --dev-issuer-seed for local runs) is required"),
+            }
+        };
+        Ok(Settings {
+            session_keys: trusted(&self.session_jwks_file, "--session-jwks-file")?,
+            admin_keys: trusted(&self.admin_jwks_file, "--admin-jwks-file")?,
+            redis_url: self.redis_url,
+            key_prefix: self.key_prefix,
+            redis_response_timeout: Duration::from_millis(self.redis_timeout_ms),
+            snapshot_refresh: Duration::from_millis(self.snapshot_refresh_ms),
+            watch_interval: Duration::from_millis(self.watch_interval_ms),
+            default_admission_ttl: Duration::from_millis(self.admission_ttl_ms),
+            issuer: self.issuer,
+            admission_keys,
+            ticket_keys,
+            session_issuer: self.session_issuer,
+            admin_issuer: self.admin_issuer,
+            clock: Arc::new(SystemClock),
+            server: self.common.server_options("waiting-room"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticket_secrets_rotate_by_kid() {
+        let a = "ab".repeat(32);
+        let b = "cd".repeat(32);
+        let keys = parse_ticket_secrets(&format!("new:{a}, old:{b}")).unwrap();
+        assert_eq!(keys.current_kid(), "new");
+        assert_eq!(keys.kids(), ["new", "old"]);
+        assert!(parse_ticket_secrets("k:abcd").is_err());
+        assert!(parse_ticket_secrets("nocolon").is_err());
+        assert!(parse_ticket_secrets("").is_err());
+    }
+}

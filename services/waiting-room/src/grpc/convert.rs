@@ -1,0 +1,178 @@
+//! Wire ↔ domain conversion: request fields into checked values (naming the field on
+//! failure), snapshots into proto messages.
+
+use std::time::Duration;
+
+use prost_types::Timestamp;
+use stadium_proto::waiting_room::v1 as pb;
+
+use crate::domain::{EventId, QueueSnapshot, SaleState};
+use crate::error::Error;
+use crate::store::{EventSettings, RequestedState};
+
+/// Highest accepted admission rate, fans per minute: keeps the credit arithmetic in
+/// Redis (Lua doubles) exact.
+pub const MAX_FANS_PER_MINUTE: u32 = 10_000_000;
+
+/// Longest accepted admission token lifetime: one day.
+pub const MAX_ADMISSION_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Parses the `event_id` field.
+pub fn event_id(raw: &str) -> Result<EventId, Error> {
+    EventId::parse(raw).map_err(|problem| Error::invalid("event_id", problem))
+}
+
+/// Parses a `fans_per_minute` field (1 to [`MAX_FANS_PER_MINUTE`]).
+pub fn fans_per_minute(raw: u32) -> Result<u32, Error> {
+    if raw == 0 || raw > MAX_FANS_PER_MINUTE {
+        return Err(Error::invalid(
+            "fans_per_minute",
+            format!("must be 1 to {MAX_FANS_PER_MINUTE}"),
+        ));
+    }
+    Ok(raw)
+}
+
+/// Unix milliseconds of a timestamp at or after the epoch.
+fn timestamp_ms(field: &'static str, ts: &Timestamp) -> Result<u64, Error> {
+    if ts.seconds < 0 || !(0..1_000_000_000).contains(&ts.nanos) {
+        return Err(Error::invalid(field, "must be a valid instant after 1970"));
+    }
+    let secs = u64::try_from(ts.seconds).map_err(|_| Error::invalid(field, "out of range"))?;
+    secs.checked_mul(1000)
+        .and_then(|ms| ms.checked_add(u64::from(ts.nanos.unsigned_abs()) / 1_000_000))
+        .filter(|ms| *ms < (1 << 50))
+        .ok_or_else(|| Error::invalid(field, "out of range"))
+}
+
+/// A timestamp for Unix milliseconds.
+pub fn timestamp(ms: u64) -> Timestamp {
+    Timestamp {
+        seconds: i64::try_from(ms / 1000).unwrap_or(i64::MAX),
+        nanos: i32::try_from((ms % 1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+/// Checks a `ConfigureEventRequest`; `default_ttl` fills `admission_ttl_ms = 0`.
+pub fn settings(
+    req: &pb::ConfigureEventRequest,
+    default_ttl: Duration,
+) -> Result<(EventId, EventSettings), Error> {
+    let event = event_id(&req.event_id)?;
+    let state = match pb::SaleState::try_from(req.state) {
+        Ok(pb::SaleState::Scheduled) => RequestedState::Scheduled,
+        Ok(pb::SaleState::Open) => RequestedState::Open,
+        Ok(pb::SaleState::Paused) => RequestedState::Paused,
+        Ok(pb::SaleState::Closed) => RequestedState::Closed,
+        Ok(pb::SaleState::Unspecified) | Err(_) => {
+            return Err(Error::invalid(
+                "state",
+                "must be SCHEDULED, OPEN, PAUSED or CLOSED",
+            ));
+        }
+    };
+    let onsale_ms = req
+        .onsale_at
+        .as_ref()
+        .map(|ts| timestamp_ms("onsale_at", ts))
+        .transpose()?;
+    if state == RequestedState::Scheduled && onsale_ms.is_none() {
+        return Err(Error::invalid(
+            "onsale_at",
+            "is required to schedule a sale",
+        ));
+    }
+    let fans_per_minute = fans_per_minute(req.fans_per_minute)?;
+    let ttl = match req.admission_ttl_ms {
+        0 => default_ttl,
+        ms => Duration::from_millis(ms),
+    };
+    if ttl < Duration::from_secs(1) || ttl > MAX_ADMISSION_TTL {
+        return Err(Error::invalid(
+            "admission_ttl_ms",
+            "must be 0 (default) or 1000 to 86400000",
+        ));
+    }
+    Ok((
+        event,
+        EventSettings {
+            state,
+            onsale_ms,
+            fans_per_minute,
+            active_fan_cap: req.active_fan_cap,
+            admission_ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+        },
+    ))
+}
+
+/// The `SaleState` shown for a snapshot (an open, paused sale shows `PAUSED`).
+pub fn sale_state(snap: &QueueSnapshot) -> pb::SaleState {
+    match snap.state {
+        SaleState::Scheduled => pb::SaleState::Scheduled,
+        SaleState::Open if snap.paused => pb::SaleState::Paused,
+        SaleState::Open => pb::SaleState::Open,
+        SaleState::Closed => pb::SaleState::Closed,
+    }
+}
+
+/// Queue counters of a snapshot.
+pub fn stats(event: &EventId, snap: &QueueSnapshot) -> pb::GetQueueStatsResponse {
+    pb::GetQueueStatsResponse {
+        event_id: event.to_string(),
+        state: sale_state(snap) as i32,
+        joined: snap.joined,
+        admitted: snap.frontier,
+        waiting: snap.waiting(),
+        fans_per_minute: snap.fans_per_minute,
+        active_admitted: snap.active,
+        active_fan_cap: snap.active_fan_cap,
+        paused: snap.paused,
+        as_of: Some(timestamp(snap.as_of_ms)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> pb::ConfigureEventRequest {
+        pb::ConfigureEventRequest {
+            event_id: "12".into(),
+            state: pb::SaleState::Scheduled as i32,
+            onsale_at: Some(timestamp(1_700_000_000_123)),
+            fans_per_minute: 600,
+            active_fan_cap: 0,
+            admission_ttl_ms: 0,
+        }
+    }
+
+    #[test]
+    fn settings_are_checked_field_by_field() {
+        let (event, s) = settings(&request(), Duration::from_secs(600)).unwrap();
+        assert_eq!(event.as_str(), "12");
+        assert_eq!(s.onsale_ms, Some(1_700_000_000_123));
+        assert_eq!(s.admission_ttl_ms, 600_000);
+        type Spoil = fn(&mut pb::ConfigureEventRequest);
+        let cases: [(&str, Spoil); 6] = [
+            ("event_id", |r| r.event_id = "x".into()),
+            ("state", |r| r.state = 0),
+            ("onsale_at", |r| r.onsale_at = None),
+            ("onsale_at", |r| {
+                r.onsale_at = Some(Timestamp {
+                    seconds: -1,
+                    nanos: 0,
+                })
+            }),
+            ("fans_per_minute", |r| r.fans_per_minute = 0),
+            ("admission_ttl_ms", |r| r.admission_ttl_ms = 999),
+        ];
+        for (field, spoil) in cases {
+            let mut r = request();
+            spoil(&mut r);
+            match settings(&r, Duration::from_secs(600)) {
+                Err(Error::InvalidField { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The stadium waiting room: a fair queue per event on Redis that turns a spike of fans
+//! into a steady flow, admitting them at a fixed rate with signed admission tokens.
+//!
+//! - [`store`]: the queue in Redis, every multi-key step one atomic Lua script;
+//! - [`cache`]: per-replica snapshots, so position polls cost no Redis round trip;
+//! - [`domain`]: ids, positions and waits, the pre-queue shuffle;
+//! - [`grpc`]: the `WaitingRoom` gRPC service;
+//! - [`config`]: flags and environment;
+//! - [`clock`]: injectable time, so tests simulate minutes without sleeping.
+//!
+//! [`serve`] runs the service on a listener until a shutdown token is cancelled; the
+//! binary and tests both call it.
+
+pub mod cache;
+pub mod clock;
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod grpc;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use stadium_kit::server::{GrpcServer, ServerOptions};
+use stadium_proto::waiting_room::v1::waiting_room_server::WaitingRoomServer;
+use stadium_tokens::{
+    AdminVerifier, AdmissionIssuer, AdmissionVerifier, FanSessionVerifier, QueueTicketKeys,
+    QueueTickets, SigningKeyRing, TokenError, VerificationKeys, audience,
+};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::Error;
+
+/// Everything [`serve`] needs, already validated (see [`config::Config`] for the flags
+/// that build it).
+pub struct Settings {
+    /// Redis URL, `redis://host:port`.
+    pub redis_url: String,
+    /// How long a Redis command may wait for its answer before the call fails
+    /// (`UNAVAILABLE`).
+    pub redis_response_timeout: Duration,
+    /// Prefix of every Redis key (no braces), e.g. `stadium:wr:`.
+    pub key_prefix: String,
+    /// Longest age of a cached queue snapshot answering polls (default 250 ms).
+    pub snapshot_refresh: Duration,
+    /// Pause between two status checks of a `WatchStatus` stream.
+    pub watch_interval: Duration,
+    /// Admission token lifetime for events that set none (default 10 min).
+    pub default_admission_ttl: Duration,
+    /// `iss` of queue tickets and admission tokens.
+    pub issuer: String,
+    /// Ed25519 keys signing admission tokens (the current one signs).
+    pub admission_keys: SigningKeyRing,
+    /// HMAC secrets of queue tickets, shared by every replica.
+    pub ticket_keys: QueueTicketKeys,
+    /// Public keys of the site's login, which signs fan sessions.
+    pub session_keys: VerificationKeys,
+    /// `iss` of fan sessions.
+    pub session_issuer: String,
+    /// Public keys that sign admin tokens.
+    pub admin_keys: VerificationKeys,
+    /// `iss` of admin tokens.
+    pub admin_issuer: String,
+    /// Time source ([`SystemClock`] in production).
+    pub clock: Arc<dyn Clock>,
+    /// gRPC server options (timeouts, grace period).
+    pub server: ServerOptions,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("key_prefix", &self.key_prefix)
+            .field("snapshot_refresh", &self.snapshot_refresh)
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the service could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Redis could not be reached, or the key prefix is unusable.
+    #[error("queue store: {0}")]
+    Store(#[from] Error),
+    /// A token issuer or verifier could not be built.
+    #[error("tokens: {0}")]
+    Tokens(#[from] TokenError),
+    /// The gRPC server failed.
+    #[error("server: {0}")]
+    Server(#[from] stadium_kit::KitError),
+}
+
+/// Builds the gRPC service from `settings` (connects to Redis).
+///
+/// # Errors
+/// [`ServeError::Store`] when Redis is unreachable; [`ServeError::Tokens`] for an empty
+/// issuer name.
+pub async fn service(
+    settings: &Settings,
+    shutdown: CancellationToken,
+) -> Result<grpc::WaitingRoomService, ServeError> {
+    let clock = Arc::clone(&settings.clock);
+    let store = store::Store::connect(
+        &settings.redis_url,
+        &settings.key_prefix,
+        settings.redis_response_timeout,
+        Arc::clone(&clock),
+    )
+    .await?;
+    let refresh_ms = u64::try_from(settings.snapshot_refresh.as_millis()).unwrap_or(u64::MAX);
+    let inner = grpc::Inner {
+        cache: cache::SnapshotCache::new(store.clone(), Arc::clone(&clock), refresh_ms),
+        store,
+        clock,
+        tickets: QueueTickets::new(settings.ticket_keys.clone()).with_issuer(&settings.issuer)?,
+        admission: AdmissionIssuer::new(settings.admission_keys.clone(), &settings.issuer)?
+            .with_ttl(settings.default_admission_ttl)?,
+        admission_verifier: AdmissionVerifier::for_ring(
+            &settings.admission_keys,
+            &settings.issuer,
+            audience::HOLDS,
+        )?,
+        ring: settings.admission_keys.clone(),
+        sessions: FanSessionVerifier::new(
+            settings.session_keys.clone(),
+            &settings.session_issuer,
+            audience::WAITING_ROOM,
+        )?,
+        admins: AdminVerifier::new(
+            settings.admin_keys.clone(),
+            &settings.admin_issuer,
+            audience::WAITING_ROOM,
+        )?,
+        admitted: moka::future::Cache::builder()
+            .max_capacity(1_000_000)
+            .time_to_live(settings.default_admission_ttl.max(Duration::from_secs(60)) * 2)
+            .build(),
+        watch_interval: settings.watch_interval,
+        default_admission_ttl: settings.default_admission_ttl,
+        shutdown,
+    };
+    Ok(grpc::WaitingRoomService::new(inner))
+}
+
+/// Serves the waiting room on `listener` until `shutdown` is cancelled, then drains.
+///
+/// # Errors
+/// As [`service`], and [`ServeError::Server`] when the gRPC server fails.
+pub async fn serve(
+    settings: Settings,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let svc = service(&settings, shutdown.clone()).await?;
+    GrpcServer::new(settings.server.clone())
+        .add_service(WaitingRoomServer::new(svc))
+        .serve(listener, shutdown)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,434 @@
+//! The queue in Redis: key layout and typed calls of the Lua scripts in [`scripts`].
+
+pub mod scripts;
+
+use std::sync::Arc;
+
+use redis::aio::ConnectionManager;
+
+use crate::clock::Clock;
+use crate::domain::{EventId, FanId, QueueSnapshot, SaleState, shuffle};
+use crate::error::Error;
+
+/// What an admin asks an event's queue to be (see `ConfigureEvent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestedState {
+    /// Pre-queue until `onsale_ms`.
+    Scheduled,
+    /// Open now (or at `onsale_ms` if that is earlier).
+    Open,
+    /// Open but paused.
+    Paused,
+    /// Closed.
+    Closed,
+}
+
+/// Settings pushed by the box office for one event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSettings {
+    /// The requested lifecycle state.
+    pub state: RequestedState,
+    /// On-sale instant, Unix ms; `None` = now.
+    pub onsale_ms: Option<u64>,
+    /// Admission rate, fans per minute (> 0).
+    pub fans_per_minute: u32,
+    /// Cap on active admitted fans; 0 = none.
+    pub active_fan_cap: u32,
+    /// Admission token lifetime, ms (>= 1000).
+    pub admission_ttl_ms: u64,
+}
+
+/// The published shuffle seed of an opened event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeedInfo {
+    /// The 32-byte seed.
+    pub seed: [u8; 32],
+    /// Fans in the pre-queue at opening.
+    pub pre_queue_size: u64,
+}
+
+/// The outcome of storing an admission token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Issued {
+    /// The fan's token (possibly one stored earlier by another replica) and its expiry
+    /// in Unix ms.
+    Token {
+        /// The compact JWS.
+        token: String,
+        /// `exp`, Unix milliseconds.
+        exp_ms: u64,
+    },
+    /// The frontier has not reached the number (the caller's cache was ahead of Redis,
+    /// which cannot happen while the frontier only grows).
+    NotAdmitted,
+}
+
+/// How often an operation retries after helping to open an event.
+const OPEN_ATTEMPTS: usize = 5;
+
+/// Typed access to the queues of every event under one key prefix.
+#[derive(Clone)]
+pub struct Store {
+    conn: ConnectionManager,
+    prefix: Arc<str>,
+    scripts: Arc<scripts::Scripts>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+fn field<T: std::str::FromStr>(reply: &[String], i: usize, name: &str) -> Result<T, Error> {
+    reply
+        .get(i)
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| Error::Internal(format!("bad {name} in queue state: {reply:?}")))
+}
+
+impl Store {
+    /// Connects to `redis_url` (a `redis://` URL); keys start with `prefix`; a command
+    /// unanswered after `response_timeout` fails with [`Error::Redis`].
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when the URL is bad or the server unreachable;
+    /// [`Error::Internal`] when `prefix` contains `{` or `}` (it would change the hash
+    /// slot of the event's keys).
+    pub async fn connect(
+        redis_url: &str,
+        prefix: &str,
+        response_timeout: std::time::Duration,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, Error> {
+        if prefix.contains(['{', '}']) {
+            return Err(Error::Internal(
+                "the key prefix must not contain braces".into(),
+            ));
+        }
+        let client = redis::Client::open(redis_url)?;
+        // Every script is idempotent or checks its preconditions, so a call that timed
+        // out (and may still have run) is safe for the caller to retry.
+        let config =
+            redis::aio::ConnectionManagerConfig::new().set_response_timeout(Some(response_timeout));
+        let conn = ConnectionManager::new_with_config(client, config).await?;
+        Ok(Self {
+            conn,
+            prefix: prefix.into(),
+            scripts: Arc::new(scripts::Scripts::new()),
+            clock,
+        })
+    }
+
+    fn key(&self, event: &EventId, suffix: &str) -> String {
+        format!("{}{{ev:{}}}:{}", self.prefix, event, suffix)
+    }
+
+    fn now_arg(&self) -> String {
+        self.clock
+            .script_now_ms()
+            .map(|ms| ms.to_string())
+            .unwrap_or_default()
+    }
+
+    /// Creates or updates `event`'s queue; a new event gets a fresh secret seed.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyOpen`] when asked to schedule an opened event; [`Error::Redis`].
+    pub async fn configure(&self, event: &EventId, settings: &EventSettings) -> Result<(), Error> {
+        let state = match settings.state {
+            RequestedState::Scheduled => "scheduled",
+            RequestedState::Open => "open",
+            RequestedState::Paused => "paused",
+            RequestedState::Closed => "closed",
+        };
+        let seed: [u8; 32] = rand::random();
+        let reply: String = self
+            .scripts
+            .configure
+            .key(self.key(event, "cfg"))
+            .key(self.key(event, "adm"))
+            .arg(state)
+            .arg(
+                settings
+                    .onsale_ms
+                    .map(|ms| ms.to_string())
+                    .unwrap_or_default(),
+            )
+            .arg(settings.fans_per_minute)
+            .arg(settings.active_fan_cap)
+            .arg(settings.admission_ttl_ms)
+            .arg(hex::encode(seed))
+            .arg(self.now_arg())
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        match reply.as_str() {
+            "ok" => Ok(()),
+            "already_open" => Err(Error::AlreadyOpen(event.to_string())),
+            other => Err(Error::Internal(format!("configure answered {other:?}"))),
+        }
+    }
+
+    /// The event's queue now (frontier brought up to date), opening the sale first if
+    /// its on-sale time has come.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::Redis`]; [`Error::Internal`] for corrupt state.
+    pub async fn snapshot(&self, event: &EventId) -> Result<QueueSnapshot, Error> {
+        for _ in 0..OPEN_ATTEMPTS {
+            let reply: Vec<String> = self
+                .scripts
+                .snapshot
+                .key(self.key(event, "cfg"))
+                .key(self.key(event, "pre"))
+                .key(self.key(event, "adm"))
+                .arg(self.now_arg())
+                .invoke_async(&mut self.conn.clone())
+                .await?;
+            match reply.first().map(String::as_str) {
+                Some("missing") => return Err(Error::EventNotFound(event.to_string())),
+                Some("opening") => self.open(event).await?,
+                _ => return parse_snapshot(&reply),
+            }
+        }
+        Err(Error::Internal(format!("event {event} did not open")))
+    }
+
+    /// Joins `fan` to `event`'s queue; returns the fan's queue number (0 = pre-queue).
+    /// Idempotent.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::NotOnSale`] when closed; [`Error::Redis`].
+    pub async fn join(&self, event: &EventId, fan: &FanId) -> Result<u64, Error> {
+        for _ in 0..OPEN_ATTEMPTS {
+            let reply: Vec<String> = self
+                .scripts
+                .join
+                .key(self.key(event, "cfg"))
+                .key(self.key(event, "fans"))
+                .key(self.key(event, "pre"))
+                .key(self.key(event, "adm"))
+                .arg(fan.as_str())
+                .arg(self.now_arg())
+                .invoke_async(&mut self.conn.clone())
+                .await?;
+            match reply.first().map(String::as_str) {
+                Some("missing") => return Err(Error::EventNotFound(event.to_string())),
+                Some("closed") => return Err(Error::NotOnSale(event.to_string())),
+                Some("opening") => self.open(event).await?,
+                Some("ok") => return field(&reply, 1, "queue number"),
+                _ => return Err(Error::Internal(format!("join answered {reply:?}"))),
+            }
+        }
+        Err(Error::Internal(format!("event {event} did not open")))
+    }
+
+    /// Numbers the pre-queue in the order of [`shuffle::ALGORITHM`] and opens the sale.
+    /// Replicas may race here: they compute the same order and the first one wins.
+    async fn open(&self, event: &EventId) -> Result<(), Error> {
+        let mut conn = self.conn.clone();
+        let seed_hex: Option<String> = redis::cmd("HGET")
+            .arg(self.key(event, "cfg"))
+            .arg("seed")
+            .query_async(&mut conn)
+            .await?;
+        let seed = decode_seed(seed_hex.as_deref())?;
+        let mut fans: Vec<String> = redis::cmd("LRANGE")
+            .arg(self.key(event, "pre"))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await?;
+        shuffle::shuffle(&seed, &mut fans);
+        let mut invocation = self.scripts.open.prepare_invoke();
+        invocation
+            .key(self.key(event, "cfg"))
+            .key(self.key(event, "fans"))
+            .key(self.key(event, "pre"))
+            .key(self.key(event, "adm"))
+            .arg(self.now_arg())
+            .arg(fans.len());
+        for fan in &fans {
+            invocation.arg(fan);
+        }
+        let reply: String = invocation.invoke_async(&mut conn).await?;
+        tracing::info!(event_id = %event, pre_queue = fans.len(), outcome = %reply, "opening sale");
+        Ok(())
+    }
+
+    /// The queue number of `fan` in `event` (0 = pre-queue), if the fan joined.
+    ///
+    /// # Errors
+    /// [`Error::Redis`]; [`Error::Internal`] for a corrupt number.
+    pub async fn fan_number(&self, event: &EventId, fan: &FanId) -> Result<Option<u64>, Error> {
+        let raw: Option<String> = redis::cmd("HGET")
+            .arg(self.key(event, "fans"))
+            .arg(fan.as_str())
+            .query_async(&mut self.conn.clone())
+            .await?;
+        raw.map(|n| {
+            n.parse()
+                .map_err(|_| Error::Internal(format!("bad queue number {n:?}")))
+        })
+        .transpose()
+    }
+
+    /// Stores `token` (expiring at `exp_ms`) as `fan`'s admission unless one exists, and
+    /// returns the fan's one token.
+    ///
+    /// # Errors
+    /// [`Error::AdmissionExpired`] when the fan's admission ran out;
+    /// [`Error::NotOnSale`]; [`Error::EventNotFound`]; [`Error::WrongFan`] when the
+    /// number is not the fan's; [`Error::Redis`].
+    pub async fn issue_admission(
+        &self,
+        event: &EventId,
+        fan: &FanId,
+        number: u64,
+        token: &str,
+        exp_ms: u64,
+    ) -> Result<Issued, Error> {
+        let reply: Vec<String> = self
+            .scripts
+            .issue
+            .key(self.key(event, "cfg"))
+            .key(self.key(event, "fans"))
+            .key(self.key(event, "adm"))
+            .key(self.key(event, &format!("tok:{fan}")))
+            .key(self.key(event, "issued"))
+            .arg(fan.as_str())
+            .arg(number)
+            .arg(token)
+            .arg(exp_ms)
+            .arg(self.now_arg())
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        match reply.first().map(String::as_str) {
+            Some("ok") => Ok(Issued::Token {
+                exp_ms: field(&reply, 1, "token expiry")?,
+                token: field(&reply, 2, "token")?,
+            }),
+            Some("expired") => Err(Error::AdmissionExpired),
+            Some("not_admitted") => Ok(Issued::NotAdmitted),
+            Some("not_yours") => Err(Error::WrongFan),
+            Some("closed") => Err(Error::NotOnSale(event.to_string())),
+            Some("missing") => Err(Error::EventNotFound(event.to_string())),
+            _ => Err(Error::Internal(format!("issue answered {reply:?}"))),
+        }
+    }
+
+    /// Frees `fan`'s active place in `event`; `true` when this call freed it.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::Redis`].
+    pub async fn complete(&self, event: &EventId, fan: &FanId) -> Result<bool, Error> {
+        let reply: String = self
+            .scripts
+            .complete
+            .key(self.key(event, "cfg"))
+            .key(self.key(event, "fans"))
+            .key(self.key(event, "adm"))
+            .arg(fan.as_str())
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        match reply.as_str() {
+            "completed" => Ok(true),
+            "noop" => Ok(false),
+            "missing" => Err(Error::EventNotFound(event.to_string())),
+            other => Err(Error::Internal(format!("complete answered {other:?}"))),
+        }
+    }
+
+    async fn set_field(&self, event: &EventId, name: &str, value: String) -> Result<(), Error> {
+        let reply: String = self
+            .scripts
+            .set_field
+            .key(self.key(event, "cfg"))
+            .key(self.key(event, "adm"))
+            .arg(name)
+            .arg(value)
+            .arg(self.now_arg())
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        match reply.as_str() {
+            "ok" => Ok(()),
+            "missing" => Err(Error::EventNotFound(event.to_string())),
+            other => Err(Error::Internal(format!("set answered {other:?}"))),
+        }
+    }
+
+    /// Changes the admission rate from now on (credit earned so far is kept).
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::Redis`].
+    pub async fn set_rate(&self, event: &EventId, fans_per_minute: u32) -> Result<(), Error> {
+        self.set_field(event, "rate", fans_per_minute.to_string())
+            .await
+    }
+
+    /// Pauses (`true`) or resumes (`false`) admission from now on. Idempotent.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::Redis`].
+    pub async fn set_paused(&self, event: &EventId, paused: bool) -> Result<(), Error> {
+        self.set_field(event, "paused", if paused { "1" } else { "0" }.to_owned())
+            .await
+    }
+
+    /// The shuffle seed, once the event has opened.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::NotYetOpen`]; [`Error::Redis`].
+    pub async fn shuffle_seed(&self, event: &EventId) -> Result<SeedInfo, Error> {
+        // Opening is lazy: make sure an event past its on-sale time has opened.
+        self.snapshot(event).await?;
+        let reply: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(self.key(event, "cfg"))
+            .arg(&["seed", "prequeue", "opened_at"])
+            .query_async(&mut self.conn.clone())
+            .await?;
+        match reply.as_slice() {
+            [Some(seed), Some(size), Some(_opened)] => Ok(SeedInfo {
+                seed: decode_seed(Some(seed))?,
+                pre_queue_size: size
+                    .parse()
+                    .map_err(|_| Error::Internal(format!("bad pre-queue size {size:?}")))?,
+            }),
+            [Some(_), _, None] => Err(Error::NotYetOpen(event.to_string())),
+            _ => Err(Error::EventNotFound(event.to_string())),
+        }
+    }
+}
+
+fn decode_seed(hex_seed: Option<&str>) -> Result<[u8; 32], Error> {
+    let bytes = hex::decode(hex_seed.unwrap_or_default())
+        .map_err(|_| Error::Internal("the stored seed is not hex".into()))?;
+    bytes
+        .try_into()
+        .map_err(|_| Error::Internal("the stored seed is not 32 bytes".into()))
+}
+
+fn parse_snapshot(reply: &[String]) -> Result<QueueSnapshot, Error> {
+    let state = reply
+        .first()
+        .and_then(|s| SaleState::parse(s))
+        .ok_or_else(|| Error::Internal(format!("bad state in queue state: {reply:?}")))?;
+    Ok(QueueSnapshot {
+        state,
+        paused: reply.get(1).is_some_and(|p| p == "1"),
+        fans_per_minute: field(reply, 2, "rate")?,
+        active_fan_cap: field(reply, 3, "cap")?,
+        admission_ttl_ms: field(reply, 4, "ttl")?,
+        credit: field(reply, 5, "credit")?,
+        frontier: field(reply, 6, "frontier")?,
+        joined: field(reply, 7, "joined")?,
+        completed: field(reply, 8, "completed")?,
+        onsale_ms: field(reply, 9, "onsale")?,
+        pre_queue: field(reply, 10, "prequeue")?,
+        active: field(reply, 11, "active")?,
+        as_of_ms: field(reply, 12, "now")?,
+    })
+}

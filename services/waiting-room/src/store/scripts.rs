@@ -1,0 +1,286 @@
+//! The Lua scripts that change an event's queue. Each runs atomically in Redis and
+//! touches only keys of one event (one `{ev:<id>}` hash tag, so one cluster slot).
+//!
+//! Keys of an event (after the configured prefix and the hash tag):
+//! - `cfg` (hash): `state` (`scheduled|open|closed`), `paused` (`0|1`), `onsale`,
+//!   `rate` (fans/min), `cap`, `ttl` (ms), `seed` (hex), `credit` (1/60000 fan units),
+//!   `last` (ms the credit was brought up to), `frontier`, `numbered`, `joined`,
+//!   `completed`, `prequeue`, `opened_at`;
+//! - `fans` (hash): fan id → queue number (`0` while in the pre-queue);
+//! - `pre` (list): pre-queue fan ids in join order (kept after opening, for audit);
+//! - `adm` (sorted set): admitted queue numbers still active, scored by the instant
+//!   (ms) their admission expires: the frontier's advance plus the token lifetime,
+//!   then the token's own `exp` once it is handed out;
+//! - `issued` (hash): fan id → expiry (ms) of the admission token issued to the fan;
+//! - `tok:<fan>` (string): `<exp ms>|<admission token>`, the one token of the fan.
+//!
+//! The frontier: `credit` grows by `rate` units per millisecond while open and not
+//! paused, capped at `limit` fans' worth, where `limit` is the number of fans numbered
+//! (never admit someone who has not joined) and, with a cap, the frontier plus the
+//! free active places; `frontier = floor(credit / 60000)`. Every script that changes
+//! what the cap or the rate depends on first brings the credit up to `now` with the
+//! old values (`advance`), so the frontier is a function of time and of the recorded
+//! changes only, whichever replica asks and however often (see
+//! `domain::queue::accrue`). `now` is Redis `TIME` unless the caller passes one (tests).
+
+/// Helpers shared by every script: clock, number formatting and `advance`.
+const PRELUDE: &str = r#"
+local function num(v) return tonumber(v) or 0 end
+local function fmt(x) return string.format('%.0f', x) end
+local function s(v) if not v then return '' end return tostring(v) end
+local function clock(arg)
+  if arg ~= nil and arg ~= '' then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function advance(cfg, adm, now)
+  local h = redis.call('HMGET', cfg, 'state', 'paused', 'rate', 'cap', 'ttl', 'credit',
+    'last', 'frontier', 'numbered')
+  if h[1] ~= 'open' then return end
+  local last = num(h[7])
+  if now <= last then return end
+  redis.call('ZREMRANGEBYSCORE', adm, '-inf', now)
+  local credit = num(h[6])
+  local frontier = num(h[8])
+  if h[2] ~= '1' then
+    local rate = num(h[3])
+    local cap = num(h[4])
+    local ttl = num(h[5])
+    local limit = num(h[9])
+    if cap > 0 then
+      local room = cap - redis.call('ZCARD', adm)
+      if room < 0 then room = 0 end
+      if frontier + room < limit then limit = frontier + room end
+    end
+    local before = credit
+    credit = credit + rate * (now - last)
+    if credit > limit * 60000 then credit = limit * 60000 end
+    if credit < before then credit = before end
+    local target = math.floor(credit / 60000)
+    -- Admitted "now": while the cap held the frontier, the credit's crossing time
+    -- would date an admission before its place was free.
+    for n = frontier + 1, target do
+      redis.call('ZADD', adm, fmt(now + ttl), fmt(n))
+    end
+    frontier = target
+  end
+  redis.call('HSET', cfg, 'credit', fmt(credit), 'last', fmt(now), 'frontier', fmt(frontier))
+end
+"#;
+
+/// KEYS: cfg, pre, adm. ARGV: now.
+/// Returns `{'missing'}`, `{'opening'}` (on-sale time reached, shuffle pending) or the
+/// snapshot `{state, paused, rate, cap, ttl, credit, frontier, joined, completed,
+/// onsale, prequeue, active, now}`.
+const SNAPSHOT: &str = r#"
+local now = clock(ARGV[1])
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return {'missing'} end
+if state == 'scheduled' and now >= num(redis.call('HGET', KEYS[1], 'onsale')) then
+  return {'opening'}
+end
+advance(KEYS[1], KEYS[3], now)
+local h = redis.call('HMGET', KEYS[1], 'state', 'paused', 'rate', 'cap', 'ttl', 'credit',
+  'frontier', 'joined', 'completed', 'onsale', 'prequeue')
+local prequeue = h[11]
+if h[1] == 'scheduled' then prequeue = redis.call('LLEN', KEYS[2]) end
+local active = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
+return {s(h[1]), s(h[2]), s(h[3]), s(h[4]), s(h[5]), s(h[6]), s(h[7]), s(h[8]), s(h[9]),
+  s(h[10]), s(prequeue), s(active), fmt(now)}
+"#;
+
+/// KEYS: cfg, fans, pre, adm. ARGV: fan, now.
+/// Returns `{'missing'}`, `{'closed'}`, `{'opening'}` or `{'ok', number}` (`0` =
+/// pre-queue). A fan already known gets its number back: joining is idempotent.
+const JOIN: &str = r#"
+local now = clock(ARGV[2])
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return {'missing'} end
+if state == 'closed' then return {'closed'} end
+local known = redis.call('HGET', KEYS[2], ARGV[1])
+if state == 'scheduled' then
+  if now >= num(redis.call('HGET', KEYS[1], 'onsale')) then return {'opening'} end
+  if known then return {'ok', known} end
+  redis.call('RPUSH', KEYS[3], ARGV[1])
+  redis.call('HSET', KEYS[2], ARGV[1], '0')
+  redis.call('HINCRBY', KEYS[1], 'joined', 1)
+  return {'ok', '0'}
+end
+if known then return {'ok', known} end
+-- Bring the credit up to now before `numbered` (its cap) grows.
+advance(KEYS[1], KEYS[4], now)
+local number = redis.call('HINCRBY', KEYS[1], 'numbered', 1)
+redis.call('HINCRBY', KEYS[1], 'joined', 1)
+redis.call('HSET', KEYS[2], ARGV[1], number)
+return {'ok', tostring(number)}
+"#;
+
+/// KEYS: cfg, fans, pre, adm. ARGV: now, n, then the n pre-queue fan ids in their
+/// shuffled order. Numbers them 1..n and opens the sale, if the pre-queue still holds
+/// exactly n fans. Returns `done` (opened now or before), `early` or `moved`.
+const OPEN: &str = r#"
+local now = clock(ARGV[1])
+local h = redis.call('HMGET', KEYS[1], 'state', 'onsale')
+if h[1] ~= 'scheduled' then return 'done' end
+if now < num(h[2]) then return 'early' end
+local n = tonumber(ARGV[2])
+if redis.call('LLEN', KEYS[3]) ~= n then return 'moved' end
+local batch = {}
+for i = 1, n do
+  batch[#batch + 1] = ARGV[2 + i]
+  batch[#batch + 1] = tostring(i)
+  if #batch >= 1000 then
+    redis.call('HSET', KEYS[2], unpack(batch))
+    batch = {}
+  end
+end
+if #batch > 0 then redis.call('HSET', KEYS[2], unpack(batch)) end
+redis.call('HSET', KEYS[1], 'state', 'open', 'numbered', n, 'prequeue', n, 'credit', 0,
+  'last', h[2], 'frontier', 0, 'opened_at', fmt(now))
+advance(KEYS[1], KEYS[4], now)
+return 'done'
+"#;
+
+/// KEYS: cfg, adm. ARGV: requested state (`scheduled|open|paused|closed`), on-sale ms
+/// (`''` = now), rate, cap, ttl ms, seed hex, now.
+/// Creates or updates an event. Returns `ok` or `already_open` (asked to schedule an
+/// event that has opened; nothing written).
+const CONFIGURE: &str = r#"
+local now = clock(ARGV[7])
+local req = ARGV[1]
+local function start_at()
+  if ARGV[2] == '' or tonumber(ARGV[2]) > now then return now end
+  return tonumber(ARGV[2])
+end
+local function scheduled_at()
+  if ARGV[2] == '' then return now end
+  return tonumber(ARGV[2])
+end
+local paused = '0'
+if req == 'paused' then paused = '1' end
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then
+  local st, at = 'scheduled', start_at()
+  if req == 'scheduled' then at = scheduled_at() end
+  if req == 'closed' then st = 'closed' end
+  redis.call('HSET', KEYS[1], 'state', st, 'paused', paused, 'onsale', fmt(at),
+    'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'seed', ARGV[6], 'credit', 0,
+    'last', fmt(at), 'frontier', 0, 'numbered', 0, 'joined', 0, 'completed', 0,
+    'prequeue', 0)
+  return 'ok'
+end
+local opened = redis.call('HEXISTS', KEYS[1], 'opened_at') == 1
+if req == 'scheduled' and opened then return 'already_open' end
+if state == 'open' then advance(KEYS[1], KEYS[2], now) end
+redis.call('HSET', KEYS[1], 'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5])
+if req == 'closed' then
+  redis.call('HSET', KEYS[1], 'state', 'closed')
+elseif not opened then
+  local at = start_at()
+  if req == 'scheduled' then at = scheduled_at() end
+  redis.call('HSET', KEYS[1], 'state', 'scheduled', 'onsale', fmt(at), 'last', fmt(at),
+    'paused', paused)
+else
+  if state == 'closed' then
+    -- Reopening: no credit for the time the sale was closed.
+    redis.call('HSET', KEYS[1], 'last', fmt(now))
+  end
+  redis.call('HSET', KEYS[1], 'state', 'open', 'paused', paused)
+end
+return 'ok'
+"#;
+
+/// KEYS: cfg, adm. ARGV: field (`rate` or `paused`), value, now.
+/// Brings the credit up to now under the old value, then records the new one, so the
+/// change applies from now on. Returns `ok` or `missing`.
+const SET_FIELD: &str = r#"
+local now = clock(ARGV[3])
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
+advance(KEYS[1], KEYS[2], now)
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 'ok'
+"#;
+
+/// KEYS: cfg, fans, adm, tok, issued. ARGV: fan, number, token, exp ms, now.
+/// Stores the fan's admission token unless one exists. Returns `{'ok', exp, token}`
+/// (the stored token, possibly an earlier one), `{'missing'}`, `{'closed'}`,
+/// `{'not_yours'}`, `{'not_admitted'}` or `{'expired'}` (the fan's admission ran out).
+const ISSUE: &str = r#"
+local now = clock(ARGV[5])
+local stored = redis.call('GET', KEYS[4])
+if stored then
+  local sep = string.find(stored, '|', 1, true)
+  local exp = tonumber(string.sub(stored, 1, sep - 1))
+  if exp <= now then return {'expired'} end
+  return {'ok', fmt(exp), string.sub(stored, sep + 1)}
+end
+local h = redis.call('HMGET', KEYS[1], 'state', 'frontier')
+if not h[1] then return {'missing'} end
+if h[1] == 'closed' then return {'closed'} end
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return {'not_yours'} end
+if tonumber(ARGV[2]) > num(h[2]) then return {'not_admitted'} end
+local score = redis.call('ZSCORE', KEYS[3], ARGV[2])
+if redis.call('HEXISTS', KEYS[5], ARGV[1]) == 1 or not score or tonumber(score) <= now then
+  return {'expired'}
+end
+local exp = tonumber(ARGV[4])
+if exp <= now then return {'expired'} end
+redis.call('SET', KEYS[4], ARGV[4] .. '|' .. ARGV[3], 'PX', fmt(exp - now + 60000))
+redis.call('HSET', KEYS[5], ARGV[1], ARGV[4])
+redis.call('ZADD', KEYS[3], 'XX', ARGV[4], ARGV[2])
+return {'ok', ARGV[4], ARGV[3]}
+"#;
+
+/// KEYS: cfg, fans, adm. ARGV: fan.
+/// Frees the fan's active place. Returns `completed`, `noop` (already done, expired or
+/// never admitted) or `missing`.
+const COMPLETE: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
+local n = redis.call('HGET', KEYS[2], ARGV[1])
+if n and redis.call('ZREM', KEYS[3], n) == 1 then
+  redis.call('HINCRBY', KEYS[1], 'completed', 1)
+  return 'completed'
+end
+return 'noop'
+"#;
+
+/// The compiled scripts (SHA1 computed once; `EVALSHA` with a fallback to `EVAL`).
+#[derive(Debug)]
+pub struct Scripts {
+    /// See [`SNAPSHOT`].
+    pub snapshot: redis::Script,
+    /// See [`JOIN`].
+    pub join: redis::Script,
+    /// See [`OPEN`].
+    pub open: redis::Script,
+    /// See [`CONFIGURE`].
+    pub configure: redis::Script,
+    /// See [`SET_FIELD`].
+    pub set_field: redis::Script,
+    /// See [`ISSUE`].
+    pub issue: redis::Script,
+    /// See [`COMPLETE`].
+    pub complete: redis::Script,
+}
+
+impl Scripts {
+    /// Compiles every script with the shared prelude.
+    pub fn new() -> Self {
+        let with = |body: &str| redis::Script::new(&format!("{PRELUDE}\n{body}"));
+        Self {
+            snapshot: with(SNAPSHOT),
+            join: with(JOIN),
+            open: with(OPEN),
+            configure: with(CONFIGURE),
+            set_field: with(SET_FIELD),
+            issue: with(ISSUE),
+            complete: with(COMPLETE),
+        }
+    }
+}
+
+impl Default for Scripts {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,270 @@
+//! Admission: the frontier follows the rate (live changes, pauses, the cap) across
+//! instances, tokens only inside the frontier, one token per fan, streamed status.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use stadium_proto::waiting_room::v1 as pb;
+use stadium_tokens::{AdmissionVerifier, Role, VerificationKeys, audience};
+use tokio_stream::StreamExt;
+use waiting_room::Clock;
+
+use crate::helpers::{EVENT, Room, with_token};
+
+/// Joins `fans` fans (`fan-0`…) and returns their queue numbers and tickets.
+async fn join_all(room: &Room, fans: usize) -> HashMap<u64, (String, String)> {
+    let mut by_number = HashMap::new();
+    for f in 0..fans {
+        let fan = format!("fan-{f}");
+        let status = room.join(f, &fan).await.expect("join");
+        by_number.insert(status.queue_number, (fan, status.queue_ticket));
+    }
+    by_number
+}
+
+/// Polls the fans numbered `from..=to` on rotating instances; fails if a token comes
+/// back for a number past `frontier`, returns how many were admitted.
+async fn poll(
+    room: &Room,
+    fans: &HashMap<u64, (String, String)>,
+    numbers: std::ops::RangeInclusive<u64>,
+    frontier: u64,
+    verifier: &AdmissionVerifier,
+) -> usize {
+    let mut admitted = 0;
+    for n in numbers {
+        let Some((fan, ticket)) = fans.get(&n) else {
+            continue;
+        };
+        let status = room.status(n as usize, fan, ticket).await.expect("poll");
+        if status.admission_token.is_empty() {
+            assert_ne!(status.state, pb::QueueState::Admitted as i32);
+            continue;
+        }
+        assert!(
+            n <= frontier,
+            "token for number {n} past the frontier {frontier}"
+        );
+        assert_eq!(status.state, pb::QueueState::Admitted as i32);
+        let claims = verifier
+            .verify(&status.admission_token, room.clock.now())
+            .expect("admission token verifies with the published keys");
+        assert_eq!(
+            (claims.fan_id(), claims.event_id.as_str()),
+            (fan.as_str(), EVENT)
+        );
+        admitted += 1;
+    }
+    admitted
+}
+
+async fn verifier(room: &Room) -> AdmissionVerifier {
+    let jwks = room
+        .client(2)
+        .get_signing_keys(pb::GetSigningKeysRequest {})
+        .await
+        .expect("jwks")
+        .into_inner()
+        .jwks_json;
+    let keys = VerificationKeys::from_jwks_json(&jwks).expect("a JWKS");
+    AdmissionVerifier::new(keys, "stadium-waiting-room", audience::PAYMENTS).expect("verifier")
+}
+
+async fn admin_call(room: &Room, rate: Option<u32>, pause: Option<bool>) {
+    let token = room.admin(&[Role::Sre]);
+    let mut client = room.client(1);
+    if let Some(fans_per_minute) = rate {
+        let request = pb::SetAdmissionRateRequest {
+            event_id: EVENT.into(),
+            fans_per_minute,
+        };
+        client
+            .set_admission_rate(with_token(request, &token))
+            .await
+            .expect("rate");
+    }
+    match pause {
+        Some(true) => {
+            let request = pb::PauseAdmissionRequest {
+                event_id: EVENT.into(),
+            };
+            client
+                .pause_admission(with_token(request, &token))
+                .await
+                .expect("pause");
+        }
+        Some(false) => {
+            let request = pb::ResumeAdmissionRequest {
+                event_id: EVENT.into(),
+            };
+            client
+                .resume_admission(with_token(request, &token))
+                .await
+                .expect("resume");
+        }
+        None => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_frontier_follows_the_rate_changes_and_pauses() {
+    let room = Room::start("wr_rate", 3, Duration::from_millis(250)).await;
+    room.configure(pb::SaleState::Open, None, 600, 0, 0).await;
+    let fans = join_all(&room, 1000).await;
+    let verifier = verifier(&room).await;
+
+    // 60 simulated seconds at 600 fans/min, sampled every 500 ms on rotating instances.
+    let mut tokens = 0;
+    for step in 1..=120u64 {
+        room.clock.advance(Duration::from_millis(500));
+        let expected = step * 500 * 600 / 60_000;
+        let admitted = room.stats(step as usize).await.admitted;
+        assert!(
+            admitted.abs_diff(expected) <= 1,
+            "at {} ms: admitted {admitted}, rate x elapsed {expected}",
+            step * 500
+        );
+        let from = expected.saturating_sub(3).max(1);
+        tokens += poll(&room, &fans, from..=expected + 3, admitted, &verifier).await;
+    }
+    assert!(
+        tokens > 100,
+        "fans polling near the frontier were admitted ({tokens})"
+    );
+
+    // A live rate change: 1200 fans/min from now on, without restart.
+    admin_call(&room, Some(1200), None).await;
+    let base = room.stats(0).await.admitted;
+    for step in 1..=20u64 {
+        room.clock.advance(Duration::from_millis(500));
+        let expected = base + step * 500 * 1200 / 60_000;
+        let admitted = room.stats(step as usize).await.admitted;
+        assert!(
+            admitted.abs_diff(expected) <= 1,
+            "after the change: {admitted} vs {expected}"
+        );
+        poll(
+            &room,
+            &fans,
+            expected - 2..=expected + 3,
+            admitted,
+            &verifier,
+        )
+        .await;
+    }
+
+    // A pause freezes the frontier; resuming continues at the rate.
+    admin_call(&room, None, Some(true)).await;
+    let frozen = room.stats(0).await;
+    assert!(frozen.paused);
+    assert_eq!(frozen.state, pb::SaleState::Paused as i32);
+    for step in 1..=10u64 {
+        room.clock.advance(Duration::from_secs(1));
+        assert_eq!(room.stats(step as usize).await.admitted, frozen.admitted);
+        poll(
+            &room,
+            &fans,
+            frozen.admitted + 1..=frozen.admitted + 3,
+            frozen.admitted,
+            &verifier,
+        )
+        .await;
+    }
+    admin_call(&room, None, Some(false)).await;
+    room.clock.advance(Duration::from_secs(3));
+    let resumed = room.stats(2).await.admitted;
+    assert!(
+        resumed.abs_diff(frozen.admitted + 60) <= 1,
+        "resumed at {resumed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cap_holds_the_frontier_until_fans_are_done() {
+    let room = Room::start("wr_cap", 3, Duration::ZERO).await;
+    room.configure(pb::SaleState::Open, None, 600, 5, 20_000)
+        .await;
+    let fans = join_all(&room, 20).await;
+
+    room.clock.advance(Duration::from_secs(10));
+    let stats = room.stats(0).await;
+    assert_eq!((stats.admitted, stats.active_admitted), (5, 5), "{stats:?}");
+
+    // The same token, whichever instance answers.
+    let (fan, ticket) = &fans[&1];
+    let first = room.status(0, fan, ticket).await.unwrap();
+    let again = room.status(1, fan, ticket).await.unwrap();
+    assert!(!first.admission_token.is_empty());
+    assert_eq!(first.admission_token, again.admission_token);
+    let sixth = room.status(2, &fans[&6].0, &fans[&6].1).await.unwrap();
+    assert_eq!(sixth.state, pb::QueueState::Waiting as i32);
+    assert!(sixth.admission_token.is_empty());
+
+    // Two completions (one reported twice) free two places.
+    for token in [&first.admission_token, &first.admission_token] {
+        let request = pb::CompleteAdmissionRequest {
+            admission_token: token.clone(),
+        };
+        room.client(2)
+            .complete_admission(request)
+            .await
+            .expect("complete");
+    }
+    let second = room.status(1, &fans[&2].0, &fans[&2].1).await.unwrap();
+    let request = pb::CompleteAdmissionRequest {
+        admission_token: second.admission_token.clone(),
+    };
+    room.client(0)
+        .complete_admission(request)
+        .await
+        .expect("complete");
+    room.clock.advance(Duration::from_secs(1));
+    let stats = room.stats(1).await;
+    assert_eq!((stats.admitted, stats.active_admitted), (7, 5), "{stats:?}");
+
+    // Admissions expire after their lifetime (20 s) and give their places back too.
+    room.clock.advance(Duration::from_secs(21));
+    let stats = room.stats(2).await;
+    assert_eq!(stats.active_admitted, 5, "{stats:?}");
+    assert_eq!(stats.admitted, 12, "{stats:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_streams_positions_then_the_token() {
+    let room = Room::start("wr_watch", 2, Duration::ZERO).await;
+    room.configure(pb::SaleState::Open, None, 600, 0, 0).await;
+    let fans = join_all(&room, 10).await;
+    let (fan, ticket) = fans[&10].clone();
+    let request = pb::WatchStatusRequest {
+        queue_ticket: ticket,
+        event_id: EVENT.into(),
+    };
+    let mut stream = room
+        .client(1)
+        .watch_status(with_token(request, &room.fan(&fan)))
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut positions = Vec::new();
+    let last = loop {
+        let status = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("an update")
+            .expect("stream open")
+            .expect("status")
+            .status
+            .expect("status");
+        if status.state == pb::QueueState::Admitted as i32 {
+            break status;
+        }
+        positions.push(status.position);
+        room.clock.advance(Duration::from_millis(300));
+    };
+    assert!(!last.admission_token.is_empty());
+    assert_eq!(positions.first(), Some(&9));
+    assert!(positions.windows(2).all(|w| w[0] > w[1]), "{positions:?}");
+    let end = tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .expect("stream ends");
+    assert!(end.is_none());
+}

@@ -1,0 +1,281 @@
+//! Starting service instances that share Redis, secrets and a manual clock; minting
+//! fan and admin tokens; reading what Redis stored.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use prost_types::Timestamp;
+use stadium_kit::server::ServerOptions;
+use stadium_proto::waiting_room::v1 as pb;
+use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
+use stadium_tokens::{DevIssuer, QueueTicketKeys, Role, SigningKeyRing};
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+use waiting_room::{Clock, ManualClock, Settings};
+
+/// The Redis server tests use: `REDIS_URL`, else the local default.
+pub fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+/// The event every test configures (the key prefix keeps tests apart).
+pub const EVENT: &str = "1";
+
+/// Several instances of the service sharing one queue.
+pub struct Room {
+    pub clock: ManualClock,
+    pub dev: Arc<DevIssuer>,
+    pub prefix: String,
+    pub ticket_keys: QueueTicketKeys,
+    clients: Vec<WaitingRoomClient<Channel>>,
+    addrs: Vec<std::net::SocketAddr>,
+    shutdown: CancellationToken,
+}
+
+impl Drop for Room {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+pub fn ms(t: SystemTime) -> u64 {
+    waiting_room::clock::unix_ms(t)
+}
+
+pub fn timestamp(t: SystemTime) -> Timestamp {
+    let ms = ms(t);
+    Timestamp {
+        seconds: (ms / 1000) as i64,
+        nanos: ((ms % 1000) * 1_000_000) as i32,
+    }
+}
+
+pub fn with_token<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("ascii token"),
+    );
+    request
+}
+
+impl Room {
+    /// `instances` servers; each refreshes its queue snapshot every `refresh`.
+    pub async fn start(test: &str, instances: usize, refresh: Duration) -> Room {
+        let clock = ManualClock::starting_now();
+        let dev = Arc::new(DevIssuer::generate().expect("dev issuer"));
+        let prefix = format!("test:{test}:{:016x}:", rand::random::<u64>());
+        let ticket_keys = QueueTicketKeys::generate("qt-test").expect("ticket keys");
+        let admission_keys = SigningKeyRing::generate("wr-test").expect("admission keys");
+        let shutdown = CancellationToken::new();
+        let mut clients = Vec::new();
+        let mut addrs = Vec::new();
+        for _ in 0..instances {
+            let settings = Settings {
+                redis_url: redis_url(),
+                key_prefix: prefix.clone(),
+                redis_response_timeout: Duration::from_secs(30),
+                snapshot_refresh: refresh,
+                watch_interval: Duration::from_millis(5),
+                default_admission_ttl: Duration::from_secs(600),
+                issuer: "stadium-waiting-room".into(),
+                admission_keys: admission_keys.clone(),
+                ticket_keys: ticket_keys.clone(),
+                session_keys: dev.verification_keys(),
+                session_issuer: stadium_tokens::DEV_ISSUER.into(),
+                admin_keys: dev.verification_keys(),
+                admin_issuer: stadium_tokens::DEV_ISSUER.into(),
+                clock: Arc::new(clock.clone()),
+                server: ServerOptions {
+                    service_name: "waiting-room",
+                    request_timeout: Duration::from_secs(60),
+                    grace_period: Duration::from_secs(1),
+                },
+            };
+            let (listener, addr) = stadium_kit::testing::loopback_listener().await;
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                waiting_room::serve(settings, listener, stop)
+                    .await
+                    .expect("waiting room serves");
+            });
+            let channel = stadium_kit::testing::connect(addr).await;
+            clients.push(WaitingRoomClient::new(channel));
+            addrs.push(addr);
+        }
+        Room {
+            clock,
+            dev,
+            prefix,
+            ticket_keys,
+            clients,
+            addrs,
+            shutdown,
+        }
+    }
+
+    /// A client of instance `i` (modulo the number of instances).
+    pub fn client(&self, i: usize) -> WaitingRoomClient<Channel> {
+        self.clients[i % self.clients.len()].clone()
+    }
+
+    /// A client of instance `i` on a connection of its own, as another fan's device.
+    pub async fn own_connection(&self, i: usize) -> WaitingRoomClient<Channel> {
+        let addr = self.addrs[i % self.addrs.len()];
+        WaitingRoomClient::new(stadium_kit::testing::connect(addr).await)
+    }
+
+    pub fn fan(&self, fan: &str) -> String {
+        self.dev
+            .fan_session(fan, self.clock.now())
+            .expect("fan session")
+            .token
+    }
+
+    pub fn admin(&self, roles: &[Role]) -> String {
+        self.dev
+            .admin("ops", roles, self.clock.now())
+            .expect("admin")
+            .token
+    }
+
+    /// Configures [`EVENT`]; `onsale` `None` = now.
+    pub async fn configure(
+        &self,
+        state: pb::SaleState,
+        onsale: Option<SystemTime>,
+        fans_per_minute: u32,
+        cap: u32,
+        ttl_ms: u64,
+    ) -> pb::GetQueueStatsResponse {
+        let request = pb::ConfigureEventRequest {
+            event_id: EVENT.into(),
+            state: state as i32,
+            onsale_at: onsale.map(timestamp),
+            fans_per_minute,
+            active_fan_cap: cap,
+            admission_ttl_ms: ttl_ms,
+        };
+        self.client(0)
+            .configure_event(with_token(request, &self.admin(&[Role::BoxOffice])))
+            .await
+            .expect("configure")
+            .into_inner()
+            .stats
+            .expect("stats")
+    }
+
+    pub async fn join(&self, instance: usize, fan: &str) -> Result<pb::QueueStatus, tonic::Status> {
+        let request = pb::JoinRequest {
+            event_id: EVENT.into(),
+        };
+        self.client(instance)
+            .join(with_token(request, &self.fan(fan)))
+            .await
+            .map(|r| r.into_inner().status.expect("status"))
+    }
+
+    pub async fn status(
+        &self,
+        instance: usize,
+        fan: &str,
+        ticket: &str,
+    ) -> Result<pb::QueueStatus, tonic::Status> {
+        let request = pb::GetStatusRequest {
+            queue_ticket: ticket.into(),
+            event_id: String::new(),
+        };
+        self.client(instance)
+            .get_status(with_token(request, &self.fan(fan)))
+            .await
+            .map(|r| r.into_inner().status.expect("status"))
+    }
+
+    pub async fn stats(&self, instance: usize) -> pb::GetQueueStatsResponse {
+        let request = pb::GetQueueStatsRequest {
+            event_id: EVENT.into(),
+        };
+        self.client(instance)
+            .get_queue_stats(with_token(request, &self.admin(&[Role::Sre])))
+            .await
+            .expect("stats")
+            .into_inner()
+    }
+
+    /// A Redis connection for checking stored data.
+    pub async fn redis(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(redis_url())
+            .expect("redis url")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("redis connects")
+    }
+
+    /// The Redis key `suffix` of [`EVENT`].
+    pub fn key(&self, suffix: &str) -> String {
+        format!("{}{{ev:{EVENT}}}:{suffix}", self.prefix)
+    }
+
+    /// Every key under this test's prefix with its type and contents, sorted, to
+    /// compare before and after calls that must write nothing.
+    pub async fn dump(&self) -> Vec<(String, Vec<String>)> {
+        let mut conn = self.redis().await;
+        let mut keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}*", self.prefix))
+            .query_async(&mut conn)
+            .await
+            .expect("keys");
+        keys.sort();
+        let mut out = Vec::new();
+        for key in keys {
+            let kind: String = redis::cmd("TYPE")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .expect("type");
+            let mut value: Vec<String> = match kind.as_str() {
+                "hash" => redis::cmd("HGETALL")
+                    .arg(&key)
+                    .query_async(&mut conn)
+                    .await
+                    .expect("hgetall"),
+                "list" => redis::cmd("LRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(&mut conn)
+                    .await
+                    .expect("lrange"),
+                "zset" => redis::cmd("ZRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query_async(&mut conn)
+                    .await
+                    .expect("zrange"),
+                _ => vec![
+                    redis::cmd("GET")
+                        .arg(&key)
+                        .query_async(&mut conn)
+                        .await
+                        .expect("get"),
+                ],
+            };
+            if kind == "hash" {
+                let mut pairs: Vec<String> = value.chunks(2).map(|c| c.join("=")).collect();
+                pairs.sort();
+                value = pairs;
+            }
+            out.push((key, value));
+        }
+        out
+    }
+}
+
+/// The `ErrorInfo.reason` of a status.
+pub fn reason(status: &tonic::Status) -> String {
+    stadium_kit::status::error_info(status)
+        .map(|info| info.reason)
+        .unwrap_or_default()
+}

@@ -1,0 +1,7 @@
+//! The waiting room over real gRPC on loopback against real Redis, with several
+//! service instances sharing one queue, a manual clock and test-unique key prefixes.
+
+mod admission;
+mod helpers;
+mod join;
+mod refusals;
