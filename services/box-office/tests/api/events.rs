@@ -1,0 +1,410 @@
+//! Events: creation with its audit, every refusal writing nothing, sale transitions as
+//! conditional updates, prices and the admission rate.
+
+use stadium_proto::box_office::v1 as pb;
+use stadium_proto::common::v1::PageRequest;
+use stadium_tokens::Role;
+use tonic::{Code, Request};
+
+use crate::support::{Office, create_request, eur, from_now, reason, with_token};
+
+#[tokio::test]
+async fn create_get_and_list_events_with_their_audit() {
+    let mut office = Office::start(&[]).await;
+    let venue = office.venue().await;
+    let event = office.event(&venue.venue_id).await;
+    assert_eq!(event.status, pb::EventStatus::Draft as i32);
+    assert_eq!(event.venue_id, venue.venue_id);
+    let settings = event.settings.clone().unwrap();
+    assert_eq!(settings.currency, "EUR");
+    assert_eq!(settings.admission_ttl_ms, 600_000);
+    let mut codes: Vec<_> = event
+        .price_categories
+        .iter()
+        .map(|c| c.code.as_str())
+        .collect();
+    codes.sort_unstable();
+    assert_eq!(codes, ["BACK", "FRONT"]);
+
+    let got = office
+        .client
+        .get_event(office.sre(pb::GetEventRequest {
+            event_id: event.event_id.clone(),
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .event
+        .unwrap();
+    assert_eq!(got, event);
+
+    let second = office.event(&venue.venue_id).await;
+    let page = office
+        .client
+        .list_events(office.sre(pb::ListEventsRequest {
+            page: Some(PageRequest {
+                page_size: 1,
+                page_token: String::new(),
+            }),
+            venue_id: venue.venue_id.clone(),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(page.events.len(), 1);
+    assert_eq!(page.events[0].event_id, event.event_id);
+    let rest = office
+        .client
+        .list_events(office.sre(pb::ListEventsRequest {
+            page: Some(PageRequest {
+                page_size: 1,
+                page_token: page.next_page_token,
+            }),
+            venue_id: String::new(),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(rest.events[0].event_id, second.event_id);
+
+    let audit = office.audit().await;
+    let target = format!("event:{}", event.event_id);
+    assert!(
+        audit.contains(&("ann".into(), "create_event".into(), target)),
+        "{audit:?}"
+    );
+    let after: serde_json::Value = sqlx::query_scalar(
+        "SELECT after FROM catalog.admin_audit WHERE action = 'create_event' ORDER BY audit_id LIMIT 1",
+    )
+    .fetch_one(office.pool())
+    .await
+    .unwrap();
+    assert_eq!(after["settings"]["name"], "Cup Final");
+    office.stop().await;
+}
+
+#[tokio::test]
+async fn no_token_and_wrong_roles_are_refused_and_write_nothing() {
+    let mut office = Office::start(&[]).await;
+    let venue = office.venue().await;
+    let before = office.counts().await;
+
+    let status = office
+        .client
+        .create_event(Request::new(create_request(&venue.venue_id)))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).0, Code::Unauthenticated);
+    assert_eq!(reason(&status).1, "TOKEN_MISSING");
+
+    for roles in [&[Role::Sre][..], &[Role::Service][..]] {
+        let token = office.token("mallory", roles);
+        let status = office
+            .client
+            .create_event(with_token(create_request(&venue.venue_id), &token))
+            .await
+            .unwrap_err();
+        assert_eq!(reason(&status).0, Code::PermissionDenied, "{roles:?}");
+        assert_eq!(reason(&status).1, "ROLE_REQUIRED");
+    }
+
+    let stranger = stadium_tokens::DevIssuer::generate().unwrap();
+    let forged = stranger
+        .admin("eve", &[Role::BoxOffice], std::time::SystemTime::now())
+        .unwrap()
+        .token;
+    let status = office
+        .client
+        .create_event(with_token(create_request(&venue.venue_id), &forged))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).1, "TOKEN_INVALID");
+
+    // Reads: a service token is not staff.
+    let token = office.token("svc", &[Role::Service]);
+    let status = office
+        .client
+        .list_venues(with_token(pb::ListVenuesRequest::default(), &token))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied);
+
+    assert_eq!(office.counts().await, before);
+    office.stop().await;
+}
+
+#[tokio::test]
+async fn each_bad_field_is_named_and_writes_nothing() {
+    let mut office = Office::start(&[]).await;
+    let venue = office.venue().await;
+    let before = office.counts().await;
+
+    type Edit = fn(&mut pb::CreateEventRequest);
+    let cases: [(&str, Edit); 11] = [
+        ("venue_id", |r| r.venue_id = "abc".into()),
+        ("settings.onsale_at", |r| {
+            r.settings.as_mut().unwrap().onsale_at = from_now(30 * 86_400);
+        }),
+        ("settings.hold_ttl_ms", |r| {
+            r.settings.as_mut().unwrap().hold_ttl_ms = 0
+        }),
+        ("settings.max_seats_per_fan", |r| {
+            r.settings.as_mut().unwrap().max_seats_per_fan = 2;
+        }),
+        ("settings.admission_rate_per_min", |r| {
+            r.settings.as_mut().unwrap().admission_rate_per_min = 0;
+        }),
+        ("settings.currency", |r| {
+            r.settings.as_mut().unwrap().currency = "euro".into()
+        }),
+        ("settings.name", |r| {
+            r.settings.as_mut().unwrap().name = String::new()
+        }),
+        ("price_categories[1].price.amount_minor", |r| {
+            r.price_categories[1].price = eur(-1);
+        }),
+        ("price_categories[0].code", |r| {
+            r.price_categories[0].code = "VIP".into()
+        }),
+        ("price_categories[1].price.currency", |r| {
+            r.price_categories[1].price.as_mut().unwrap().currency = "usd".into();
+        }),
+        ("price_categories[1].code", |r| {
+            r.price_categories[1].code = "FRONT".into()
+        }),
+    ];
+    for (field, edit) in cases {
+        let mut request = create_request(&venue.venue_id);
+        edit(&mut request);
+        let status = office
+            .client
+            .create_event(office.office(request))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            reason(&status),
+            (
+                Code::InvalidArgument,
+                "INVALID_FIELD".to_owned(),
+                Some(field.to_owned())
+            ),
+            "{field}: {status:?}"
+        );
+    }
+    let status = office
+        .client
+        .create_event(office.office(create_request("999999")))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).1, "VENUE_NOT_FOUND");
+    assert_eq!(office.counts().await, before);
+    office.stop().await;
+}
+
+async fn transition(
+    office: &mut Office,
+    event_id: &str,
+    which: &str,
+) -> Result<pb::Event, tonic::Status> {
+    let id = event_id.to_owned();
+    let client = &mut office.client;
+    let token = office
+        .dev
+        .admin("ann", &[Role::BoxOffice], std::time::SystemTime::now())
+        .unwrap()
+        .token;
+    let answer = match which {
+        "open" => client
+            .open_sale(with_token(pb::OpenSaleRequest { event_id: id }, &token))
+            .await
+            .map(|r| (r.get_ref().event.clone(), r.into_inner().waiting_room)),
+        "pause" => client
+            .pause_sale(with_token(pb::PauseSaleRequest { event_id: id }, &token))
+            .await
+            .map(|r| (r.get_ref().event.clone(), r.into_inner().waiting_room)),
+        "resume" => client
+            .resume_sale(with_token(pb::ResumeSaleRequest { event_id: id }, &token))
+            .await
+            .map(|r| (r.get_ref().event.clone(), r.into_inner().waiting_room)),
+        _ => client
+            .close_sale(with_token(pb::CloseSaleRequest { event_id: id }, &token))
+            .await
+            .map(|r| (r.get_ref().event.clone(), r.into_inner().waiting_room)),
+    }?;
+    let push = answer.1.expect("a push report");
+    assert_eq!(
+        push.outcome,
+        pb::PushOutcome::Skipped as i32,
+        "no waiting room configured"
+    );
+    Ok(answer.0.expect("an event"))
+}
+
+#[tokio::test]
+async fn sale_transitions_follow_the_state_machine_and_are_audited() {
+    let mut office = Office::start(&[]).await;
+    let venue = office.venue().await;
+    let event = office.event(&venue.venue_id).await;
+    let id = event.event_id.clone();
+
+    for which in ["pause", "resume"] {
+        let before = office.counts().await;
+        let status = transition(&mut office, &id, which).await.unwrap_err();
+        assert_eq!(reason(&status).0, Code::FailedPrecondition);
+        assert_eq!(reason(&status).1, "INVALID_TRANSITION");
+        let info = stadium_kit::status::error_info(&status).unwrap();
+        assert_eq!(info.metadata["from"], "draft");
+        assert_eq!(office.counts().await, before, "{which} wrote nothing");
+    }
+
+    let steps = [
+        ("open", pb::EventStatus::OnSale),
+        ("pause", pb::EventStatus::Paused),
+        ("resume", pb::EventStatus::OnSale),
+        ("close", pb::EventStatus::Closed),
+    ];
+    for (which, expected) in steps {
+        let event = transition(&mut office, &id, which).await.unwrap();
+        assert_eq!(event.status, expected as i32, "{which}");
+    }
+    for which in ["open", "pause", "resume", "close"] {
+        let status = transition(&mut office, &id, which).await.unwrap_err();
+        assert_eq!(
+            reason(&status).1,
+            "INVALID_TRANSITION",
+            "{which} after close"
+        );
+    }
+    let actions: Vec<String> = office
+        .audit()
+        .await
+        .into_iter()
+        .filter(|(_, _, target)| *target == format!("event:{id}"))
+        .map(|(_, action, _)| action)
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "create_event",
+            "open_sale",
+            "pause_sale",
+            "resume_sale",
+            "close_sale"
+        ]
+    );
+    let (before, after): (serde_json::Value, serde_json::Value) =
+        sqlx::query_as("SELECT before, after FROM catalog.admin_audit WHERE action = 'pause_sale'")
+            .fetch_one(office.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        (before["status"].as_str(), after["status"].as_str()),
+        (Some("on_sale"), Some("paused"))
+    );
+
+    let status = transition(&mut office, "424242", "open").await.unwrap_err();
+    assert_eq!(reason(&status).1, "EVENT_NOT_FOUND");
+    office.stop().await;
+}
+
+#[tokio::test]
+async fn prices_and_rate_change_with_audit_and_closed_events_keep_their_prices() {
+    let mut office = Office::start(&[]).await;
+    let venue = office.venue().await;
+    let event = office.event(&venue.venue_id).await;
+    let id = event.event_id.clone();
+
+    let updated = office
+        .client
+        .set_price_categories(office.office(pb::SetPriceCategoriesRequest {
+            event_id: id.clone(),
+            price_categories: vec![pb::PriceCategory {
+                code: "FRONT".into(),
+                name: String::new(),
+                price: eur(7000),
+            }],
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .event
+        .unwrap();
+    assert_eq!(updated.price_categories.len(), 1);
+    assert_eq!(updated.price_categories[0].price, eur(7000));
+    assert_eq!(updated.price_categories[0].name, "FRONT");
+
+    // The rate is an operating control: an SRE may set it.
+    let answer = office
+        .client
+        .set_admission_rate(office.sre(pb::SetAdmissionRateRequest {
+            event_id: id.clone(),
+            fans_per_minute: 1200,
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        answer
+            .event
+            .unwrap()
+            .settings
+            .unwrap()
+            .admission_rate_per_min,
+        1200
+    );
+    assert_eq!(
+        answer.waiting_room.unwrap().outcome,
+        pb::PushOutcome::Skipped as i32
+    );
+
+    let before = office.counts().await;
+    let status = office
+        .client
+        .set_admission_rate(office.sre(pb::SetAdmissionRateRequest {
+            event_id: id.clone(),
+            fans_per_minute: 0,
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).2.as_deref(), Some("fans_per_minute"));
+    let status = office
+        .client
+        .set_price_categories(office.sre(pb::SetPriceCategoriesRequest {
+            event_id: id.clone(),
+            price_categories: vec![],
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied);
+    assert_eq!(office.counts().await, before);
+
+    transition(&mut office, &id, "close").await.unwrap();
+    let before = office.counts().await;
+    let status = office
+        .client
+        .set_price_categories(office.office(pb::SetPriceCategoriesRequest {
+            event_id: id.clone(),
+            price_categories: vec![],
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).1, "EVENT_CLOSED");
+    assert_eq!(office.counts().await, before);
+
+    let actions: Vec<String> = office
+        .audit()
+        .await
+        .into_iter()
+        .map(|(_, a, _)| a)
+        .collect();
+    assert!(actions.contains(&"set_price_categories".to_owned()));
+    assert!(actions.contains(&"set_admission_rate".to_owned()));
+    let actor: String = sqlx::query_scalar(
+        "SELECT actor FROM catalog.admin_audit WHERE action = 'set_admission_rate'",
+    )
+    .fetch_one(office.pool())
+    .await
+    .unwrap();
+    assert_eq!(actor, "sam");
+    office.stop().await;
+}

@@ -1,0 +1,10 @@
+//! The box office over real gRPC on a loopback port against a fresh PostgreSQL database
+//! per test: each RPC's normal path, refusals that write nothing, pushes to a fake
+//! waiting room, and the invariant canary on sales planted by SQL.
+
+mod canary;
+mod events;
+mod inventory;
+mod push;
+mod support;
+mod venues;

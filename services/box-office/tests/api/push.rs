@@ -1,0 +1,343 @@
+//! Sale changes reach the waiting room after they commit: with the service token, the
+//! full state each time, retried through failures, and in the background when the
+//! answered attempts run out.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use stadium_kit::testing::loopback_listener;
+use stadium_proto::box_office::v1 as pb;
+use stadium_proto::waiting_room::v1 as wr;
+use stadium_proto::waiting_room::v1::waiting_room_server::{WaitingRoom, WaitingRoomServer};
+use stadium_tokens::Role;
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+
+use crate::support::{Office, PATIENCE, config};
+
+/// One call the fake received: method, event, state or rate, bearer token.
+#[derive(Debug, Clone, PartialEq)]
+struct Call {
+    method: &'static str,
+    event_id: String,
+    state: i32,
+    fans_per_minute: u32,
+    bearer: String,
+}
+
+/// A waiting room that records configuration calls and refuses the first `fail_first`
+/// with UNAVAILABLE.
+#[derive(Clone, Default)]
+struct FakeWaitingRoom {
+    calls: Arc<Mutex<Vec<Call>>>,
+    failures_left: Arc<Mutex<u32>>,
+}
+
+impl FakeWaitingRoom {
+    fn record<T>(
+        &self,
+        request: &Request<T>,
+        method: &'static str,
+        event_id: &str,
+        state: i32,
+        rate: u32,
+    ) -> Result<(), Status> {
+        let mut left = self.failures_left.lock().unwrap();
+        if *left > 0 {
+            *left -= 1;
+            return Err(Status::unavailable("warming up"));
+        }
+        let bearer = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        self.calls.lock().unwrap().push(Call {
+            method,
+            event_id: event_id.to_owned(),
+            state,
+            fans_per_minute: rate,
+            bearer,
+        });
+        Ok(())
+    }
+
+    fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+fn unused<T>() -> Result<Response<T>, Status> {
+    Err(Status::unimplemented("not part of the fake"))
+}
+
+#[tonic::async_trait]
+impl WaitingRoom for FakeWaitingRoom {
+    type WatchStatusStream = tokio_stream::Empty<Result<wr::WatchStatusResponse, Status>>;
+
+    async fn join(
+        &self,
+        _: Request<wr::JoinRequest>,
+    ) -> Result<Response<wr::JoinResponse>, Status> {
+        unused()
+    }
+    async fn get_status(
+        &self,
+        _: Request<wr::GetStatusRequest>,
+    ) -> Result<Response<wr::GetStatusResponse>, Status> {
+        unused()
+    }
+    async fn watch_status(
+        &self,
+        _: Request<wr::WatchStatusRequest>,
+    ) -> Result<Response<Self::WatchStatusStream>, Status> {
+        unused()
+    }
+    async fn get_signing_keys(
+        &self,
+        _: Request<wr::GetSigningKeysRequest>,
+    ) -> Result<Response<wr::GetSigningKeysResponse>, Status> {
+        unused()
+    }
+    async fn get_shuffle_seed(
+        &self,
+        _: Request<wr::GetShuffleSeedRequest>,
+    ) -> Result<Response<wr::GetShuffleSeedResponse>, Status> {
+        unused()
+    }
+    async fn complete_admission(
+        &self,
+        _: Request<wr::CompleteAdmissionRequest>,
+    ) -> Result<Response<wr::CompleteAdmissionResponse>, Status> {
+        unused()
+    }
+    async fn configure_event(
+        &self,
+        request: Request<wr::ConfigureEventRequest>,
+    ) -> Result<Response<wr::ConfigureEventResponse>, Status> {
+        let r = request.get_ref();
+        self.record(
+            &request,
+            "ConfigureEvent",
+            &r.event_id,
+            r.state,
+            r.fans_per_minute,
+        )?;
+        Ok(Response::new(wr::ConfigureEventResponse::default()))
+    }
+    async fn set_admission_rate(
+        &self,
+        request: Request<wr::SetAdmissionRateRequest>,
+    ) -> Result<Response<wr::SetAdmissionRateResponse>, Status> {
+        let r = request.get_ref();
+        self.record(
+            &request,
+            "SetAdmissionRate",
+            &r.event_id,
+            0,
+            r.fans_per_minute,
+        )?;
+        Ok(Response::new(wr::SetAdmissionRateResponse::default()))
+    }
+    async fn pause_admission(
+        &self,
+        _: Request<wr::PauseAdmissionRequest>,
+    ) -> Result<Response<wr::PauseAdmissionResponse>, Status> {
+        unused()
+    }
+    async fn resume_admission(
+        &self,
+        _: Request<wr::ResumeAdmissionRequest>,
+    ) -> Result<Response<wr::ResumeAdmissionResponse>, Status> {
+        unused()
+    }
+    async fn get_queue_stats(
+        &self,
+        _: Request<wr::GetQueueStatsRequest>,
+    ) -> Result<Response<wr::GetQueueStatsResponse>, Status> {
+        unused()
+    }
+}
+
+/// Serves `fake` on a loopback port until `stop` is cancelled; returns its URL.
+async fn serve_fake(fake: FakeWaitingRoom, stop: CancellationToken) -> String {
+    let (listener, addr) = loopback_listener().await;
+    tokio::spawn(async move {
+        tonic::transport::Server::builder()
+            .add_service(WaitingRoomServer::new(fake))
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+                stop.cancelled_owned(),
+            )
+            .await
+    });
+    format!("http://{addr}")
+}
+
+async fn office_with_fake(
+    fail_first: u32,
+    attempts: &str,
+) -> (Office, FakeWaitingRoom, String, CancellationToken) {
+    let fake = FakeWaitingRoom::default();
+    *fake.failures_left.lock().unwrap() = fail_first;
+    let stop = CancellationToken::new();
+    let url = serve_fake(fake.clone(), stop.clone()).await;
+    let db = stadium_testkit::fresh_database().await;
+    let dev = stadium_tokens::DevIssuer::generate().unwrap();
+    let service_token = dev
+        .admin("box-office", &[Role::Service], std::time::SystemTime::now())
+        .unwrap()
+        .token;
+    let config = config(
+        &db,
+        &dev,
+        &[
+            "--waiting-room-url",
+            &url,
+            "--service-token",
+            &service_token,
+            "--push-attempts",
+            attempts,
+        ],
+    );
+    (
+        Office::start_with(db, dev, config).await,
+        fake,
+        service_token,
+        stop,
+    )
+}
+
+#[tokio::test]
+async fn every_sale_change_is_pushed_with_the_service_token() {
+    let (mut office, fake, service_token, stop) = office_with_fake(0, "3").await;
+    let venue = office.venue().await;
+    let event = office.event(&venue.venue_id).await;
+    assert!(fake.calls().is_empty(), "a draft is not pushed");
+    let id = event.event_id.clone();
+
+    let opened = office
+        .client
+        .open_sale(office.office(pb::OpenSaleRequest {
+            event_id: id.clone(),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    let push = opened.waiting_room.unwrap();
+    assert_eq!(
+        (push.outcome, push.attempts),
+        (pb::PushOutcome::Delivered as i32, 1)
+    );
+    office
+        .client
+        .pause_sale(office.office(pb::PauseSaleRequest {
+            event_id: id.clone(),
+        }))
+        .await
+        .unwrap();
+    office
+        .client
+        .set_admission_rate(office.sre(pb::SetAdmissionRateRequest {
+            event_id: id.clone(),
+            fans_per_minute: 90,
+        }))
+        .await
+        .unwrap();
+    office
+        .client
+        .close_sale(office.office(pb::CloseSaleRequest {
+            event_id: id.clone(),
+        }))
+        .await
+        .unwrap();
+
+    let calls = fake.calls();
+    let seen: Vec<(&str, i32, u32)> = calls
+        .iter()
+        .map(|c| (c.method, c.state, c.fans_per_minute))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("ConfigureEvent", wr::SaleState::Scheduled as i32, 600),
+            ("ConfigureEvent", wr::SaleState::Paused as i32, 600),
+            ("SetAdmissionRate", 0, 90),
+            ("ConfigureEvent", wr::SaleState::Closed as i32, 90),
+        ]
+    );
+    for call in &calls {
+        assert_eq!(call.event_id, id);
+        assert_eq!(call.bearer, format!("Bearer {service_token}"));
+    }
+    office.stop().await;
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_push_is_retried_then_finished_in_the_background() {
+    let (mut office, fake, _, stop) = office_with_fake(2, "3").await;
+    let venue = office.venue().await;
+    let event = office.event(&venue.venue_id).await;
+    let push = office
+        .client
+        .open_sale(office.office(pb::OpenSaleRequest {
+            event_id: event.event_id.clone(),
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .waiting_room
+        .unwrap();
+    assert_eq!(
+        (push.outcome, push.attempts),
+        (pb::PushOutcome::Delivered as i32, 3)
+    );
+    assert_eq!(fake.calls().len(), 1);
+    office.stop().await;
+    stop.cancel();
+
+    let (mut office, fake, _, stop) = office_with_fake(3, "1").await;
+    let venue = office.venue().await;
+    let event = office.event(&venue.venue_id).await;
+    let answer = office
+        .client
+        .open_sale(office.office(pb::OpenSaleRequest {
+            event_id: event.event_id.clone(),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    let push = answer.waiting_room.unwrap();
+    assert_eq!(push.outcome, pb::PushOutcome::Failed as i32);
+    assert!(push.detail.contains("Unavailable"), "{}", push.detail);
+    assert_eq!(
+        answer.event.unwrap().status,
+        pb::EventStatus::OnSale as i32,
+        "the change is stored whatever the push"
+    );
+    tokio::time::timeout(PATIENCE, async {
+        while fake.calls().is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the background retry gets through");
+    assert_eq!(fake.calls()[0].state, wr::SaleState::Scheduled as i32);
+    office.stop().await;
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_waiting_room_without_a_service_token_is_a_configuration_error() {
+    let db = stadium_testkit::fresh_database().await;
+    let dev = stadium_tokens::DevIssuer::generate().unwrap();
+    let config = config(&db, &dev, &["--waiting-room-url", "http://127.0.0.1:1"]);
+    let result = box_office::build(&config, &CancellationToken::new()).await;
+    assert!(
+        matches!(result, Err(box_office::ServeError::Config(_))),
+        "{:?}",
+        result.err()
+    );
+}

@@ -1,0 +1,139 @@
+//! Venues: import through the venue library, idempotent re-import, refusals naming the
+//! place, list and show with counts.
+
+use stadium_proto::box_office::v1 as pb;
+use tonic::Code;
+
+use crate::support::{Office, VENUE_CSV, reason};
+
+#[tokio::test]
+async fn import_list_and_show_a_venue() {
+    let mut office = Office::start(&[]).await;
+    let venue = office.venue().await;
+    assert_eq!((venue.section_count, venue.seat_count), (2, 10));
+    let a = &venue.sections[0];
+    assert_eq!((a.code.as_str(), a.row_count, a.seat_count), ("A", 2, 6));
+    assert_eq!(a.seats_by_category["FRONT"], 6);
+    assert_eq!(venue.sections[1].seats_by_category["BACK"], 4);
+    assert_eq!(venue.source_digest.len(), 64);
+
+    let again = office
+        .client
+        .import_venue(office.office(pb::ImportVenueRequest {
+            name: "Test Arena".into(),
+            format: pb::PlanFormat::CsvManifest as i32,
+            content: VENUE_CSV.as_bytes().to_vec(),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(again.already_imported);
+    assert_eq!(again.venue.unwrap().venue_id, venue.venue_id);
+    let imports = office
+        .audit()
+        .await
+        .into_iter()
+        .filter(|(_, action, _)| action == "import_venue")
+        .count();
+    assert_eq!(
+        imports, 1,
+        "a repeated import changes nothing and records nothing"
+    );
+
+    let listed = office
+        .client
+        .list_venues(office.sre(pb::ListVenuesRequest::default()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.venues.len(), 1);
+    assert_eq!(listed.venues[0].seat_count, 10);
+    assert!(listed.next_page_token.is_empty());
+
+    let shown = office
+        .client
+        .get_venue(office.sre(pb::GetVenueRequest {
+            venue_id: venue.venue_id.clone(),
+        }))
+        .await
+        .unwrap()
+        .into_inner()
+        .venue
+        .unwrap();
+    assert_eq!(shown, venue);
+
+    let status = office
+        .client
+        .get_venue(office.sre(pb::GetVenueRequest {
+            venue_id: "77".into(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).1, "VENUE_NOT_FOUND");
+    office.stop().await;
+}
+
+#[tokio::test]
+async fn bad_plans_are_refused_with_their_place_and_store_nothing() {
+    let office = Office::start(&[]).await;
+    let before = office.counts().await;
+    let mut client = office.client.clone();
+
+    let status = client
+        .import_venue(office.office(pb::ImportVenueRequest {
+            name: "Broken".into(),
+            format: pb::PlanFormat::CsvManifest as i32,
+            content: b"section,row,seat,category\nA,1,1\n".to_vec(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    let info = stadium_kit::status::error_info(&status).unwrap();
+    assert_eq!(info.reason, "PLAN_INVALID");
+    assert!(info.metadata["path"].contains('2'), "{:?}", info.metadata);
+
+    for (request, field) in [
+        (
+            pb::ImportVenueRequest {
+                name: "X".into(),
+                format: pb::PlanFormat::Unspecified as i32,
+                content: VENUE_CSV.as_bytes().to_vec(),
+            },
+            "format",
+        ),
+        (
+            pb::ImportVenueRequest {
+                name: " ".into(),
+                format: pb::PlanFormat::CsvManifest as i32,
+                content: VENUE_CSV.as_bytes().to_vec(),
+            },
+            "name",
+        ),
+        (
+            pb::ImportVenueRequest {
+                name: "X".into(),
+                format: pb::PlanFormat::PretixJson as i32,
+                content: Vec::new(),
+            },
+            "content",
+        ),
+    ] {
+        let status = client
+            .import_venue(office.office(request))
+            .await
+            .unwrap_err();
+        assert_eq!(reason(&status).2.as_deref(), Some(field));
+    }
+
+    let status = client
+        .import_venue(office.sre(pb::ImportVenueRequest {
+            name: "Arena".into(),
+            format: pb::PlanFormat::CsvManifest as i32,
+            content: VENUE_CSV.as_bytes().to_vec(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied);
+    assert_eq!(office.counts().await, before);
+    office.stop().await;
+}
