@@ -35,6 +35,18 @@ pub struct Room {
 impl Drop for Room {
     fn drop(&mut self) {
         self.shutdown.cancel();
+        // Leave the shared Redis as found (best effort: a failed cleanup fails nothing).
+        if let Ok(mut conn) =
+            redis::Client::open(redis_url()).and_then(|client| client.get_connection())
+        {
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{}*", self.prefix))
+                .query(&mut conn)
+                .unwrap_or_default();
+            if !keys.is_empty() {
+                let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut conn);
+            }
+        }
     }
 }
 
