@@ -223,18 +223,17 @@ impl Authenticator {
         })
     }
 
-    /// The fan of `session`, admitted by `admission` (same `sub`).
+    /// Checks that `admission` admits `fan` (same `sub`).
     ///
     /// # Errors
-    /// As [`Authenticator::fan`]; [`Error::MissingToken`] for an empty admission token;
-    /// as [`AdmissionKeys::verify`]; [`Error::WrongFan`].
+    /// [`Error::MissingToken`] for an empty admission token; as
+    /// [`AdmissionKeys::verify`]; [`Error::WrongFan`].
     pub async fn admitted_fan(
         &self,
-        session: &str,
+        fan: FanId,
         admission: &str,
         now: SystemTime,
     ) -> Result<AdmittedFan, Error> {
-        let fan = self.fan(session, now)?;
         if admission.is_empty() {
             return Err(Error::MissingToken("admission_token is empty".into()));
         }

@@ -8,7 +8,9 @@ use stadium_kit::args::CommonArgs;
 #[derive(Clone, clap::Parser)]
 #[command(
     name = "holds",
-    about = "Seat claims decided by PostgreSQL: the holds service"
+    about = "Seat claims decided by PostgreSQL: the holds service",
+    // A later flag wins over an earlier one, so wrappers can append overrides.
+    args_override_self = true
 )]
 pub struct Config {
     /// Flags every service shares (listen address, logs, telemetry, timeouts).

@@ -68,8 +68,6 @@ pub struct Parts {
 /// [`ServeError::Migrate`].
 pub async fn build(config: &Config) -> Result<Parts, ServeError> {
     config.validate().map_err(ServeError::Config)?;
-    let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
-        .map_err(|e| ServeError::Config(format!("--identity-jwks: {e}")))?;
     let source: Arc<dyn auth::JwksSource> = match (&config.admission_jwks, &config.waiting_room_url)
     {
         (Some(json), _) => Arc::new(auth::StaticJwks(json.clone())),
@@ -82,6 +80,20 @@ pub async fn build(config: &Config) -> Result<Parts, ServeError> {
         }
         (None, None) => return Err(ServeError::Config("no admission key source".into())),
     };
+    build_with_source(config, source).await
+}
+
+/// As [`build`], with admission keys from `source` instead of the flags (an embedder
+/// holding the waiting room in-process, or a test rotating keys).
+///
+/// # Errors
+/// As [`build`].
+pub async fn build_with_source(
+    config: &Config,
+    source: Arc<dyn auth::JwksSource>,
+) -> Result<Parts, ServeError> {
+    let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
+        .map_err(|e| ServeError::Config(format!("--identity-jwks: {e}")))?;
     let admission = auth::AdmissionKeys::new(
         source,
         &config.admission_issuer,

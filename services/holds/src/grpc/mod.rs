@@ -50,9 +50,8 @@ impl Holds for HoldsApi {
         request: Request<ClaimSeatsRequest>,
     ) -> Result<Response<ClaimSeatsResponse>, Status> {
         let now = SystemTime::now();
-        let session = bearer(&request)?.to_owned();
         // The session is checked before any input, so an anonymous caller learns nothing.
-        self.auth.fan(&session, now)?;
+        let fan = self.auth.fan(bearer(&request)?, now)?;
         let body = request.into_inner();
         let event =
             EventId::try_from(body.event_id.as_str()).map_err(|e| Error::invalid("event_id", e))?;
@@ -62,7 +61,7 @@ impl Holds for HoldsApi {
         span.record("section_id", section.get());
         let admitted = self
             .auth
-            .admitted_fan(&session, &body.admission_token, now)
+            .admitted_fan(fan, &body.admission_token, now)
             .await?;
         if EventId::try_from(admitted.event_id.as_str()).ok() != Some(event) {
             return Err(Error::WrongEvent.into());

@@ -4,6 +4,8 @@
 
 mod cases;
 mod claims;
+mod keys;
 mod lifecycle;
 mod refusals;
 mod support;
+mod sweeper;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use clap::Parser;
+use holds::auth::JwksSource;
 use holds::{Config, Parts};
 use sqlx::PgPool;
 use stadium_kit::status::error_info;
@@ -53,6 +54,8 @@ pub struct TestApp {
     pub channel: Channel,
     pub identity: DevIssuer,
     pub admission: AdmissionIssuer,
+    /// The admission issuer's key ring (rotate it to test key refreshes).
+    pub ring: SigningKeyRing,
     pub venue: i64,
     /// Section "A" (5 rows × 20 seats) and "B" (2 rows × 10 seats) of the venue.
     pub sections: Vec<Section>,
@@ -68,6 +71,12 @@ impl TestApp {
     /// A fresh database with a seeded venue, and the service on a loopback port with the
     /// background sweeper off (tests sweep explicitly).
     pub async fn start() -> Self {
+        Self::start_with(&[], None).await
+    }
+
+    /// As [`TestApp::start`] with extra flags, and admission keys from `source` (else the
+    /// fixed JWKS of [`TestApp::ring`]).
+    pub async fn start_with(extra: &[&str], source: Option<Arc<dyn JwksSource>>) -> Self {
         let db = stadium_testkit::fresh_database().await;
         let identity = DevIssuer::generate().unwrap();
         let ring = SigningKeyRing::generate("wr-test").unwrap();
@@ -75,7 +84,7 @@ impl TestApp {
         let pool_size = POOL.to_string();
         let identity_jwks = identity.jwks_json().unwrap();
         let admission_jwks = ring.jwks_json().unwrap();
-        let config = Config::try_parse_from([
+        let mut args = vec![
             "holds",
             "--database-url",
             db.url.as_str(),
@@ -89,9 +98,13 @@ impl TestApp {
             "0",
             "--request-timeout-ms",
             "60000",
-        ])
-        .unwrap();
-        let parts = holds::build(&config).await.unwrap();
+        ];
+        args.extend_from_slice(extra);
+        let config = Config::try_parse_from(args).unwrap();
+        let parts = match source {
+            Some(source) => holds::build_with_source(&config, source).await.unwrap(),
+            None => holds::build(&config).await.unwrap(),
+        };
         let (listener, addr) = loopback_listener().await;
         let shutdown = CancellationToken::new();
         let served = tokio::spawn({
@@ -107,6 +120,7 @@ impl TestApp {
             channel,
             identity,
             admission,
+            ring,
             venue,
             sections,
             shutdown,
