@@ -130,6 +130,10 @@ pub async fn service(
             &settings.session_issuer,
             audience::WAITING_ROOM,
         )?,
+        sessions_seen: moka::future::Cache::builder()
+            .max_capacity(200_000)
+            .time_to_live(Duration::from_secs(15 * 60))
+            .build(),
         admins: AdminVerifier::new(
             settings.admin_keys.clone(),
             &settings.admin_issuer,

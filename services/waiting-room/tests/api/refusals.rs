@@ -284,4 +284,13 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
         refuse(err),
         (Code::Unauthenticated, "TOKEN_EXPIRED".to_owned())
     );
+
+    // A fan session this replica verified before is refused once it expires too.
+    room.clock.advance(Duration::from_secs(3600));
+    let stale = with_token(get_status(&mine.queue_ticket, ""), &token);
+    let err = client.get_status(stale).await.unwrap_err();
+    assert_eq!(
+        refuse(err),
+        (Code::Unauthenticated, "TOKEN_EXPIRED".to_owned())
+    );
 }
