@@ -1,2 +1,49 @@
-//! Fans simulated over gRPC against a stadium deployment: the on-sale scenario,
-//! benchmarks and their reports. The scenario itself is built under the on-sale issue.
+//! Fans simulated over gRPC against a stadium deployment: the on-sale scenario and its
+//! report.
+//!
+//! A run has three steps, each usable alone (the all-in-one runner calls them after
+//! starting the services; the `loadtest` binary against any deployment):
+//! 1. [`setup_event`]: import the venue, create the event with prices, open the sale a
+//!    few seconds ahead;
+//! 2. [`run_onsale`]: every fan a tokio task — join the waiting room (most before
+//!    opening), wait for admission, read the seat map, claim seats skewed toward the
+//!    best sections, then pay, abandon, pay late or confirm twice;
+//! 3. [`check_invariants`]: the box office's invariant canary plus the report's counts
+//!    compared with the box office's sales report.
+//!
+//! The [`RunReport`] renders as a terminal table, JSON and an SVG chart.
+
+mod claim;
+pub mod cli;
+mod credentials;
+mod error;
+mod fan;
+mod invariants;
+mod latency;
+mod mix;
+mod options;
+mod pay;
+mod report;
+mod run;
+mod seatmap;
+mod setup;
+mod skew;
+mod stats;
+mod targets;
+mod venue;
+
+pub use credentials::{ADMIN_SUBJECT, Credentials};
+pub use error::{LoadtestError, Result};
+pub use invariants::{
+    Disagreement, InvariantCheck, SalesTotals, ViolationSummary, check_invariants,
+};
+pub use latency::{LatencyRecorder, LatencySummary};
+pub use mix::{Behaviour, FanPlan, plan_fan, plan_fans};
+pub use options::{BehaviourShares, EventOptions, OnSaleOptions};
+pub use report::{DoubleConfirmSummary, LateSummary, RunReport, TimelinePoint};
+pub use run::{run_onsale, run_scenario};
+pub use setup::{EventSetup, PricedCategory, setup_event};
+pub use skew::{Candidate, pick_section, rank_sections};
+pub use stats::ErrorCount;
+pub use targets::{Clients, Targets};
+pub use venue::{VenueFormat, VenueSource, plan_to_csv};

@@ -1,0 +1,202 @@
+//! Picking and claiming seats: a section skewed toward the best, the seat map's
+//! best-view suggestion in it, and after `SEAT_TAKEN` the alternatives the holds
+//! service offers (or a fresh pick, in another section if this one ran out).
+
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use rand::rngs::StdRng;
+use stadium_proto::holds::v1::{ClaimSeatsRequest, Hold};
+use stadium_proto::seat_map::v1::suggest_seats_request::Scope;
+use stadium_proto::seat_map::v1::{Preference, SuggestSeatsRequest};
+
+use crate::credentials::authed;
+use crate::fan::{Ctx, backoff, transient};
+use crate::mix::FanPlan;
+use crate::skew::pick_section;
+use crate::stats::{inc, reason};
+
+/// Suggestions asked for per pick; a fan takes the first most of the time.
+const SUGGESTIONS: u32 = 3;
+
+/// A hold the fan got, with its expiry on this process's clock.
+#[derive(Debug, Clone)]
+pub(crate) struct HeldSeats {
+    /// The hold as the holds service answered.
+    pub hold: Hold,
+    /// When it lapses (claim answer time + `expires_in_ms`, by the server's clock).
+    pub expires_at: Instant,
+}
+
+impl HeldSeats {
+    /// Seats in the hold.
+    pub fn seats(&self) -> u64 {
+        self.hold.seat_ids.len() as u64
+    }
+}
+
+/// Parses comma-separated decimal seat ids (`alternative_seat_ids` metadata); `None`
+/// when any part is not a number.
+pub(crate) fn parse_seat_ids(list: &str) -> Option<Vec<u64>> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().ok())
+        .collect()
+}
+
+/// Picks the next seats to try: a section, then a suggestion in it. `None` when no
+/// section shows enough free seats (quantity is lowered to what is left first).
+async fn pick(
+    ctx: &Ctx,
+    session: &str,
+    quantity: &mut u32,
+    rng: &mut StdRng,
+) -> Option<Result<(u64, Vec<u64>), ()>> {
+    let available = ctx.map.available(ctx).await;
+    if available.iter().all(|a| *a == 0) {
+        ctx.mark_sold_out();
+        return None;
+    }
+    let candidates = ctx.map.candidates(&available);
+    let skew = ctx.options.section_skew;
+    let section = match pick_section(rng, &candidates, *quantity, skew) {
+        Some(s) => s,
+        None => {
+            // No section has that many together: take what the fullest one has.
+            *quantity = candidates.iter().map(|c| c.available).max()?.min(*quantity);
+            pick_section(rng, &candidates, *quantity, skew)?
+        }
+    };
+    let request = SuggestSeatsRequest {
+        event_id: ctx.event.event_id.clone(),
+        quantity: *quantity,
+        scope: Some(Scope::SectionId(section)),
+        preference: Preference::BestView as i32,
+        limit: SUGGESTIONS,
+        ..SuggestSeatsRequest::default()
+    };
+    let mut client = ctx.clients.seat_map.clone();
+    match ctx
+        .call(
+            "SeatMap/SuggestSeats",
+            client.suggest_seats(authed(request, session)),
+        )
+        .await
+    {
+        Ok(response) if !response.suggestions.is_empty() => {
+            // Most fans take the best block; some take another, as people do.
+            let i = if rng.gen_bool(0.7) {
+                0
+            } else {
+                rng.gen_range(0..response.suggestions.len())
+            };
+            let s = &response.suggestions[i];
+            Some(Ok((s.section_id, s.seat_ids.clone())))
+        }
+        Ok(_) => {
+            ctx.map.mark_short(section, *quantity);
+            Some(Err(()))
+        }
+        Err(_) => Some(Err(())),
+    }
+}
+
+/// Claims seats for the fan; `None` when it gave up (sold out, refused, out of tries).
+pub(crate) async fn claim_seats(
+    ctx: &Ctx,
+    plan: &FanPlan,
+    session: &str,
+    admission: &str,
+    rng: &mut StdRng,
+) -> Option<HeldSeats> {
+    let mut quantity = plan.seats.min(ctx.event.max_seats_per_claim).max(1);
+    let mut next: Option<(u64, Vec<u64>)> = None;
+    let mut tries = 0;
+    // Empty suggestions or failed picks count too, so a fan never loops forever.
+    let mut picks = 0;
+    while tries < ctx.options.max_claim_attempts && picks < 4 * ctx.options.max_claim_attempts {
+        if ctx.is_sold_out() {
+            return None;
+        }
+        let (section_id, seat_ids) = match next.take() {
+            Some(seats) => seats,
+            None => {
+                picks += 1;
+                match pick(ctx, session, &mut quantity, rng).await? {
+                    Ok(seats) => seats,
+                    Err(()) => continue,
+                }
+            }
+        };
+        tries += 1;
+        inc(&ctx.stats.claim_attempts);
+        let request = ClaimSeatsRequest {
+            admission_token: admission.to_owned(),
+            event_id: ctx.event.event_id.clone(),
+            section_id,
+            seat_ids: seat_ids.clone(),
+        };
+        let mut client = ctx.clients.holds.clone();
+        let status = match ctx
+            .call(
+                "Holds/ClaimSeats",
+                client.claim_seats(authed(request, session)),
+            )
+            .await
+        {
+            Ok(response) => {
+                let hold = response.hold?;
+                let expires_at = Instant::now() + Duration::from_millis(hold.expires_in_ms);
+                return Some(HeldSeats { hold, expires_at });
+            }
+            Err(status) => status,
+        };
+        let info = stadium_kit::status::error_info(&status);
+        match reason(&status).as_str() {
+            "SEAT_TAKEN" => {
+                inc(&ctx.stats.seat_taken);
+                let alternatives = info
+                    .as_ref()
+                    .and_then(|i| i.metadata.get("alternative_seat_ids"))
+                    .and_then(|list| parse_seat_ids(list))
+                    .unwrap_or_default();
+                if alternatives.len() == seat_ids.len() {
+                    next = Some((section_id, alternatives));
+                }
+            }
+            "LIMIT_EXCEEDED" => {
+                let max = info
+                    .as_ref()
+                    .and_then(|i| i.metadata.get("max"))
+                    .and_then(|m| m.parse::<u32>().ok())
+                    .unwrap_or(0);
+                let per_claim = info.as_ref().is_some_and(|i| {
+                    i.metadata
+                        .get("limit")
+                        .is_some_and(|l| l == "seats_per_claim")
+                });
+                if per_claim && max > 0 && max < quantity {
+                    quantity = max;
+                } else {
+                    return None;
+                }
+            }
+            _ if transient(&status) => tokio::time::sleep(backoff(rng, tries)).await,
+            _ => return None,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seat_id_lists_parse() {
+        assert_eq!(parse_seat_ids("3, 4,5"), Some(vec![3, 4, 5]));
+        assert_eq!(parse_seat_ids(""), Some(vec![]));
+        assert_eq!(parse_seat_ids("3,x"), None);
+    }
+}

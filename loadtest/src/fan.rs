@@ -1,0 +1,296 @@
+//! One simulated fan, from arrival to the end of its admission, and the context all
+//! fans share ([`Ctx`]): clients, credentials, counters, latencies, the seat map view.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use stadium_proto::waiting_room::v1::{
+    CompleteAdmissionRequest, GetStatusRequest, JoinRequest, QueueState, QueueStatus,
+};
+use tokio::sync::Semaphore;
+use tonic::{Code, Status};
+
+use crate::claim::claim_seats;
+use crate::credentials::{Credentials, authed};
+use crate::latency::LatencyRecorder;
+use crate::mix::FanPlan;
+use crate::options::OnSaleOptions;
+use crate::pay::settle;
+use crate::seatmap::SeatMap;
+use crate::setup::EventSetup;
+use crate::stats::{Stats, inc};
+use crate::targets::Clients;
+
+/// Shortest and longest wait between two queue polls.
+const POLL_MIN: Duration = Duration::from_millis(250);
+const POLL_MAX: Duration = Duration::from_secs(10);
+/// Pre-queue fans poll again within this long after opening (spread, not a herd).
+const OPENING_SPREAD_MS: u64 = 2_000;
+/// Retries of a call that failed for a passing reason (unavailable, timeout, busy).
+pub(crate) const TRANSIENT_RETRIES: u32 = 4;
+
+/// What every fan task shares.
+#[derive(Debug)]
+pub(crate) struct Ctx {
+    pub clients: Clients,
+    pub creds: Credentials,
+    pub event: EventSetup,
+    pub options: OnSaleOptions,
+    pub stats: Stats,
+    pub latency: LatencyRecorder,
+    pub map: SeatMap,
+    pub rpc_limit: Semaphore,
+    /// When the run started.
+    pub started: Instant,
+    /// When the sale opens, on this process's monotonic clock.
+    pub onsale: Instant,
+    sold_out: AtomicBool,
+    /// Milliseconds after `started` the seat map first showed no free seat (0 = not yet).
+    sold_out_ms: AtomicU64,
+    /// Milliseconds after `started` of the latest paid order.
+    last_sale_ms: AtomicU64,
+}
+
+impl Ctx {
+    /// A context for a run starting now.
+    pub fn new(
+        clients: Clients,
+        creds: Credentials,
+        event: EventSetup,
+        options: OnSaleOptions,
+        map: SeatMap,
+        onsale: Instant,
+    ) -> Self {
+        let rpc_limit = Semaphore::new(options.max_concurrent_rpcs as usize);
+        Ctx {
+            clients,
+            creds,
+            event,
+            options,
+            stats: Stats::default(),
+            latency: LatencyRecorder::new(),
+            map,
+            rpc_limit,
+            started: Instant::now(),
+            onsale,
+            sold_out: AtomicBool::new(false),
+            sold_out_ms: AtomicU64::new(0),
+            last_sale_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs one RPC under the concurrency limit, recording its latency and any error.
+    pub async fn call<T, F>(&self, rpc: &'static str, call: F) -> Result<T, Status>
+    where
+        F: Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        // The semaphore is never closed, so acquiring only waits.
+        let _permit = self.rpc_limit.acquire().await.ok();
+        let start = Instant::now();
+        let result = call.await;
+        self.latency.record(rpc, start.elapsed());
+        match result {
+            Ok(response) => Ok(response.into_inner()),
+            Err(status) => {
+                self.stats.error(rpc, &status);
+                Err(status)
+            }
+        }
+    }
+
+    /// Whether the seat map has shown the event without a free seat.
+    pub fn is_sold_out(&self) -> bool {
+        self.sold_out.load(Ordering::Relaxed)
+    }
+
+    /// Records that the seat map shows no free seat.
+    pub fn mark_sold_out(&self) {
+        if !self.sold_out.swap(true, Ordering::Relaxed) {
+            self.sold_out_ms
+                .store(self.elapsed_ms().max(1), Ordering::Relaxed);
+        }
+    }
+
+    /// Records a paid order now.
+    pub fn mark_sale(&self) {
+        self.last_sale_ms
+            .fetch_max(self.elapsed_ms(), Ordering::Relaxed);
+    }
+
+    /// Milliseconds since the run started.
+    pub fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// When the seat map first showed no free seat, ms after the start.
+    pub fn sold_out_ms(&self) -> Option<u64> {
+        Some(self.sold_out_ms.load(Ordering::Relaxed)).filter(|ms| *ms > 0)
+    }
+
+    /// When the last order was paid, ms after the start.
+    pub fn last_sale_ms(&self) -> Option<u64> {
+        Some(self.last_sale_ms.load(Ordering::Relaxed)).filter(|ms| *ms > 0)
+    }
+}
+
+/// Whether a failed call is worth repeating as is.
+pub(crate) fn transient(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable | Code::DeadlineExceeded | Code::ResourceExhausted | Code::Aborted
+    ) && crate::stats::reason(status) != "LIMIT_EXCEEDED"
+}
+
+/// A short pause before retrying attempt `attempt` (0-based), with jitter.
+pub(crate) fn backoff(rng: &mut StdRng, attempt: u32) -> Duration {
+    let base = 100u64 << attempt.min(5);
+    Duration::from_millis(base + rng.gen_range(0..=base))
+}
+
+/// A random think time from the options' range, compressed by the time scale.
+pub(crate) fn think(ctx: &Ctx, rng: &mut StdRng) -> Duration {
+    let (min, max) = ctx.options.think_time;
+    let d = if max > min {
+        min + (max - min).mul_f64(rng.r#gen::<f64>())
+    } else {
+        min
+    };
+    ctx.options.scaled(d)
+}
+
+/// When the fan joins: pre-queue fans spread over the time left before opening, the
+/// others over the (scaled) arrival window after it, front-loaded.
+fn arrival(ctx: &Ctx, plan: &FanPlan) -> Instant {
+    let now = Instant::now();
+    if plan.pre_queue {
+        let lead = ctx
+            .onsale
+            .saturating_duration_since(now)
+            .saturating_sub(Duration::from_millis(500));
+        now + lead.mul_f64(plan.arrival)
+    } else {
+        let window = ctx.options.scaled(ctx.options.arrival_window);
+        ctx.onsale.max(now) + window.mul_f64(plan.arrival * plan.arrival)
+    }
+}
+
+/// Lives one fan: arrive, queue, shop, settle, leave.
+pub(crate) async fn run_fan(ctx: &Ctx, plan: FanPlan) {
+    inc(&ctx.stats.started);
+    let mut rng = StdRng::seed_from_u64(plan.rng_seed);
+    tokio::time::sleep_until(arrival(ctx, &plan).into()).await;
+    let Ok(session) = ctx.creds.fan_token(&plan.fan_id) else {
+        inc(&ctx.stats.gave_up);
+        inc(&ctx.stats.finished);
+        return;
+    };
+    let Some(admission) = wait_for_admission(ctx, &session, &mut rng).await else {
+        inc(&ctx.stats.gave_up);
+        inc(&ctx.stats.finished);
+        return;
+    };
+    inc(&ctx.stats.admitted);
+    tokio::time::sleep(think(ctx, &mut rng)).await;
+    match claim_seats(ctx, &plan, &session, &admission, &mut rng).await {
+        Some(hold) => settle(ctx, &plan, &session, &admission, hold, &mut rng).await,
+        None => {
+            inc(&ctx.stats.gave_up);
+            complete_admission(ctx, &session, &admission).await;
+        }
+    }
+    inc(&ctx.stats.finished);
+}
+
+/// Tells the waiting room the fan is done, so the active-fan cap regains its place.
+pub(crate) async fn complete_admission(ctx: &Ctx, session: &str, admission: &str) {
+    let request = CompleteAdmissionRequest {
+        admission_token: admission.to_owned(),
+    };
+    let mut client = ctx.clients.waiting_room.clone();
+    let _ = ctx
+        .call(
+            "WaitingRoom/CompleteAdmission",
+            client.complete_admission(authed(request, session)),
+        )
+        .await;
+}
+
+/// Joins the queue and polls until admitted; the admission token, or `None` when the
+/// fan gives up (sale closed, sold out, refused, or waited past `max_queue_wait`).
+async fn wait_for_admission(ctx: &Ctx, session: &str, rng: &mut StdRng) -> Option<String> {
+    let deadline = Instant::now() + ctx.options.max_queue_wait;
+    let mut status = join(ctx, session, rng).await?;
+    inc(&ctx.stats.joined);
+    let mut failures = 0;
+    loop {
+        if !status.admission_token.is_empty() {
+            return Some(status.admission_token);
+        }
+        if status.state == QueueState::Closed as i32
+            || ctx.is_sold_out()
+            || Instant::now() >= deadline
+        {
+            return None;
+        }
+        let pause = if status.state == QueueState::PreQueue as i32 {
+            ctx.onsale.saturating_duration_since(Instant::now())
+                + Duration::from_millis(rng.gen_range(0..OPENING_SPREAD_MS))
+        } else {
+            let half = Duration::from_millis(status.estimated_wait_ms / 2);
+            half.clamp(POLL_MIN, POLL_MAX)
+                .mul_f64(rng.gen_range(0.8..1.2))
+        };
+        tokio::time::sleep(pause).await;
+        let request = GetStatusRequest {
+            queue_ticket: status.queue_ticket.clone(),
+            event_id: ctx.event.event_id.clone(),
+        };
+        let mut client = ctx.clients.waiting_room.clone();
+        match ctx
+            .call(
+                "WaitingRoom/GetStatus",
+                client.get_status(authed(request, session)),
+            )
+            .await
+        {
+            Ok(response) => {
+                failures = 0;
+                if let Some(next) = response.status {
+                    // Keep the latest ticket: the server may replace it.
+                    let ticket = status.queue_ticket;
+                    status = next;
+                    if status.queue_ticket.is_empty() {
+                        status.queue_ticket = ticket;
+                    }
+                }
+            }
+            Err(e) if transient(&e) && failures < TRANSIENT_RETRIES => {
+                failures += 1;
+                tokio::time::sleep(backoff(rng, failures)).await;
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Joins the event's queue, retrying passing failures.
+async fn join(ctx: &Ctx, session: &str, rng: &mut StdRng) -> Option<QueueStatus> {
+    for attempt in 0..=TRANSIENT_RETRIES {
+        let request = JoinRequest {
+            event_id: ctx.event.event_id.clone(),
+        };
+        let mut client = ctx.clients.waiting_room.clone();
+        match ctx
+            .call("WaitingRoom/Join", client.join(authed(request, session)))
+            .await
+        {
+            Ok(response) => return response.status,
+            Err(e) if transient(&e) => tokio::time::sleep(backoff(rng, attempt)).await,
+            Err(_) => return None,
+        }
+    }
+    None
+}

@@ -1,0 +1,181 @@
+//! What a fan does with its hold: pay, abandon, pay late or confirm twice at once, and
+//! how each outcome is counted.
+
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use stadium_proto::payments::v1::get_order_request::Key;
+use stadium_proto::payments::v1::{
+    ConfirmRequest, GetOrderRequest, Order, OrderStatus, PaymentMethod, RefundReason,
+};
+use tonic::Status;
+
+use crate::claim::HeldSeats;
+use crate::credentials::authed;
+use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, complete_admission, think, transient};
+use crate::mix::{Behaviour, FanPlan};
+use crate::stats::{add, inc, reason, sub};
+
+/// Margin past a hold's expiry before it is taken for lapsed (clock steps, the
+/// server's own rounding).
+const EXPIRY_MARGIN: Duration = Duration::from_millis(1_500);
+
+/// Settles the hold as the fan's behaviour says, then ends its admission.
+pub(crate) async fn settle(
+    ctx: &Ctx,
+    plan: &FanPlan,
+    session: &str,
+    admission: &str,
+    held: HeldSeats,
+    rng: &mut StdRng,
+) {
+    let stats = &ctx.stats;
+    inc(&stats.holds_made);
+    add(&stats.seats_held_now, held.seats());
+    match plan.behaviour {
+        Behaviour::Pay => {
+            // Pay within the first half of what is left of the hold.
+            let left = held.expires_at.saturating_duration_since(Instant::now());
+            tokio::time::sleep(think(ctx, rng).min(left / 2)).await;
+            let result = confirm(ctx, session, &held, rng).await;
+            complete_admission(ctx, session, admission).await;
+            count_payment(ctx, session, &held, result).await;
+        }
+        Behaviour::Abandon => {
+            complete_admission(ctx, session, admission).await;
+            lapse(&held).await;
+            sub(&stats.seats_held_now, held.seats());
+            inc(&stats.holds_expired);
+            add(&stats.seats_expired, held.seats());
+        }
+        Behaviour::PayLate => {
+            complete_admission(ctx, session, admission).await;
+            lapse(&held).await;
+            sub(&stats.seats_held_now, held.seats());
+            inc(&stats.late_payments);
+            match confirm(ctx, session, &held, rng).await {
+                Ok(order) if refunded_for_expiry(&order) => {
+                    inc(&stats.late_refunded);
+                    add(&stats.late_refunded_seats, held.seats());
+                }
+                Ok(order) if order.status == OrderStatus::Paid as i32 => {
+                    // An expired hold was booked: invariant 3 is broken.
+                    inc(&stats.late_paid);
+                    add(&stats.seats_sold, held.seats());
+                }
+                Err(status) if reason(&status) == "HOLD_EXPIRED" => inc(&stats.late_rejected),
+                _ => inc(&stats.pay_failed),
+            }
+        }
+        Behaviour::DoubleConfirm => {
+            let left = held.expires_at.saturating_duration_since(Instant::now());
+            tokio::time::sleep(think(ctx, rng).min(left / 2)).await;
+            let mut rng2 = rng.clone();
+            let (a, b) = tokio::join!(
+                confirm(ctx, session, &held, rng),
+                confirm(ctx, session, &held, &mut rng2)
+            );
+            complete_admission(ctx, session, admission).await;
+            inc(&stats.double_confirms);
+            let same = matches!((&a, &b), (Ok(x), Ok(y)) if x.order_id == y.order_id && !x.order_id.is_empty());
+            if same {
+                inc(&stats.double_same_order);
+            }
+            count_payment(ctx, session, &held, a.or(b)).await;
+        }
+    }
+}
+
+/// Whether the order is a refund because the hold lapsed.
+fn refunded_for_expiry(order: &Order) -> bool {
+    order.status == OrderStatus::Refunded as i32
+        && order
+            .refund
+            .as_ref()
+            .is_some_and(|r| r.reason == RefundReason::HoldExpired as i32)
+}
+
+/// Waits until the hold has lapsed.
+async fn lapse(held: &HeldSeats) {
+    tokio::time::sleep_until((held.expires_at + EXPIRY_MARGIN).into()).await;
+}
+
+/// Confirms the hold with the payment token, repeating passing failures (a repeat
+/// is safe: the hold key is the idempotency key).
+async fn confirm(
+    ctx: &Ctx,
+    session: &str,
+    held: &HeldSeats,
+    rng: &mut StdRng,
+) -> Result<Order, Status> {
+    let mut attempt = 0;
+    loop {
+        let request = ConfirmRequest {
+            hold_key: held.hold.hold_key.clone(),
+            payment_method: Some(PaymentMethod {
+                token: ctx.options.payment_token.clone(),
+            }),
+        };
+        let mut client = ctx.clients.payments.clone();
+        let result = ctx
+            .call("Payments/Confirm", client.confirm(authed(request, session)))
+            .await;
+        match result {
+            Ok(response) => {
+                return response
+                    .order
+                    .ok_or_else(|| Status::internal("ConfirmResponse without order"));
+            }
+            Err(status) if transient(&status) && attempt < TRANSIENT_RETRIES => {
+                attempt += 1;
+                tokio::time::sleep(backoff(rng, attempt)).await;
+            }
+            Err(status) => return Err(status),
+        }
+    }
+}
+
+/// Counts a payment made while the hold was alive. An outcome the fan could not
+/// learn is read back from payments once the hold has lapsed.
+async fn count_payment(ctx: &Ctx, session: &str, held: &HeldSeats, result: Result<Order, Status>) {
+    let stats = &ctx.stats;
+    let seats = held.seats();
+    let order = match result {
+        Ok(order) => Some(order),
+        // Lapsed before any charge: nothing was taken, the seats are free again.
+        Err(status) if reason(&status) == "HOLD_EXPIRED" => None,
+        Err(_) => {
+            // Unknown outcome (timeout, provider down): payments may still finish it.
+            lapse(held).await;
+            order_of(ctx, session, held).await
+        }
+    };
+    sub(&stats.seats_held_now, seats);
+    match order {
+        Some(order) if order.status == OrderStatus::Paid as i32 => {
+            inc(&stats.orders_paid);
+            add(&stats.seats_sold, seats);
+            ctx.mark_sale();
+        }
+        Some(order) if order.status == OrderStatus::Refunded as i32 => {
+            inc(&stats.unexpected_refunds);
+            add(&stats.unexpected_refund_seats, seats);
+        }
+        _ => inc(&stats.pay_failed),
+    }
+}
+
+/// The order of the hold, if payments has one.
+async fn order_of(ctx: &Ctx, session: &str, held: &HeldSeats) -> Option<Order> {
+    let request = GetOrderRequest {
+        key: Some(Key::HoldKey(held.hold.hold_key.clone())),
+    };
+    let mut client = ctx.clients.payments.clone();
+    ctx.call(
+        "Payments/GetOrder",
+        client.get_order(authed(request, session)),
+    )
+    .await
+    .ok()
+    .and_then(|r| r.order)
+}

@@ -1,0 +1,247 @@
+//! What a run found ([`RunReport`]) and its renderings: a terminal table
+//! ([`RunReport::to_text`]), JSON ([`RunReport::to_json`]) and an SVG chart of
+//! admitted, held and sold over time ([`RunReport::to_svg`]).
+
+mod svg;
+mod text;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::invariants::InvariantCheck;
+use crate::latency::LatencySummary;
+use crate::stats::ErrorCount;
+
+/// One timeline sample.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    /// Milliseconds since the run started.
+    pub t_ms: u64,
+    /// Fans admitted so far (see [`RunReport::timeline_sources`]).
+    pub admitted: u64,
+    /// Seats held and not yet paid or lapsed.
+    pub held: u64,
+    /// Seats sold.
+    pub sold: u64,
+}
+
+/// Late payers: fans who confirmed after their hold lapsed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LateSummary {
+    /// Late confirms sent.
+    pub payments: u64,
+    /// Answered with an order REFUNDED for HOLD_EXPIRED (charged, then refunded).
+    pub refunded: u64,
+    /// Seats of those refunded orders.
+    pub refunded_seats: u64,
+    /// Answered FAILED_PRECONDITION/HOLD_EXPIRED (refused before any charge).
+    pub rejected: u64,
+    /// Answered PAID: an expired hold was booked (must be 0).
+    pub paid_anyway: u64,
+}
+
+/// Fans who sent two confirms at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoubleConfirmSummary {
+    /// Pairs sent.
+    pub pairs: u64,
+    /// Pairs whose both answers named the same order (one charge by the hold key).
+    pub same_order: u64,
+}
+
+/// Everything a run measured. Counts come from the run's own bookkeeping of the
+/// answers the services gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// The event run against.
+    pub event_id: String,
+    /// Its venue's name.
+    pub venue_name: String,
+    /// Seats in the venue.
+    pub venue_seats: u64,
+    /// The seed of the run.
+    pub seed: u64,
+    /// The time compression of the fans' timing.
+    pub time_scale: f64,
+    /// Fans simulated.
+    pub fans: u64,
+    /// Fans who got a place in the queue.
+    pub joined: u64,
+    /// Fans admitted (own count).
+    pub admitted: u64,
+    /// Fans who left without a hold (sold out, refused, waited too long).
+    pub gave_up: u64,
+    /// ClaimSeats calls.
+    pub claim_attempts: u64,
+    /// ClaimSeats answered SEAT_TAKEN.
+    pub seat_taken: u64,
+    /// `seat_taken / claim_attempts` (0 without claims).
+    pub seat_taken_rate: f64,
+    /// Holds obtained.
+    pub holds_made: u64,
+    /// Seats in paid orders (each double confirm counted once).
+    pub seats_sold: u64,
+    /// Paid orders.
+    pub orders_paid: u64,
+    /// Abandoned holds that lapsed.
+    pub holds_expired: u64,
+    /// Seats of those holds.
+    pub seats_expired: u64,
+    /// Seats the run still held when it ended (0 when every hold was settled).
+    pub seats_held_at_end: u64,
+    /// Late payers.
+    pub late: LateSummary,
+    /// Timely confirms answered with a refund (the hold lapsed during the payment).
+    pub unexpected_refunds: u64,
+    /// Seats of those refunds.
+    pub unexpected_refund_seats: u64,
+    /// Payments that ended without an order (declined, expired, errors).
+    pub pay_failed: u64,
+    /// Double confirms.
+    pub double_confirm: DoubleConfirmSummary,
+    /// Failed RPCs by RPC, code and reason (SEAT_TAKEN included).
+    pub errors: Vec<ErrorCount>,
+    /// Latency per RPC.
+    pub latency: Vec<LatencySummary>,
+    /// Run duration, seconds.
+    pub wall_time_s: f64,
+    /// Seconds from the start to when the seat map first showed no free seat.
+    pub sold_out_after_s: Option<f64>,
+    /// Seats sold per second between the opening and the last sale.
+    pub throughput_seats_per_s: f64,
+    /// Samples every ~250 ms.
+    pub timeline: Vec<TimelinePoint>,
+    /// Where the timeline's numbers come from.
+    pub timeline_sources: String,
+    /// The invariant canary and the comparison with the box office, once checked.
+    pub invariants: Option<InvariantCheck>,
+}
+
+impl RunReport {
+    /// The report as pretty-printed JSON.
+    ///
+    /// Errors: [`crate::LoadtestError::Json`] (not expected: every field serialises).
+    pub fn to_json(&self) -> Result<String> {
+        Ok(serde_json::to_string_pretty(self)?)
+    }
+
+    /// Whether the run found nothing wrong: the invariant check ran and passed, no
+    /// late payment was booked and every double confirm answered one order.
+    pub fn is_ok(&self) -> bool {
+        self.invariants.as_ref().is_some_and(InvariantCheck::is_ok)
+            && self.late.paid_anyway == 0
+            && self.double_confirm.same_order == self.double_confirm.pairs
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::invariants::{Disagreement, SalesTotals, ViolationSummary};
+
+    /// A small made-up report for the renderer tests.
+    pub(crate) fn synthetic() -> RunReport {
+        RunReport {
+            event_id: "ev-1".into(),
+            venue_name: "Test <Arena> & Co".into(),
+            venue_seats: 500,
+            seed: 7,
+            time_scale: 10.0,
+            fans: 2_000,
+            joined: 2_000,
+            admitted: 900,
+            gave_up: 1_200,
+            claim_attempts: 1_000,
+            seat_taken: 100,
+            seat_taken_rate: 0.1,
+            holds_made: 800,
+            seats_sold: 450,
+            orders_paid: 200,
+            holds_expired: 40,
+            seats_expired: 80,
+            seats_held_at_end: 0,
+            late: LateSummary {
+                payments: 10,
+                refunded: 6,
+                refunded_seats: 12,
+                rejected: 4,
+                paid_anyway: 0,
+            },
+            unexpected_refunds: 0,
+            unexpected_refund_seats: 0,
+            pay_failed: 1,
+            double_confirm: DoubleConfirmSummary {
+                pairs: 12,
+                same_order: 12,
+            },
+            errors: vec![ErrorCount {
+                rpc: "Holds/ClaimSeats".into(),
+                code: "AlreadyExists".into(),
+                reason: "SEAT_TAKEN".into(),
+                count: 100,
+            }],
+            latency: vec![LatencySummary {
+                rpc: "Holds/ClaimSeats".into(),
+                count: 1_000,
+                p50_ms: 3.2,
+                p99_ms: 41.0,
+                max_ms: 80.5,
+            }],
+            wall_time_s: 42.5,
+            sold_out_after_s: Some(30.0),
+            throughput_seats_per_s: 15.0,
+            timeline: (0..=20)
+                .map(|i| TimelinePoint {
+                    t_ms: i * 250,
+                    admitted: i * 45,
+                    held: (i * 10).min(100),
+                    sold: i * 22,
+                })
+                .collect(),
+            timeline_sources: "admitted: GetQueueStats; held, sold: run counters".into(),
+            invariants: Some(InvariantCheck {
+                checked: true,
+                violations: vec![ViolationSummary {
+                    invariant: "two_active_claims".into(),
+                    description: "seat 12 twice".into(),
+                    rows: vec!["seat 12".into()],
+                }],
+                disagreements: vec![Disagreement {
+                    what: "seats sold".into(),
+                    report: 450,
+                    database: 448,
+                }],
+                sales: Some(SalesTotals {
+                    seats: 500,
+                    available: 50,
+                    held: 0,
+                    sold: 448,
+                    blocked: 2,
+                    refunded_seats: 12,
+                }),
+                problems: vec![],
+            }),
+        }
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let report = synthetic();
+        let json = report.to_json().unwrap();
+        let back: RunReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, report);
+        assert!(json.contains("\"seat_taken_rate\": 0.1"));
+    }
+
+    #[test]
+    fn a_violation_fails_the_run() {
+        let mut report = synthetic();
+        assert!(!report.is_ok());
+        let check = report.invariants.as_mut().unwrap();
+        check.violations.clear();
+        check.disagreements.clear();
+        assert!(report.is_ok());
+        report.invariants = None;
+        assert!(!report.is_ok());
+    }
+}

@@ -1,0 +1,208 @@
+//! The report as a terminal table.
+
+use std::fmt::Write;
+
+use super::RunReport;
+
+/// `part / whole` as a percentage with one decimal, or `-` without a whole.
+fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.1} %", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+impl RunReport {
+    /// A readable table for a terminal: the counts, the checks, errors and latencies.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = self.write_text(&mut out);
+        out
+    }
+
+    fn write_text(&self, out: &mut String) -> std::fmt::Result {
+        let row =
+            |out: &mut String, name: &str, value: String| writeln!(out, "  {name:<34} {value}");
+        writeln!(
+            out,
+            "On-sale report: event {} at {}",
+            self.event_id, self.venue_name
+        )?;
+        writeln!(
+            out,
+            "  seed {}, time scale {}, wall time {:.1} s",
+            self.seed, self.time_scale, self.wall_time_s
+        )?;
+        writeln!(out, "\nFans")?;
+        row(out, "fans", self.fans.to_string())?;
+        row(out, "joined the queue", self.joined.to_string())?;
+        row(out, "admitted", self.admitted.to_string())?;
+        row(out, "left without a hold", self.gave_up.to_string())?;
+        writeln!(out, "\nSeats ({} in the venue)", self.venue_seats)?;
+        row(
+            out,
+            "sold",
+            format!(
+                "{} ({}) in {} orders",
+                self.seats_sold,
+                percent(self.seats_sold, self.venue_seats),
+                self.orders_paid
+            ),
+        )?;
+        row(out, "holds made", self.holds_made.to_string())?;
+        row(
+            out,
+            "holds expired (abandoned)",
+            format!("{} ({} seats)", self.holds_expired, self.seats_expired),
+        )?;
+        row(
+            out,
+            "still held at the end",
+            self.seats_held_at_end.to_string(),
+        )?;
+        row(
+            out,
+            "claims / SEAT_TAKEN",
+            format!(
+                "{} / {} ({:.1} %)",
+                self.claim_attempts,
+                self.seat_taken,
+                self.seat_taken_rate * 100.0
+            ),
+        )?;
+        row(
+            out,
+            "throughput",
+            format!("{:.1} seats/s", self.throughput_seats_per_s),
+        )?;
+        row(
+            out,
+            "sold out after",
+            self.sold_out_after_s
+                .map_or_else(|| "not sold out".into(), |s| format!("{s:.1} s")),
+        )?;
+        writeln!(out, "\nPayments")?;
+        row(
+            out,
+            "late payments",
+            format!(
+                "{}: {} refunded ({} seats), {} refused, {} booked",
+                self.late.payments,
+                self.late.refunded,
+                self.late.refunded_seats,
+                self.late.rejected,
+                self.late.paid_anyway
+            ),
+        )?;
+        row(
+            out,
+            "double confirms, one order",
+            format!(
+                "{} of {}",
+                self.double_confirm.same_order, self.double_confirm.pairs
+            ),
+        )?;
+        row(
+            out,
+            "refunds of timely payments",
+            format!(
+                "{} ({} seats)",
+                self.unexpected_refunds, self.unexpected_refund_seats
+            ),
+        )?;
+        row(out, "payments without order", self.pay_failed.to_string())?;
+
+        writeln!(out, "\nInvariants")?;
+        match &self.invariants {
+            None => writeln!(out, "  not checked")?,
+            Some(check) => {
+                if let Some(s) = &check.sales {
+                    row(
+                        out,
+                        "box office totals",
+                        format!(
+                            "seats {} = sold {} + held {} + available {} + blocked {}; refunded {}",
+                            s.seats, s.sold, s.held, s.available, s.blocked, s.refunded_seats
+                        ),
+                    )?;
+                }
+                if check.checked && check.violations.is_empty() {
+                    row(out, "canary", "every invariant holds".into())?;
+                }
+                for v in &check.violations {
+                    writeln!(out, "  VIOLATION {}: {}", v.invariant, v.description)?;
+                    for r in v.rows.iter().take(10) {
+                        writeln!(out, "      {r}")?;
+                    }
+                }
+                for d in &check.disagreements {
+                    writeln!(
+                        out,
+                        "  DISAGREEMENT {}: report {}, box office {}",
+                        d.what, d.report, d.database
+                    )?;
+                }
+                for p in &check.problems {
+                    writeln!(out, "  NOT CHECKED {p}")?;
+                }
+            }
+        }
+        writeln!(
+            out,
+            "  result: {}",
+            if self.is_ok() { "OK" } else { "FAILED" }
+        )?;
+
+        writeln!(out, "\nLatency (ms)")?;
+        writeln!(
+            out,
+            "  {:<32} {:>9} {:>9} {:>9} {:>9}",
+            "rpc", "calls", "p50", "p99", "max"
+        )?;
+        for l in &self.latency {
+            writeln!(
+                out,
+                "  {:<32} {:>9} {:>9.2} {:>9.2} {:>9.2}",
+                l.rpc, l.count, l.p50_ms, l.p99_ms, l.max_ms
+            )?;
+        }
+        writeln!(out, "\nErrors")?;
+        if self.errors.is_empty() {
+            writeln!(out, "  none")?;
+        }
+        for e in &self.errors {
+            let reason = if e.reason.is_empty() { "-" } else { &e.reason };
+            writeln!(
+                out,
+                "  {:<32} {:<18} {:<24} {:>9}",
+                e.rpc, e.code, reason, e.count
+            )?;
+        }
+        writeln!(
+            out,
+            "\nTimeline: {} samples; {}",
+            self.timeline.len(),
+            self.timeline_sources
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::tests::synthetic;
+
+    #[test]
+    fn text_names_the_numbers_and_the_verdict() {
+        let text = synthetic().to_text();
+        assert!(text.contains("On-sale report: event ev-1"));
+        assert!(text.contains("450 (90.0 %) in 200 orders"), "{text}");
+        assert!(text.contains("1000 / 100 (10.0 %)"));
+        assert!(text.contains("VIOLATION two_active_claims"));
+        assert!(text.contains("DISAGREEMENT seats sold: report 450, box office 448"));
+        assert!(text.contains("result: FAILED"));
+        assert!(text.contains("Holds/ClaimSeats"));
+        assert!(text.contains("SEAT_TAKEN"));
+    }
+}

@@ -1,0 +1,225 @@
+//! The fans' shared view of the seat map: the layout read once (sections ranked best
+//! first) and one availability snapshot per refresh interval, loaded by one fan at a
+//! time, so 50,000 fans cost the seat map one `GetAvailability` per interval.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use stadium_proto::seat_map::v1::{GetAvailabilityRequest, Layout};
+
+use crate::credentials::authed;
+use crate::fan::Ctx;
+use crate::skew::{Candidate, rank_sections};
+
+/// Fan id of the session that reads the shared snapshot.
+const OBSERVER: &str = "loadtest-observer";
+
+#[derive(Debug, Clone)]
+struct SectionInfo {
+    id: u64,
+    rank: u32,
+    seat_count: u32,
+}
+
+#[derive(Debug)]
+struct Snapshot {
+    read_at: Option<Instant>,
+    available: Arc<Vec<u32>>,
+}
+
+/// Layout and cached availability of one event.
+#[derive(Debug)]
+pub(crate) struct SeatMap {
+    sections: Vec<SectionInfo>,
+    index: HashMap<u64, usize>,
+    snapshot: Mutex<Snapshot>,
+    loading: tokio::sync::Mutex<()>,
+    refresh: Duration,
+}
+
+impl SeatMap {
+    /// The sections of `layout`, ranked by their best category (in the layout's
+    /// category order) then by layout order; every seat assumed free until the first
+    /// snapshot.
+    pub fn from_layout(layout: &Layout, refresh: Duration) -> Self {
+        let category_rank: HashMap<&str, usize> = layout
+            .categories
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.code.as_str(), i))
+            .collect();
+        let best: Vec<Option<usize>> = layout
+            .sections
+            .iter()
+            .map(|s| {
+                s.rows
+                    .iter()
+                    .flat_map(|r| &r.seats)
+                    .filter_map(|seat| category_rank.get(seat.category_code.as_str()).copied())
+                    .min()
+            })
+            .collect();
+        let ranks = rank_sections(&best);
+        let sections: Vec<SectionInfo> = layout
+            .sections
+            .iter()
+            .zip(ranks)
+            .map(|(s, rank)| SectionInfo {
+                id: s.section_id,
+                rank,
+                seat_count: s.seat_count,
+            })
+            .collect();
+        let index = sections
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id, i))
+            .collect();
+        let available = Arc::new(sections.iter().map(|s| s.seat_count).collect());
+        SeatMap {
+            sections,
+            index,
+            snapshot: Mutex::new(Snapshot {
+                read_at: None,
+                available,
+            }),
+            loading: tokio::sync::Mutex::new(()),
+            refresh,
+        }
+    }
+
+    /// Seats in the layout.
+    pub fn seat_count(&self) -> u64 {
+        self.sections.iter().map(|s| u64::from(s.seat_count)).sum()
+    }
+
+    fn current(&self) -> (Option<Instant>, Arc<Vec<u32>>) {
+        let snap = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
+        (snap.read_at, Arc::clone(&snap.available))
+    }
+
+    fn fresh(&self, read_at: Option<Instant>) -> bool {
+        read_at.is_some_and(|t| t.elapsed() < self.refresh)
+    }
+
+    /// Free seats per section (in layout order), at most one refresh interval old.
+    /// A failed read keeps the previous snapshot (and is counted in the report).
+    pub async fn available(&self, ctx: &Ctx) -> Arc<Vec<u32>> {
+        let (read_at, available) = self.current();
+        if self.fresh(read_at) {
+            return available;
+        }
+        let _loading = self.loading.lock().await;
+        let (read_at, available) = self.current();
+        if self.fresh(read_at) {
+            return available;
+        }
+        let token = match ctx.creds.fan_token(OBSERVER) {
+            Ok(t) => t,
+            Err(_) => return available,
+        };
+        let request = GetAvailabilityRequest {
+            event_id: ctx.event.event_id.clone(),
+            section_id: 0,
+        };
+        let mut client = ctx.clients.seat_map.clone();
+        let fetched = ctx
+            .call(
+                "SeatMap/GetAvailability",
+                client.get_availability(authed(request, &token)),
+            )
+            .await;
+        let mut snap = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
+        snap.read_at = Some(Instant::now());
+        if let Ok(response) = fetched {
+            let mut counts: Vec<u32> = snap.available.as_ref().clone();
+            for s in response.sections {
+                if let Some(&i) = self.index.get(&s.section_id) {
+                    counts[i] = s.available;
+                }
+            }
+            snap.available = Arc::new(counts);
+        }
+        Arc::clone(&snap.available)
+    }
+
+    /// Records that `section_id` has fewer than `below` free seats (a suggestion came
+    /// back empty), until the next snapshot says otherwise.
+    pub fn mark_short(&self, section_id: u64, below: u32) {
+        let Some(&i) = self.index.get(&section_id) else {
+            return;
+        };
+        let mut snap = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
+        if snap.available[i] >= below {
+            Arc::make_mut(&mut snap.available)[i] = below.saturating_sub(1);
+        }
+    }
+
+    /// The sections as candidates for [`crate::pick_section`].
+    pub fn candidates(&self, available: &[u32]) -> Vec<Candidate> {
+        self.sections
+            .iter()
+            .zip(available)
+            .map(|(s, &available)| Candidate {
+                section_id: s.id,
+                rank: s.rank,
+                available,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use stadium_proto::seat_map::v1::{Category, Row, Seat, Section};
+
+    use super::*;
+
+    fn section(id: u64, category: &str, seats: u32) -> Section {
+        Section {
+            section_id: id,
+            seat_count: seats,
+            rows: vec![Row {
+                label: "1".into(),
+                seats: (0..seats)
+                    .map(|i| Seat {
+                        seat_id: id * 100 + u64::from(i),
+                        category_code: category.into(),
+                        ..Seat::default()
+                    })
+                    .collect(),
+            }],
+            ..Section::default()
+        }
+    }
+
+    #[test]
+    fn sections_rank_by_category_then_order() {
+        let layout = Layout {
+            sections: vec![section(1, "B", 3), section(2, "A", 2), section(3, "B", 4)],
+            categories: vec![
+                Category {
+                    code: "A".into(),
+                    ..Category::default()
+                },
+                Category {
+                    code: "B".into(),
+                    ..Category::default()
+                },
+            ],
+            ..Layout::default()
+        };
+        let map = SeatMap::from_layout(&layout, Duration::from_secs(1));
+        assert_eq!(map.seat_count(), 9);
+        let (_, available) = map.current();
+        let c = map.candidates(&available);
+        assert_eq!(
+            c.iter().map(|c| (c.section_id, c.rank)).collect::<Vec<_>>(),
+            vec![(1, 1), (2, 0), (3, 2)]
+        );
+        map.mark_short(3, 2);
+        let (_, available) = map.current();
+        assert_eq!(available.as_ref(), &vec![3, 2, 1]);
+    }
+}
