@@ -16,6 +16,13 @@
 //!
 //! 23505 on that index becomes [`Error::SeatTaken`] (without seat lists: the caller
 //! rolls back and reads them with [`seats_for_refusal`]).
+//!
+//! One corner can still deadlock, and is retried (and counted as 40P01): `now()` is
+//! each transaction's start, so a hold that lapses between the starts of two
+//! overlapping claims is skipped by the earlier claim's step 4 but locked by the later
+//! one's, and the two can then wait on each other across steps 4 and 5. Locking every
+//! `held` row of the seats in step 4 would close it, at the price of queueing every
+//! refused claim of a contested seat behind the others; the retry is the cheaper cure.
 
 use sqlx::{FromRow, PgConnection};
 
