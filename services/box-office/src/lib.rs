@@ -14,10 +14,11 @@
 //! Layout: [`config`] (flags), [`auth`] (tokens and roles), [`grpc`] (the tonic
 //! service and wire conversion), [`service`] (transactions), [`domain`], [`store`]
 //! (SQL), [`push`] (waiting room), [`upstream`] (holds, payments), [`canary`],
-//! [`error`] (the one error table). The `stadiumctl` binary is the CLI over this API.
+//! [`error`] (the one error table), [`cli`] (the `stadiumctl` command line over this API).
 
 pub mod auth;
 pub mod canary;
+pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod error;

@@ -3,6 +3,7 @@
 //! waiting room, and the invariant canary on sales planted by SQL.
 
 mod canary;
+mod cli;
 mod events;
 mod inventory;
 mod push;

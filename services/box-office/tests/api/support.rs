@@ -35,6 +35,8 @@ pub struct Office {
     pub dev: DevIssuer,
     /// Handles to the running parts.
     pub parts: Parts,
+    /// Where it listens.
+    pub addr: std::net::SocketAddr,
     shutdown: CancellationToken,
     served: JoinHandle<Result<(), box_office::ServeError>>,
 }
@@ -84,6 +86,7 @@ impl Office {
             db,
             dev,
             parts,
+            addr,
             shutdown,
             served,
         }

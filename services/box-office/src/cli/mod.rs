@@ -1,0 +1,869 @@
+//! `stadiumctl`, the box office's command line: every RPC as a subcommand, readable
+//! tables by default, `--json` for scripts. Exit status: 0 on success, 1 when a call
+//! or the input fails, 2 when `check` finds any invariant violation.
+
+pub mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use prost_types::Timestamp;
+use serde_json::{Value, json};
+use stadium_proto::box_office::v1::{self as pb, box_office_client::BoxOfficeClient};
+use stadium_proto::common::v1::{Money, PageRequest};
+use tonic::transport::Channel;
+use tonic::{Request, Status};
+
+/// Exit status when `check` finds violations.
+pub const EXIT_VIOLATIONS: u8 = 2;
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "stadiumctl",
+    version,
+    about = "Run the stadium box office: venues, events, sales, inventory, reports, invariants."
+)]
+pub struct Cli {
+    /// The box office's gRPC address.
+    #[arg(
+        long,
+        env = "STADIUM_TARGET",
+        default_value = "http://127.0.0.1:50055",
+        global = true
+    )]
+    pub target: String,
+    /// Admin token (JWT) sent as `authorization: Bearer …`. Never printed.
+    #[arg(
+        long,
+        env = "STADIUM_ADMIN_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub token: Option<String>,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Venues: import, list, show.
+    #[command(subcommand)]
+    Venue(VenueCommand),
+    /// Events: create, show, list, set prices.
+    #[command(subcommand)]
+    Event(EventCommand),
+    /// Sale control: open, pause, resume, close, admission rate.
+    #[command(subcommand)]
+    Sale(SaleCommand),
+    /// Block seats (camera positions, production holds).
+    Block {
+        /// Event id.
+        event_id: String,
+        /// Section id.
+        #[arg(long)]
+        section: u64,
+        /// Seat ids, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        seats: Vec<u64>,
+        /// Why, for the audit.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Release a block (or a booking after a refund) by its hold key.
+    Release {
+        /// The hold key.
+        hold_key: String,
+        /// Why, for the audit.
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Issue comps: tickets at price 0 to a named recipient.
+    Comp {
+        /// Event id.
+        event_id: String,
+        /// Section id.
+        #[arg(long)]
+        section: u64,
+        /// Seat ids, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        seats: Vec<u64>,
+        /// Who receives them.
+        #[arg(long)]
+        recipient: String,
+    },
+    /// Refund a paid order.
+    Refund {
+        /// Order id.
+        order_id: String,
+        /// Why, for the audit.
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Sales report per section or per price category.
+    Report {
+        /// Event id.
+        event_id: String,
+        /// Grouping.
+        #[arg(long, value_enum, default_value_t = Grouping::Section)]
+        by: Grouping,
+        /// Print the report as CSV.
+        #[arg(long)]
+        csv: bool,
+    },
+    /// Seats sold per time bucket.
+    Timeline {
+        /// Event id.
+        event_id: String,
+        /// Bucket width in milliseconds (0 = one minute).
+        #[arg(long, default_value_t = 0)]
+        bucket_ms: u64,
+    },
+    /// Run the invariant canary for an event; exit status 2 on any violation.
+    Check {
+        /// Event id.
+        event_id: String,
+    },
+    /// Mint an admin token with a dev issuer, for local runs only. The same seed gives
+    /// the same key, so a box office started with `--identity-jwks` from `--jwks`
+    /// trusts it.
+    DevToken(DevToken),
+}
+
+/// `venue` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum VenueCommand {
+    /// Import a seating plan.
+    Import {
+        /// The plan file.
+        file: PathBuf,
+        /// Venue name.
+        #[arg(long)]
+        name: String,
+        /// Plan format.
+        #[arg(long, value_enum)]
+        format: Format,
+    },
+    /// List venues.
+    List {
+        /// Items per page.
+        #[arg(long, default_value_t = 50)]
+        page_size: u32,
+        /// Token from a previous page.
+        #[arg(long, default_value = "")]
+        page_token: String,
+    },
+    /// Show a venue with its sections.
+    Show {
+        /// Venue id.
+        venue_id: String,
+    },
+}
+
+/// Plan formats.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// pretix seating-plan JSON.
+    Pretix,
+    /// CSV `section,row,seat,category[,x,y]`.
+    Csv,
+}
+
+/// Report groupings.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Grouping {
+    /// By section.
+    Section,
+    /// By price category.
+    Category,
+}
+
+/// `event` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum EventCommand {
+    /// Create a draft event.
+    Create(CreateEvent),
+    /// Show an event.
+    Show {
+        /// Event id.
+        event_id: String,
+    },
+    /// List events.
+    List {
+        /// Only this venue's.
+        #[arg(long, default_value = "")]
+        venue: String,
+        /// Items per page.
+        #[arg(long, default_value_t = 50)]
+        page_size: u32,
+        /// Token from a previous page.
+        #[arg(long, default_value = "")]
+        page_token: String,
+    },
+    /// Replace an event's prices.
+    Prices {
+        /// Event id.
+        event_id: String,
+        /// `CODE=AMOUNT` in minor units, repeatable.
+        #[arg(long = "price", value_parser = parse_price)]
+        prices: Vec<(String, i64)>,
+    },
+}
+
+/// `event create` arguments.
+#[derive(Debug, Args)]
+pub struct CreateEvent {
+    /// Venue id.
+    #[arg(long)]
+    pub venue: String,
+    /// Event name.
+    #[arg(long)]
+    pub name: String,
+    /// Start, RFC 3339 (`2026-12-31T20:00:00Z`).
+    #[arg(long, value_parser = parse_time)]
+    pub starts_at: Timestamp,
+    /// Queue opening, RFC 3339.
+    #[arg(long, value_parser = parse_time)]
+    pub onsale_at: Timestamp,
+    /// Hold lifetime, milliseconds.
+    #[arg(long, default_value_t = 300_000)]
+    pub hold_ttl_ms: u64,
+    /// Seats per claim.
+    #[arg(long, default_value_t = 4)]
+    pub max_per_claim: u32,
+    /// Seats per fan.
+    #[arg(long, default_value_t = 8)]
+    pub max_per_fan: u32,
+    /// Fans admitted per minute.
+    #[arg(long, default_value_t = 1000)]
+    pub rate: u32,
+    /// Admitted fans not yet done at once; 0 = no cap.
+    #[arg(long, default_value_t = 0)]
+    pub active_cap: u32,
+    /// ISO 4217 currency of the prices.
+    #[arg(long)]
+    pub currency: String,
+    /// `CODE=AMOUNT` in minor units, repeatable.
+    #[arg(long = "price", value_parser = parse_price)]
+    pub prices: Vec<(String, i64)>,
+}
+
+/// `sale` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SaleCommand {
+    /// Open the sale (the queue starts at the on-sale time).
+    Open {
+        /// Event id.
+        event_id: String,
+    },
+    /// Pause admission and new claims.
+    Pause {
+        /// Event id.
+        event_id: String,
+    },
+    /// Resume a paused sale.
+    Resume {
+        /// Event id.
+        event_id: String,
+    },
+    /// Close the sale.
+    Close {
+        /// Event id.
+        event_id: String,
+    },
+    /// Set the admission rate.
+    Rate {
+        /// Event id.
+        event_id: String,
+        /// Fans per minute.
+        fans_per_minute: u32,
+    },
+}
+
+/// `dev-token` arguments.
+#[derive(Debug, Args)]
+pub struct DevToken {
+    /// Roles, comma-separated: box_office, sre, service.
+    #[arg(long, value_delimiter = ',', default_value = "box_office,sre")]
+    pub roles: Vec<String>,
+    /// The token's subject.
+    #[arg(long, default_value = "dev-admin")]
+    pub subject: String,
+    /// 32-byte dev key seed, 64 hex characters. Never printed.
+    #[arg(long, env = "STADIUM_DEV_SEED", hide_env_values = true)]
+    pub seed: String,
+    /// Print the issuer's JWKS (for the services' `--identity-jwks`) instead of a token.
+    #[arg(long)]
+    pub jwks: bool,
+}
+
+fn parse_time(s: &str) -> Result<Timestamp, String> {
+    let t = chrono::DateTime::parse_from_rfc3339(s).map_err(|e| format!("not RFC 3339 ({e})"))?;
+    Ok(Timestamp {
+        seconds: t.timestamp(),
+        nanos: i32::try_from(t.timestamp_subsec_nanos()).unwrap_or(0),
+    })
+}
+
+fn parse_price(s: &str) -> Result<(String, i64), String> {
+    let (code, amount) = s
+        .split_once('=')
+        .ok_or("expected CODE=AMOUNT (minor units)")?;
+    let amount = amount
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| format!("{amount:?} is not a whole number of minor units"))?;
+    Ok((code.trim().to_owned(), amount))
+}
+
+/// Why a command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The box office answered with an error.
+    #[error("{}", describe(.0))]
+    Status(#[from] Status),
+    /// Anything else (a file, the address, a token).
+    #[error("{0}")]
+    Other(String),
+}
+
+fn describe(status: &Status) -> String {
+    let reason = stadium_kit::status::error_info(status)
+        .map(|i| {
+            let mut meta: Vec<String> =
+                i.metadata.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            meta.sort();
+            if meta.is_empty() {
+                format!(" {}", i.reason)
+            } else {
+                format!(" {} [{}]", i.reason, meta.join(", "))
+            }
+        })
+        .unwrap_or_default();
+    format!("{:?}{reason}: {}", status.code(), status.message())
+}
+
+/// What a command printed and whether it found violations.
+struct Outcome {
+    text: String,
+    json: Value,
+    violations: bool,
+}
+
+impl Outcome {
+    fn new(text: String, json: Value) -> Self {
+        Self {
+            text,
+            json,
+            violations: false,
+        }
+    }
+}
+
+/// Runs the command line and returns the process's exit status.
+pub async fn run(cli: Cli) -> ExitCode {
+    let json = cli.json;
+    match execute(cli).await {
+        Ok(outcome) => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&outcome.json).unwrap_or_default()
+                );
+            } else {
+                print!("{}", outcome.text);
+            }
+            if outcome.violations {
+                ExitCode::from(EXIT_VIOLATIONS)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(error) => {
+            if json {
+                println!("{}", json!({ "error": error.to_string() }));
+            }
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dev_token(args: &DevToken) -> Result<Outcome, CliError> {
+    let bytes = hex::decode(args.seed.trim())
+        .map_err(|_| CliError::Other("--seed must be 64 hex characters".into()))?;
+    let seed: [u8; 32] = bytes
+        .try_into()
+        .map_err(|_| CliError::Other("--seed must be 32 bytes (64 hex characters)".into()))?;
+    let issuer =
+        stadium_tokens::DevIssuer::from_seed(&seed).map_err(|e| CliError::Other(e.to_string()))?;
+    if args.jwks {
+        let jwks = issuer
+            .jwks_json()
+            .map_err(|e| CliError::Other(e.to_string()))?;
+        let value: Value = serde_json::from_str(&jwks).unwrap_or(Value::Null);
+        return Ok(Outcome::new(format!("{jwks}\n"), value));
+    }
+    let roles = args
+        .roles
+        .iter()
+        .map(|r| {
+            stadium_tokens::Role::parse(r.trim())
+                .ok_or_else(|| CliError::Other(format!("unknown role {r:?}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let issued = issuer
+        .admin(&args.subject, &roles, SystemTime::now())
+        .map_err(|e| CliError::Other(e.to_string()))?;
+    Ok(Outcome::new(
+        format!("{}\n", issued.token),
+        json!({ "token": issued.token, "subject": args.subject, "roles": args.roles, "expires_at": issued.claims.registered.exp }),
+    ))
+}
+
+struct Client {
+    inner: BoxOfficeClient<Channel>,
+    token: Option<String>,
+}
+
+impl Client {
+    fn request<T>(&self, message: T) -> Result<Request<T>, CliError> {
+        let mut request = Request::new(message);
+        let token = self.token.as_deref().ok_or_else(|| {
+            CliError::Other("an admin token is required: --token or STADIUM_ADMIN_TOKEN".into())
+        })?;
+        let value = format!("Bearer {}", token.trim())
+            .parse()
+            .map_err(|_| CliError::Other("the token is not valid header text".into()))?;
+        request.metadata_mut().insert("authorization", value);
+        Ok(request)
+    }
+}
+
+fn money(amount_minor: i64, currency: &str) -> Option<Money> {
+    Some(Money {
+        amount_minor,
+        currency: currency.to_owned(),
+    })
+}
+
+fn categories(prices: &[(String, i64)], currency: &str) -> Vec<pb::PriceCategory> {
+    prices
+        .iter()
+        .map(|(code, amount)| pb::PriceCategory {
+            code: code.clone(),
+            name: String::new(),
+            price: money(*amount, currency),
+        })
+        .collect()
+}
+
+fn page(page_size: u32, page_token: &str) -> Option<PageRequest> {
+    Some(PageRequest {
+        page_size,
+        page_token: page_token.to_owned(),
+    })
+}
+
+fn event_outcome(
+    event: Option<pb::Event>,
+    push: Option<&pb::WaitingRoomPush>,
+) -> Result<Outcome, CliError> {
+    let event = event.ok_or_else(|| CliError::Other("the answer carries no event".into()))?;
+    let mut text = render::event_table(&event);
+    let mut value = render::event_json(&event);
+    if push.is_some() {
+        text.push_str(&format!("\n{}\n", render::push_line(push)));
+        value["waiting_room"] = render::push_json(push);
+    }
+    Ok(Outcome::new(text, value))
+}
+
+async fn execute(cli: Cli) -> Result<Outcome, CliError> {
+    if let Command::DevToken(args) = &cli.command {
+        return dev_token(args);
+    }
+    let channel = tonic::transport::Endpoint::from_shared(cli.target.clone())
+        .map_err(|e| CliError::Other(format!("--target {:?}: {e}", cli.target)))?
+        .connect()
+        .await
+        .map_err(|e| CliError::Other(format!("cannot reach {}: {e}", cli.target)))?;
+    let mut c = Client {
+        inner: BoxOfficeClient::new(channel),
+        token: cli.token.clone(),
+    };
+    match cli.command {
+        Command::DevToken(_) => unreachable!("handled above"),
+        Command::Venue(cmd) => venue(&mut c, cmd).await,
+        Command::Event(cmd) => event(&mut c, cmd).await,
+        Command::Sale(cmd) => sale(&mut c, cmd).await,
+        Command::Block {
+            event_id,
+            section,
+            seats,
+            reason,
+        } => {
+            let req = c.request(pb::BlockSeatsRequest {
+                event_id,
+                section_id: section,
+                seat_ids: seats,
+                reason,
+            })?;
+            let r = c.inner.block_seats(req).await?.into_inner();
+            Ok(Outcome::new(
+                format!("blocked {:?} under hold {}\n", r.seat_ids, r.hold_key),
+                json!({ "hold_key": r.hold_key, "seat_ids": r.seat_ids }),
+            ))
+        }
+        Command::Release { hold_key, reason } => {
+            let req = c.request(pb::ReleaseSeatsRequest { hold_key, reason })?;
+            let r = c.inner.release_seats(req).await?.into_inner();
+            Ok(Outcome::new(
+                format!("released {:?} of hold {}\n", r.seat_ids, r.hold_key),
+                json!({ "hold_key": r.hold_key, "seat_ids": r.seat_ids }),
+            ))
+        }
+        Command::Comp {
+            event_id,
+            section,
+            seats,
+            recipient,
+        } => {
+            let req = c.request(pb::IssueCompRequest {
+                event_id,
+                section_id: section,
+                seat_ids: seats,
+                recipient,
+            })?;
+            let r = c.inner.issue_comp(req).await?.into_inner();
+            Ok(Outcome::new(
+                format!(
+                    "comp order {} (hold {}) for seats {:?}\n",
+                    r.order_id, r.hold_key, r.seat_ids
+                ),
+                json!({ "order_id": r.order_id, "hold_key": r.hold_key, "seat_ids": r.seat_ids }),
+            ))
+        }
+        Command::Refund { order_id, reason } => {
+            let req = c.request(pb::RefundOrderRequest { order_id, reason })?;
+            let r = c.inner.refund_order(req).await?.into_inner();
+            Ok(Outcome::new(
+                format!(
+                    "order {} refunded{}: {} (refund {})\n",
+                    r.order_id,
+                    if r.newly_refunded { "" } else { " before" },
+                    render::money(r.amount.as_ref()),
+                    r.refund_id
+                ),
+                json!({ "order_id": r.order_id, "refund_id": r.refund_id, "amount_minor": r.amount.as_ref().map(|m| m.amount_minor), "currency": r.amount.as_ref().map(|m| m.currency.clone()), "newly_refunded": r.newly_refunded }),
+            ))
+        }
+        Command::Report { event_id, by, csv } => {
+            let group_by = match by {
+                Grouping::Section => pb::ReportGrouping::Section,
+                Grouping::Category => pb::ReportGrouping::PriceCategory,
+            } as i32;
+            let req = c.request(pb::GetSalesReportRequest {
+                event_id,
+                group_by,
+                csv,
+            })?;
+            let r = c.inner.get_sales_report(req).await?.into_inner();
+            let text = if csv {
+                r.csv.clone()
+            } else {
+                render::report_table(&r.rows, r.total.as_ref())
+            };
+            Ok(Outcome::new(
+                text,
+                json!({
+                    "rows": r.rows.iter().map(render::report_row_json).collect::<Vec<_>>(),
+                    "total": r.total.as_ref().map(render::report_row_json),
+                    "as_of": render::time(r.as_of.as_ref()),
+                    "csv": r.csv,
+                }),
+            ))
+        }
+        Command::Timeline {
+            event_id,
+            bucket_ms,
+        } => {
+            let req = c.request(pb::GetSalesTimelineRequest {
+                event_id,
+                bucket_ms,
+            })?;
+            let r = c.inner.get_sales_timeline(req).await?.into_inner();
+            let rows: Vec<Vec<String>> = r
+                .points
+                .iter()
+                .map(|p| {
+                    vec![
+                        render::time(p.bucket_start.as_ref()),
+                        p.sold.to_string(),
+                        p.refunded.to_string(),
+                        render::money(p.revenue.as_ref()),
+                    ]
+                })
+                .collect();
+            Ok(Outcome::new(
+                render::table(&["BUCKET", "SOLD", "REFUNDED", "REVENUE"], &rows),
+                json!(
+                    r.points
+                        .iter()
+                        .map(|p| json!({
+                            "bucket_start": render::time(p.bucket_start.as_ref()),
+                            "sold": p.sold, "refunded": p.refunded,
+                            "revenue_minor": p.revenue.as_ref().map(|m| m.amount_minor),
+                        }))
+                        .collect::<Vec<_>>()
+                ),
+            ))
+        }
+        Command::Check { event_id } => {
+            let req = c.request(pb::CheckInvariantsRequest { event_id })?;
+            let r = c.inner.check_invariants(req).await?.into_inner();
+            Ok(Outcome {
+                text: render::violations_text(&r),
+                json: render::violations_json(&r),
+                violations: !r.violations.is_empty(),
+            })
+        }
+    }
+}
+
+async fn venue(c: &mut Client, cmd: VenueCommand) -> Result<Outcome, CliError> {
+    match cmd {
+        VenueCommand::Import { file, name, format } => {
+            let content = std::fs::read(&file)
+                .map_err(|e| CliError::Other(format!("reading {}: {e}", file.display())))?;
+            let format = match format {
+                Format::Pretix => pb::PlanFormat::PretixJson,
+                Format::Csv => pb::PlanFormat::CsvManifest,
+            } as i32;
+            let req = c.request(pb::ImportVenueRequest {
+                name,
+                format,
+                content,
+            })?;
+            let r = c.inner.import_venue(req).await?.into_inner();
+            let venue = r.venue.unwrap_or_default();
+            let mut text = render::venue_table(&venue);
+            if r.already_imported {
+                text.push_str("\nthis plan was imported before; nothing changed\n");
+            }
+            for w in &r.warnings {
+                text.push_str(&format!("warning: {w}\n"));
+            }
+            let mut value = render::venue_json(&venue);
+            value["already_imported"] = json!(r.already_imported);
+            value["warnings"] = json!(r.warnings);
+            Ok(Outcome::new(text, value))
+        }
+        VenueCommand::List {
+            page_size,
+            page_token,
+        } => {
+            let req = c.request(pb::ListVenuesRequest {
+                page: page(page_size, &page_token),
+            })?;
+            let r = c.inner.list_venues(req).await?.into_inner();
+            let mut text = render::venues_table(&r.venues);
+            if !r.next_page_token.is_empty() {
+                text.push_str(&format!("next page: --page-token {}\n", r.next_page_token));
+            }
+            Ok(Outcome::new(
+                text,
+                json!({ "venues": r.venues.iter().map(render::venue_json).collect::<Vec<_>>(), "next_page_token": r.next_page_token }),
+            ))
+        }
+        VenueCommand::Show { venue_id } => {
+            let req = c.request(pb::GetVenueRequest { venue_id })?;
+            let venue = c
+                .inner
+                .get_venue(req)
+                .await?
+                .into_inner()
+                .venue
+                .unwrap_or_default();
+            Ok(Outcome::new(
+                render::venue_table(&venue),
+                render::venue_json(&venue),
+            ))
+        }
+    }
+}
+
+async fn event(c: &mut Client, cmd: EventCommand) -> Result<Outcome, CliError> {
+    match cmd {
+        EventCommand::Create(a) => {
+            let settings = pb::EventSettings {
+                name: a.name,
+                starts_at: Some(a.starts_at),
+                onsale_at: Some(a.onsale_at),
+                hold_ttl_ms: a.hold_ttl_ms,
+                max_seats_per_claim: a.max_per_claim,
+                max_seats_per_fan: a.max_per_fan,
+                admission_rate_per_min: a.rate,
+                active_fan_cap: a.active_cap,
+                admission_ttl_ms: 0,
+                currency: a.currency.clone(),
+            };
+            let req = c.request(pb::CreateEventRequest {
+                venue_id: a.venue,
+                settings: Some(settings),
+                price_categories: categories(&a.prices, &a.currency),
+            })?;
+            event_outcome(c.inner.create_event(req).await?.into_inner().event, None)
+        }
+        EventCommand::Show { event_id } => {
+            let req = c.request(pb::GetEventRequest { event_id })?;
+            event_outcome(c.inner.get_event(req).await?.into_inner().event, None)
+        }
+        EventCommand::List {
+            venue,
+            page_size,
+            page_token,
+        } => {
+            let req = c.request(pb::ListEventsRequest {
+                page: page(page_size, &page_token),
+                venue_id: venue,
+            })?;
+            let r = c.inner.list_events(req).await?.into_inner();
+            let mut text = render::events_table(&r.events);
+            if !r.next_page_token.is_empty() {
+                text.push_str(&format!("next page: --page-token {}\n", r.next_page_token));
+            }
+            Ok(Outcome::new(
+                text,
+                json!({ "events": r.events.iter().map(render::event_json).collect::<Vec<_>>(), "next_page_token": r.next_page_token }),
+            ))
+        }
+        EventCommand::Prices { event_id, prices } => {
+            let req = c.request(pb::GetEventRequest {
+                event_id: event_id.clone(),
+            })?;
+            let current = c
+                .inner
+                .get_event(req)
+                .await?
+                .into_inner()
+                .event
+                .unwrap_or_default();
+            let currency = current.settings.map(|s| s.currency).unwrap_or_default();
+            let req = c.request(pb::SetPriceCategoriesRequest {
+                event_id,
+                price_categories: categories(&prices, &currency),
+            })?;
+            event_outcome(
+                c.inner.set_price_categories(req).await?.into_inner().event,
+                None,
+            )
+        }
+    }
+}
+
+async fn sale(c: &mut Client, cmd: SaleCommand) -> Result<Outcome, CliError> {
+    let (event, push) = match cmd {
+        SaleCommand::Open { event_id } => {
+            let r = c
+                .inner
+                .open_sale(c.request(pb::OpenSaleRequest { event_id })?)
+                .await?
+                .into_inner();
+            (r.event, r.waiting_room)
+        }
+        SaleCommand::Pause { event_id } => {
+            let r = c
+                .inner
+                .pause_sale(c.request(pb::PauseSaleRequest { event_id })?)
+                .await?
+                .into_inner();
+            (r.event, r.waiting_room)
+        }
+        SaleCommand::Resume { event_id } => {
+            let r = c
+                .inner
+                .resume_sale(c.request(pb::ResumeSaleRequest { event_id })?)
+                .await?
+                .into_inner();
+            (r.event, r.waiting_room)
+        }
+        SaleCommand::Close { event_id } => {
+            let r = c
+                .inner
+                .close_sale(c.request(pb::CloseSaleRequest { event_id })?)
+                .await?
+                .into_inner();
+            (r.event, r.waiting_room)
+        }
+        SaleCommand::Rate {
+            event_id,
+            fans_per_minute,
+        } => {
+            let req = c.request(pb::SetAdmissionRateRequest {
+                event_id,
+                fans_per_minute,
+            })?;
+            let r = c.inner.set_admission_rate(req).await?.into_inner();
+            (r.event, r.waiting_room)
+        }
+    };
+    event_outcome(event, push.as_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn prices_and_times_parse() {
+        assert_eq!(parse_price("FRONT=5000").unwrap(), ("FRONT".into(), 5000));
+        assert!(parse_price("FRONT").is_err());
+        assert!(parse_price("FRONT=12.50").is_err());
+        assert_eq!(parse_time("1970-01-01T00:01:00Z").unwrap().seconds, 60);
+        assert!(parse_time("tomorrow").is_err());
+    }
+
+    #[test]
+    fn dev_tokens_come_from_the_seed() {
+        let seed = "11".repeat(32);
+        let cli =
+            Cli::try_parse_from(["stadiumctl", "dev-token", "--seed", &seed, "--roles", "sre"])
+                .unwrap();
+        let Command::DevToken(args) = cli.command else {
+            panic!("dev-token parses")
+        };
+        let token = dev_token(&args).unwrap().json["token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let issuer = stadium_tokens::DevIssuer::from_seed(&[0x11; 32]).unwrap();
+        let claims = issuer
+            .admin_verifier(stadium_tokens::audience::BOX_OFFICE)
+            .unwrap()
+            .verify(&token, SystemTime::now())
+            .unwrap();
+        assert_eq!(claims.roles, [stadium_tokens::Role::Sre]);
+        let bad = DevToken {
+            roles: vec!["root".into()],
+            subject: "x".into(),
+            seed,
+            jwks: false,
+        };
+        assert!(dev_token(&bad).is_err());
+    }
+}

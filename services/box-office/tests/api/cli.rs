@@ -1,0 +1,125 @@
+//! `stadiumctl` against a running box office: tables and JSON, and its exit status on
+//! success, on a refused call and on invariant violations.
+
+use std::process::Output;
+
+use serde_json::Value;
+use stadium_tokens::Role;
+
+use crate::support::{Office, VENUE_CSV};
+
+async fn ctl(office: &Office, token: Option<&str>, args: &[&str]) -> Output {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_stadiumctl"));
+    command
+        .arg("--target")
+        .arg(format!("http://{}", office.addr))
+        .env_remove("STADIUM_ADMIN_TOKEN")
+        .args(args);
+    if let Some(token) = token {
+        command.env("STADIUM_ADMIN_TOKEN", token);
+    }
+    command.output().await.expect("running stadiumctl")
+}
+
+fn json_of(output: &Output) -> Value {
+    assert!(output.status.code().is_some(), "{output:?}");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {output:?}"))
+}
+
+#[tokio::test]
+async fn the_cli_runs_a_sale_and_exits_non_zero_on_violations() {
+    let office = Office::start(&[]).await;
+    let token = office.token("ann", &[Role::BoxOffice, Role::Sre]);
+    let plan = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(plan.path(), VENUE_CSV).unwrap();
+    let path = plan.path().to_str().unwrap();
+
+    let out = ctl(
+        &office,
+        Some(&token),
+        &[
+            "--json", "venue", "import", path, "--name", "Arena", "--format", "csv",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let venue_id = json_of(&out)["venue_id"].as_str().unwrap().to_owned();
+
+    let out = ctl(
+        &office,
+        Some(&token),
+        &[
+            "--json",
+            "event",
+            "create",
+            "--venue",
+            &venue_id,
+            "--name",
+            "Final",
+            "--starts-at",
+            "2030-06-01T20:00:00Z",
+            "--onsale-at",
+            "2030-05-01T10:00:00Z",
+            "--currency",
+            "EUR",
+            "--price",
+            "FRONT=5000",
+            "--price",
+            "BACK=2500",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let event = json_of(&out);
+    assert_eq!(event["status"], "draft");
+    let event_id = event["event_id"].as_str().unwrap().to_owned();
+
+    let out = ctl(&office, Some(&token), &["sale", "open", &event_id]).await;
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("on_sale") && text.contains("waiting room: skipped"),
+        "{text}"
+    );
+
+    let out = ctl(&office, Some(&token), &["check", &event_id]).await;
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("every invariant holds"));
+
+    let out = ctl(&office, Some(&token), &["report", &event_id, "--csv"]).await;
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("key,seats,available"));
+
+    // A booked seat nobody paid for.
+    sqlx::query(
+        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, status, expires_at)
+         SELECT gen_random_uuid(), event_id, section_id, seat_id, 'fan-1', 'booked', now()
+         FROM catalog.event_seats WHERE event_id = $1 ORDER BY seat_id LIMIT 1",
+    )
+    .bind(event_id.parse::<i64>().unwrap())
+    .execute(office.pool())
+    .await
+    .unwrap();
+    let out = ctl(&office, Some(&token), &["--json", "check", &event_id]).await;
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(
+        json_of(&out)["violations"][0]["invariant"],
+        "booked_without_payment"
+    );
+
+    let out = ctl(&office, None, &["event", "show", &event_id]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("an admin token is required"),
+        "{out:?}"
+    );
+
+    let sre = office.token("sam", &[Role::Sre]);
+    let out = ctl(&office, Some(&sre), &["sale", "close", &event_id]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ROLE_REQUIRED"),
+        "{out:?}"
+    );
+    office.stop().await;
+}
