@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use crate::clock::Clock;
 use crate::domain::{EventId, QueueSnapshot};
 use crate::error::Error;
+use crate::metrics::Metrics;
 use crate::store::Store;
 
 #[derive(Default)]
@@ -24,6 +25,7 @@ pub struct SnapshotCache {
     store: Store,
     clock: Arc<dyn Clock>,
     refresh_ms: u64,
+    metrics: Metrics,
     slots: Mutex<HashMap<EventId, Arc<Slot>>>,
 }
 
@@ -43,12 +45,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl SnapshotCache {
     /// A cache over `store` whose entries live `refresh_ms` milliseconds (0 = every
-    /// read goes to Redis).
-    pub fn new(store: Store, clock: Arc<dyn Clock>, refresh_ms: u64) -> Self {
+    /// read goes to Redis); each refresh records the queue gauges on `metrics`.
+    pub fn new(store: Store, clock: Arc<dyn Clock>, refresh_ms: u64, metrics: Metrics) -> Self {
         Self {
             store,
             clock,
             refresh_ms,
+            metrics,
             slots: Mutex::new(HashMap::new()),
         }
     }
@@ -77,6 +80,7 @@ impl SnapshotCache {
         let fetched_at = self.clock.now_ms();
         match self.store.snapshot(event).await {
             Ok(snap) => {
+                self.metrics.snapshot(event, &snap);
                 *lock(&slot.value) = Some((snap.clone(), fetched_at));
                 Ok(snap)
             }

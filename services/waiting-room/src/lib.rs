@@ -6,7 +6,8 @@
 //! - [`domain`]: ids, positions and waits, the pre-queue shuffle;
 //! - [`grpc`]: the `WaitingRoom` gRPC service;
 //! - [`config`]: flags and environment;
-//! - [`clock`]: injectable time, so tests simulate minutes without sleeping.
+//! - [`clock`]: injectable time, so tests simulate minutes without sleeping;
+//! - [`metrics`]: queue gauges and counters (OpenTelemetry).
 //!
 //! [`serve`] runs the service on a listener until a shutdown token is cancelled; the
 //! binary and tests both call it.
@@ -17,6 +18,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod grpc;
+pub mod metrics;
 pub mod store;
 
 use std::sync::Arc;
@@ -111,9 +113,15 @@ pub async fn service(
         Arc::clone(&clock),
     )
     .await?;
+    let metrics = metrics::Metrics::new(&opentelemetry::global::meter("waiting-room"));
     let refresh_ms = u64::try_from(settings.snapshot_refresh.as_millis()).unwrap_or(u64::MAX);
     let inner = grpc::Inner {
-        cache: cache::SnapshotCache::new(store.clone(), Arc::clone(&clock), refresh_ms),
+        cache: cache::SnapshotCache::new(
+            store.clone(),
+            Arc::clone(&clock),
+            refresh_ms,
+            metrics.clone(),
+        ),
         store,
         clock,
         tickets: QueueTickets::new(settings.ticket_keys.clone()).with_issuer(&settings.issuer)?,
@@ -143,6 +151,7 @@ pub async fn service(
             .max_capacity(1_000_000)
             .time_to_live(settings.default_admission_ttl.max(Duration::from_secs(60)) * 2)
             .build(),
+        metrics,
         watch_interval: settings.watch_interval,
         default_admission_ttl: settings.default_admission_ttl,
         shutdown,

@@ -54,6 +54,8 @@ pub struct Inner {
     pub admins: AdminVerifier,
     /// Admission tokens this replica has seen, by (event, fan): `(token, exp ms)`.
     pub admitted: moka::future::Cache<(EventId, FanId), (String, u64)>,
+    /// Queue gauges and counters.
+    pub metrics: crate::metrics::Metrics,
     /// Pause between two status computations of one `WatchStatus` stream.
     pub watch_interval: Duration,
     /// Admission token lifetime when an event does not set one.
@@ -167,6 +169,9 @@ impl Inner {
             .await?
         {
             Issued::Token { token, exp_ms } => {
+                if token == fresh.token {
+                    self.metrics.admitted(event);
+                }
                 if exp_ms <= now_ms {
                     return Err(Error::AdmissionExpired);
                 }
@@ -288,6 +293,7 @@ impl WaitingRoom for WaitingRoomService {
         let fan = inner.fan(request.metadata()).await?;
         let event = convert::event_id(&request.get_ref().event_id)?;
         let number = inner.store.join(&event, &fan).await?;
+        inner.metrics.joined(&event);
         let ticket = inner.ticket(&event, &fan, number)?;
         let snap = inner.cache.get(&event).await?;
         let status = inner
@@ -413,6 +419,9 @@ impl WaitingRoom for WaitingRoomService {
         let fan = FanId::parse(claims.fan_id())
             .map_err(|_| Error::Credential(TokenError::MissingClaim("sub".into())))?;
         let freed = inner.store.complete(&event, &fan).await?;
+        if freed {
+            inner.metrics.completed(&event);
+        }
         tracing::info!(event_id = %event, freed, "admission completed");
         Ok(Response::new(pb::CompleteAdmissionResponse {}))
     }
