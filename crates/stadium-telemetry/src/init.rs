@@ -10,6 +10,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
@@ -135,6 +136,7 @@ fn install(config: &TelemetryConfig, filter: EnvFilter) -> Result<TelemetryGuard
     let otel_layer = guard.otlp.as_ref().map(|otlp| {
         tracing_opentelemetry::layer()
             .with_tracer(otlp.tracer_provider.tracer(config.service_name.clone()))
+            .with_filter(exporter_stack_filter())
     });
     let installed = tracing_subscriber::registry()
         .with(filter)
@@ -156,6 +158,27 @@ fn install(config: &TelemetryConfig, filter: EnvFilter) -> Result<TelemetryGuard
         );
     }
     Ok(guard)
+}
+
+/// Keeps the exporter's own stack out of the exported traces: spans that h2, hyper or
+/// tonic open while sending a batch would otherwise be exported in the next batch, a
+/// feedback loop as soon as the filter lets debug or trace spans through.
+fn exporter_stack_filter() -> Targets {
+    [
+        "h2",
+        "hyper",
+        "hyper_util",
+        "tonic",
+        "tower",
+        "opentelemetry",
+        "opentelemetry_sdk",
+        "opentelemetry_otlp",
+    ]
+    .into_iter()
+    .fold(
+        Targets::new().with_default(LevelFilter::TRACE),
+        |targets, target| targets.with_target(target, LevelFilter::OFF),
+    )
 }
 
 impl OtlpPipeline {
