@@ -1,0 +1,162 @@
+//! Box-office calls: refunds need the role, comps book at price 0 through holds, and a
+//! refunded ticket stops being valid.
+
+use stadium_proto::payments::v1::{
+    IssueCompRequest, OrderStatus, RefundOrderRequest, VerifyTicketRequest,
+};
+use stadium_tokens::Role;
+use tonic::Code;
+
+use crate::support::{Stack, bearer, reason};
+
+#[tokio::test]
+async fn refunds_need_the_box_office_and_void_the_tickets() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let key = stack.claim("fan-a", &event, &[stack.seats[0]]).await;
+    let order = stack.confirm("fan-a", &key, "tok_visa").await.unwrap();
+    let request = |token: &str| {
+        bearer(
+            RefundOrderRequest {
+                order_id: order.order_id.clone(),
+                reason: "test".into(),
+            },
+            token,
+        )
+    };
+    let err = stack
+        .client()
+        .refund_order(request(&stack.session("fan-a")))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::Unauthenticated), "TOKEN_INVALID");
+    let err = stack
+        .client()
+        .refund_order(request(&stack.admin(&[Role::Sre])))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::PermissionDenied), "ROLE_REQUIRED");
+    let err = stack
+        .client()
+        .refund_order(bearer(
+            RefundOrderRequest {
+                order_id: uuid::Uuid::new_v4().to_string(),
+                reason: String::new(),
+            },
+            &stack.admin(&[Role::BoxOffice]),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::NotFound), "ORDER_NOT_FOUND");
+    assert_eq!(stack.sim.refunds_for(&format!("refund:{key}")), 0);
+
+    let refunded = stack
+        .client()
+        .refund_order(request(&stack.admin(&[Role::BoxOffice])))
+        .await
+        .unwrap()
+        .into_inner()
+        .order
+        .unwrap();
+    assert_eq!(refunded.status(), OrderStatus::Refunded);
+    assert!(refunded.tickets.iter().all(|t| !t.valid));
+    let verified = stack
+        .client()
+        .verify_ticket(VerifyTicketRequest {
+            ticket_code: order.tickets[0].ticket_code.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(verified.signature_valid, "still our signature");
+    assert!(!verified.valid, "but no longer a valid ticket");
+
+    // The seat is on sale again and can be bought by someone else.
+    let resold = stack.claim("fan-b", &event, &[stack.seats[0]]).await;
+    let paid = stack.confirm("fan-b", &resold, "tok_visa").await.unwrap();
+    assert_eq!(paid.status(), OrderStatus::Paid);
+    stack.assert_consistent().await;
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn a_comp_books_seats_at_price_zero_and_cannot_be_refunded() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let admin = stack.admin(&[Role::BoxOffice]);
+    let comp = stack
+        .client()
+        .issue_comp(bearer(
+            IssueCompRequest {
+                event_id: event.clone(),
+                section_id: stack.section,
+                seat_ids: vec![stack.seats[5], stack.seats[6]],
+                recipient: "Press office".into(),
+            },
+            &admin,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .order
+        .unwrap();
+    assert_eq!(comp.status(), OrderStatus::Comp);
+    assert_eq!(comp.amount.clone().unwrap().amount_minor, 0);
+    assert_eq!(comp.comp_recipient, "Press office");
+    assert_eq!(comp.tickets.len(), 2);
+    assert_eq!(
+        stack.hold_statuses(&comp.hold_key).await,
+        ["booked", "booked"]
+    );
+
+    // The comped seats are taken for fans, with holds' own answer.
+    let taken = stack
+        .try_claim("fan-a", &event, &[stack.seats[5]])
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&taken, Code::AlreadyExists), "SEAT_TAKEN");
+    let again = stack
+        .client()
+        .issue_comp(bearer(
+            IssueCompRequest {
+                event_id: event.clone(),
+                section_id: stack.section,
+                seat_ids: vec![stack.seats[6]],
+                recipient: "Someone else".into(),
+            },
+            &admin,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&again, Code::AlreadyExists), "SEAT_TAKEN");
+
+    let err = stack
+        .client()
+        .refund_order(bearer(
+            RefundOrderRequest {
+                order_id: comp.order_id.clone(),
+                reason: String::new(),
+            },
+            &admin,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::FailedPrecondition), "NOT_REFUNDABLE");
+
+    let err = stack
+        .client()
+        .issue_comp(bearer(
+            IssueCompRequest {
+                event_id: event.clone(),
+                section_id: stack.section,
+                seat_ids: vec![],
+                recipient: "x".into(),
+            },
+            &admin,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::InvalidArgument), "INVALID_FIELD");
+    assert!(stack.sim.ledger().is_empty());
+    stack.stop().await;
+}

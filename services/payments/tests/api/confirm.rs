@@ -1,0 +1,262 @@
+//! Confirm: the paid path, what a fan sees afterwards, and every refusal, each leaving
+//! the provider's ledger untouched.
+
+use stadium_proto::common::v1::PageRequest;
+use stadium_proto::holds::v1::ReleaseHoldRequest;
+use stadium_proto::payments::v1::{
+    ConfirmRequest, GetOrderRequest, ListOrdersRequest, OrderStatus, VerifyTicketRequest,
+    get_order_request,
+};
+use tonic::Code;
+
+use crate::support::{SEAT_PRICE, Stack, bearer, reason};
+
+#[tokio::test]
+async fn a_paid_hold_is_booked_with_signed_tickets_at_the_catalog_price() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let seats = [stack.seats[0], stack.seats[1], stack.seats[2]];
+    let key = stack.claim("fan-a", &event, &seats).await;
+
+    let order = stack.confirm("fan-a", &key, "tok_visa").await.unwrap();
+    assert_eq!(order.status(), OrderStatus::Paid);
+    let amount = order.amount.clone().unwrap();
+    assert_eq!(
+        (amount.amount_minor, amount.currency.as_str()),
+        (3 * SEAT_PRICE, "EUR")
+    );
+    assert_eq!(order.fan_id, "fan-a");
+    assert_eq!(order.hold_key, key);
+    let mut ticket_seats: Vec<u64> = order.tickets.iter().map(|t| t.seat_id).collect();
+    ticket_seats.sort_unstable();
+    assert_eq!(ticket_seats, seats);
+    assert_eq!(stack.hold_statuses(&key).await, ["booked"; 3]);
+
+    // The ticket code verifies, and says which seat it is for.
+    let verified = stack
+        .client()
+        .verify_ticket(VerifyTicketRequest {
+            ticket_code: order.tickets[0].ticket_code.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(verified.signature_valid && verified.valid);
+    assert_eq!(verified.ticket.unwrap().seat_id, order.tickets[0].seat_id);
+    assert_eq!(verified.event_id, event);
+    // Another seat's payload under this ticket's signature.
+    let (_, signature) = order.tickets[0].ticket_code.rsplit_once('.').unwrap();
+    let (payload, _) = order.tickets[1].ticket_code.rsplit_once('.').unwrap();
+    let forged = format!("{payload}.{signature}");
+    let refused = stack
+        .client()
+        .verify_ticket(VerifyTicketRequest {
+            ticket_code: forged,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!refused.signature_valid && !refused.valid);
+
+    // Asking again returns the same order and charges nothing more.
+    let again = stack.confirm("fan-a", &key, "tok_visa").await.unwrap();
+    assert_eq!(again.order_id, order.order_id);
+    assert_eq!(stack.sim.charges_for(&key), 1);
+
+    // The fan reads it back; another fan cannot.
+    let by_hold = stack
+        .client()
+        .get_order(bearer(
+            GetOrderRequest {
+                key: Some(get_order_request::Key::HoldKey(key.clone())),
+            },
+            &stack.session("fan-a"),
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .order
+        .unwrap();
+    assert_eq!(by_hold.order_id, order.order_id);
+    let stranger = stack
+        .client()
+        .get_order(bearer(
+            GetOrderRequest {
+                key: Some(get_order_request::Key::OrderId(order.order_id.clone())),
+            },
+            &stack.session("fan-b"),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&stranger, Code::NotFound), "ORDER_NOT_FOUND");
+    stack.assert_consistent().await;
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn list_orders_pages_through_the_fans_own_orders_newest_first() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let mut keys = Vec::new();
+    for i in 0..3 {
+        let key = stack.claim("fan-a", &event, &[stack.seats[i]]).await;
+        stack.confirm("fan-a", &key, "tok_visa").await.unwrap();
+        keys.push(key);
+    }
+    let other = stack.claim("fan-b", &event, &[stack.seats[10]]).await;
+    stack.confirm("fan-b", &other, "tok_visa").await.unwrap();
+
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page = stack
+            .client()
+            .list_orders(bearer(
+                ListOrdersRequest {
+                    page: Some(PageRequest {
+                        page_size: 2,
+                        page_token: token.clone(),
+                    }),
+                    event_id: event.clone(),
+                },
+                &stack.session("fan-a"),
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        seen.extend(page.orders.into_iter().map(|o| o.hold_key));
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
+    keys.reverse();
+    assert_eq!(seen, keys);
+
+    let bad = stack
+        .client()
+        .list_orders(bearer(
+            ListOrdersRequest {
+                page: Some(PageRequest {
+                    page_size: 2,
+                    page_token: "garbage".into(),
+                }),
+                event_id: String::new(),
+            },
+            &stack.session("fan-a"),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&bad, Code::InvalidArgument), "INVALID_FIELD");
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn refusals_are_typed_and_charge_nothing() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+
+    // Someone else's hold: indistinguishable from an unknown one.
+    let theirs = stack.claim("fan-b", &event, &[stack.seats[0]]).await;
+    let err = stack
+        .confirm("fan-a", &theirs, "tok_visa")
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::NotFound), "HOLD_NOT_FOUND");
+
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let err = stack
+        .confirm("fan-a", &unknown, "tok_visa")
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::NotFound), "HOLD_NOT_FOUND");
+
+    // A hold the fan released.
+    let released = stack.claim("fan-a", &event, &[stack.seats[1]]).await;
+    stack
+        .holds()
+        .release_hold(bearer(
+            ReleaseHoldRequest {
+                hold_key: released.clone(),
+            },
+            &stack.session("fan-a"),
+        ))
+        .await
+        .unwrap();
+    let err = stack
+        .confirm("fan-a", &released, "tok_visa")
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::FailedPrecondition), "HOLD_RELEASED");
+
+    // A hold that lapsed before the fan paid: nothing is charged at all.
+    let lapsed = stack.claim("fan-c", &event, &[stack.seats[2]]).await;
+    stack.age_hold(&lapsed, 11).await;
+    let err = stack
+        .confirm("fan-c", &lapsed, "tok_visa")
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::FailedPrecondition), "HOLD_EXPIRED");
+
+    // Bad input and missing credentials.
+    let err = stack
+        .confirm("fan-a", "not-a-uuid", "tok_visa")
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::InvalidArgument), "INVALID_FIELD");
+    let mine = stack.claim("fan-a", &event, &[stack.seats[3]]).await;
+    let err = stack.confirm("fan-a", &mine, "").await.unwrap_err();
+    assert_eq!(reason(&err, Code::InvalidArgument), "INVALID_FIELD");
+    let err = stack
+        .client()
+        .confirm(ConfirmRequest {
+            hold_key: mine.clone(),
+            payment_method: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::Unauthenticated), "TOKEN_MISSING");
+    let err = stack
+        .client()
+        .confirm(bearer(
+            ConfirmRequest {
+                hold_key: mine.clone(),
+                payment_method: None,
+            },
+            &stack.admin(&[stadium_tokens::Role::BoxOffice]),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::Unauthenticated), "TOKEN_INVALID");
+
+    assert!(stack.sim.ledger().is_empty(), "{:?}", stack.sim.ledger());
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM payments.payments")
+        .fetch_one(stack.pool())
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn a_declined_card_fails_the_order_and_a_retry_repeats_the_answer() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let key = stack.claim("fan-a", &event, &[stack.seats[0]]).await;
+    let err = stack
+        .confirm("fan-a", &key, "tok_decline")
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::FailedPrecondition), "PAYMENT_DECLINED");
+    let err = stack.confirm("fan-a", &key, "tok_visa").await.unwrap_err();
+    assert_eq!(reason(&err, Code::FailedPrecondition), "PAYMENT_DECLINED");
+    assert_eq!(stack.payment(&key).await.unwrap().0, "failed");
+    assert_eq!(
+        stack.sim.ledger().len(),
+        1,
+        "one declined attempt, no charge"
+    );
+    assert_eq!(stack.hold_statuses(&key).await, ["held"]);
+    stack.assert_consistent().await;
+    stack.stop().await;
+}

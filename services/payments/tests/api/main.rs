@@ -1,0 +1,9 @@
+//! The payments service against a real holds service and PostgreSQL, over gRPC: the
+//! confirm flow, refusals, recovery after timeouts and crashes, box-office refunds and
+//! comps, and the payment cases C05–C09.
+
+mod admin;
+mod cases;
+mod confirm;
+mod recovery;
+mod support;

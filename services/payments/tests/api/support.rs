@@ -1,0 +1,586 @@
+//! A real holds server and a real payments server on loopback ports over one fresh
+//! database, a seeded venue and event, tokens, and the checks every test ends with:
+//! the provider's ledger and the database agree, and no seat is sold twice.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use clap::Parser;
+use payments::provider::sim::SimulatedProvider;
+use sqlx::PgPool;
+use stadium_kit::status::error_info;
+use stadium_kit::testing::{connect, loopback_listener};
+use stadium_proto::holds::v1::ClaimSeatsRequest;
+use stadium_proto::holds::v1::holds_client::HoldsClient;
+use stadium_proto::payments::v1::payments_client::PaymentsClient;
+use stadium_proto::payments::v1::{ConfirmRequest, Order, PaymentMethod};
+use stadium_testkit::TestDatabase;
+use stadium_tokens::{AdmissionIssuer, DevIssuer, Role, SigningKeyRing, WAITING_ROOM_ISSUER};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+use tonic::{Code, Request, Status};
+
+/// Secret shared with the simulated provider for notices.
+pub const NOTICE_SECRET: &str = "test-notice-secret";
+/// Price of every seat of the seeded event, in euro cents.
+pub const SEAT_PRICE: i64 = 2500;
+/// Seats of the seeded section.
+pub const SECTION_SEATS: i64 = 100;
+
+/// A running payments server.
+pub struct PaymentsServer {
+    pub parts: payments::Parts,
+    pub channel: Channel,
+    shutdown: CancellationToken,
+    task: JoinHandle<Result<(), payments::ServeError>>,
+}
+
+/// How to start payments.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// `--reconcile-interval-ms` (0: no background reconciler; tests call it).
+    pub reconcile_interval_ms: u64,
+    /// `--duplicate-wait-ms`.
+    pub duplicate_wait_ms: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            reconcile_interval_ms: 0,
+            duplicate_wait_ms: 10_000,
+        }
+    }
+}
+
+pub struct Stack {
+    pub db: TestDatabase,
+    pub identity: DevIssuer,
+    pub admission: AdmissionIssuer,
+    pub sim: SimulatedProvider,
+    pub holds_channel: Channel,
+    pub holds_url: String,
+    pub venue: i64,
+    pub section: u64,
+    pub seats: Vec<u64>,
+    pub payments: PaymentsServer,
+    holds_shutdown: CancellationToken,
+    holds_task: JoinHandle<Result<(), holds::ServeError>>,
+    seed: String,
+}
+
+impl Stack {
+    pub async fn start() -> Self {
+        Self::start_with(Options::default()).await
+    }
+
+    pub async fn start_with(options: Options) -> Self {
+        let db = stadium_testkit::fresh_database().await;
+        let identity = DevIssuer::generate().unwrap();
+        let ring = SigningKeyRing::generate("wr-test").unwrap();
+        let admission = AdmissionIssuer::new(ring.clone(), WAITING_ROOM_ISSUER).unwrap();
+        let identity_jwks = identity.jwks_json().unwrap();
+        let admission_jwks = ring.jwks_json().unwrap();
+        let holds_config = holds::Config::try_parse_from([
+            "holds",
+            "--database-url",
+            db.url.as_str(),
+            "--database-max-connections",
+            "8",
+            "--identity-jwks",
+            identity_jwks.as_str(),
+            "--admission-jwks",
+            admission_jwks.as_str(),
+            "--sweep-interval-ms",
+            "0",
+            "--request-timeout-ms",
+            "60000",
+        ])
+        .unwrap();
+        let holds_parts = holds::build(&holds_config).await.unwrap();
+        let (listener, addr) = loopback_listener().await;
+        let holds_shutdown = CancellationToken::new();
+        let holds_task = tokio::spawn({
+            let shutdown = holds_shutdown.clone();
+            async move { holds::serve_parts(&holds_config, holds_parts, listener, shutdown).await }
+        });
+        let holds_channel = connect(addr).await;
+        let (venue, section, seats) = seed_venue(&db.pool).await;
+        let sim = SimulatedProvider::new();
+        let seed = hex_seed();
+        let holds_url = format!("http://{addr}");
+        let payments = start_payments(&db, &identity, &sim, &holds_url, &seed, options).await;
+        Self {
+            db,
+            identity,
+            admission,
+            sim,
+            holds_channel,
+            holds_url,
+            venue,
+            section,
+            seats,
+            payments,
+            holds_shutdown,
+            holds_task,
+            seed,
+        }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.db.pool
+    }
+
+    pub fn core(&self) -> &payments::service::PaymentsCore {
+        &self.payments.parts.core
+    }
+
+    pub fn client(&self) -> PaymentsClient<Channel> {
+        PaymentsClient::new(self.payments.channel.clone())
+    }
+
+    pub fn holds(&self) -> HoldsClient<Channel> {
+        HoldsClient::new(self.holds_channel.clone())
+    }
+
+    /// Kills the payments server (its task aborted, no graceful drain) and starts a new
+    /// one over the same database and provider.
+    pub async fn restart_payments(&mut self, options: Options) {
+        self.payments.task.abort();
+        let _ = (&mut self.payments.task).await;
+        self.payments.shutdown.cancel();
+        self.payments = start_payments(
+            &self.db,
+            &self.identity,
+            &self.sim,
+            &self.holds_url,
+            &self.seed,
+            options,
+        )
+        .await;
+    }
+
+    /// A new on-sale event on the venue (10-minute holds, every seat priced).
+    pub async fn event(&self) -> String {
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO catalog.events (venue_id, name, status, starts_at, onsale_at, hold_ttl_ms, \
+                 max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, currency) \
+             VALUES ($1, 'Test night', 'on_sale', now() + interval '30 days', now(), 600000, 8, 8, 600, 'EUR') \
+             RETURNING event_id",
+        )
+        .bind(self.venue)
+        .fetch_one(self.pool())
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO catalog.price_categories (event_id, category_code, name, price_minor, currency) \
+             VALUES ($1, 'std', 'Standard', $2, 'EUR')",
+        )
+        .bind(id)
+        .bind(SEAT_PRICE)
+        .execute(self.pool())
+        .await
+        .unwrap();
+        id.to_string()
+    }
+
+    pub fn session(&self, fan: &str) -> String {
+        self.identity
+            .fan_session(fan, SystemTime::now())
+            .unwrap()
+            .token
+    }
+
+    pub fn admin(&self, roles: &[Role]) -> String {
+        self.identity
+            .admin("staff-1", roles, SystemTime::now())
+            .unwrap()
+            .token
+    }
+
+    /// `fan` claims `seats` of the section for `event`; returns the hold key.
+    pub async fn try_claim(&self, fan: &str, event: &str, seats: &[u64]) -> Result<String, Status> {
+        let request = ClaimSeatsRequest {
+            admission_token: self
+                .admission
+                .issue(fan, event, SystemTime::now())
+                .unwrap()
+                .token,
+            event_id: event.to_owned(),
+            section_id: self.section,
+            seat_ids: seats.to_vec(),
+        };
+        self.holds()
+            .claim_seats(bearer(request, &self.session(fan)))
+            .await
+            .map(|r| r.into_inner().hold.unwrap().hold_key)
+    }
+
+    pub async fn claim(&self, fan: &str, event: &str, seats: &[u64]) -> String {
+        self.try_claim(fan, event, seats).await.expect("claim")
+    }
+
+    /// `fan` confirms `hold_key` paying with `token`.
+    pub async fn confirm(
+        &self,
+        fan: &str,
+        hold_key: &str,
+        token: &'static str,
+    ) -> Result<Order, Status> {
+        confirm_with(self.client(), self.session(fan), hold_key.to_owned(), token).await
+    }
+
+    /// Moves a hold's clock back: claimed `minutes_ago` minutes ago with a 10-minute TTL.
+    pub async fn age_hold(&self, hold_key: &str, minutes_ago: i32) {
+        sqlx::query(
+            "UPDATE holds.seat_holds SET created_at = now() - make_interval(mins => $2), \
+                 expires_at = now() - make_interval(mins => $2) + interval '10 minutes' \
+             WHERE hold_key = $1::uuid",
+        )
+        .bind(hold_key)
+        .bind(minutes_ago)
+        .execute(self.pool())
+        .await
+        .unwrap();
+    }
+
+    /// Lets every payment lease lapse, as if its holder had died long ago.
+    pub async fn lapse_leases(&self) {
+        sqlx::query("UPDATE payments.payments SET lease_until = now() - interval '1 second' WHERE lease_until IS NOT NULL")
+            .execute(self.pool())
+            .await
+            .unwrap();
+    }
+
+    /// The stored payment of a hold: (status, refund reason, amount, refunded).
+    pub async fn payment(&self, hold_key: &str) -> Option<(String, Option<String>, i64, i64)> {
+        sqlx::query_as(
+            "SELECT status, refund_reason, amount_minor, refunded_minor FROM payments.payments \
+             WHERE hold_key = $1::uuid",
+        )
+        .bind(hold_key)
+        .fetch_optional(self.pool())
+        .await
+        .unwrap()
+    }
+
+    /// Statuses of the hold's seat rows.
+    pub async fn hold_statuses(&self, hold_key: &str) -> Vec<String> {
+        sqlx::query_scalar(
+            "SELECT status FROM holds.seat_holds WHERE hold_key = $1::uuid ORDER BY seat_id",
+        )
+        .bind(hold_key)
+        .fetch_all(self.pool())
+        .await
+        .unwrap()
+    }
+
+    /// Valid tickets of the hold's payment.
+    pub async fn valid_tickets(&self, hold_key: &str) -> i64 {
+        sqlx::query_scalar(
+            "SELECT count(*) FROM payments.tickets t JOIN payments.payments p USING (payment_id) \
+             WHERE p.hold_key = $1::uuid AND t.status = 'valid'",
+        )
+        .bind(hold_key)
+        .fetch_one(self.pool())
+        .await
+        .unwrap()
+    }
+
+    /// Polls until the payment of `hold_key` has `status` (bounded; no timing asserted).
+    pub async fn wait_for_status(&self, hold_key: &str, status: &str) {
+        for _ in 0..1000 {
+            if self.payment(hold_key).await.is_some_and(|p| p.0 == status) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!(
+            "payment of {hold_key} never reached {status}: {:?}",
+            self.payment(hold_key).await
+        );
+    }
+
+    /// Polls until the provider has recorded a charge under `hold_key`.
+    pub async fn wait_for_charge(&self, hold_key: &str) {
+        for _ in 0..1000 {
+            if self.sim.charges_for(hold_key) > 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no charge recorded for {hold_key}");
+    }
+
+    /// The checks every test ends with: ledger and database agree, and seats are sold
+    /// at most once.
+    ///
+    /// - captured: one charge, no refund, every seat booked, one valid ticket per seat;
+    /// - refunded: one charge and one refund of the same amount, no valid ticket, no
+    ///   seat of it booked;
+    /// - failed: nothing charged;
+    /// - every successful charge in the ledger belongs to a payment;
+    /// - no seat has two active claims or two valid tickets.
+    pub async fn assert_consistent(&self) {
+        let rows: Vec<(uuid::Uuid, String, i64, i64)> = sqlx::query_as(
+            "SELECT hold_key, status, amount_minor, refunded_minor FROM payments.payments \
+             WHERE status <> 'comp'",
+        )
+        .fetch_all(self.pool())
+        .await
+        .unwrap();
+        for (key, status, amount, refunded) in &rows {
+            let key = key.to_string();
+            let charges = self.sim.charges_for(&key);
+            let refunds = self.sim.refunds_for(&format!("refund:{key}"));
+            let statuses = self.hold_statuses(&key).await;
+            let tickets = self.valid_tickets(&key).await;
+            match status.as_str() {
+                "captured" => {
+                    assert_eq!((charges, refunds), (1, 0), "{key} captured");
+                    assert!(
+                        statuses.iter().all(|s| s == "booked"),
+                        "{key}: {statuses:?}"
+                    );
+                    assert_eq!(tickets as usize, statuses.len(), "{key} tickets");
+                    assert_eq!(*refunded, 0);
+                }
+                "refunded" => {
+                    assert_eq!((charges, refunds), (1, 1), "{key} refunded");
+                    assert!(
+                        !statuses.iter().any(|s| s == "booked"),
+                        "{key}: {statuses:?}"
+                    );
+                    assert_eq!(tickets, 0, "{key} tickets");
+                    assert_eq!(refunded, amount);
+                }
+                "failed" => assert_eq!(charges, 0, "{key} failed but charged"),
+                other => panic!("{key} left {other}"),
+            }
+        }
+        let charged_keys: Vec<String> = self
+            .sim
+            .ledger()
+            .into_iter()
+            .filter(|e| {
+                matches!(
+                    e.record,
+                    payments::provider::LedgerRecord::Charge(
+                        payments::provider::ChargeOutcome::Succeeded { .. }
+                    )
+                )
+            })
+            .map(|e| e.idempotency_key)
+            .collect();
+        for key in charged_keys {
+            assert!(
+                rows.iter().any(|(k, ..)| k.to_string() == key),
+                "money taken under {key} without a payment"
+            );
+        }
+        let doubled: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM (SELECT event_id, seat_id FROM holds.seat_holds \
+             WHERE status IN ('held', 'booked', 'blocked') GROUP BY 1, 2 HAVING count(*) > 1) d",
+        )
+        .fetch_one(self.pool())
+        .await
+        .unwrap();
+        assert_eq!(doubled, 0, "a seat with two active claims");
+        let orphan_tickets: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM payments.tickets t JOIN payments.payments p USING (payment_id) \
+             WHERE t.status = 'valid' AND p.status NOT IN ('captured', 'comp')",
+        )
+        .fetch_one(self.pool())
+        .await
+        .unwrap();
+        assert_eq!(orphan_tickets, 0, "valid tickets of an unpaid order");
+    }
+
+    pub async fn stop(self) {
+        self.payments.shutdown.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(30), self.payments.task).await;
+        self.holds_shutdown.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(30), self.holds_task).await;
+    }
+}
+
+fn hex_seed() -> String {
+    let bytes: Vec<u8> = uuid::Uuid::new_v4()
+        .as_bytes()
+        .iter()
+        .chain(uuid::Uuid::new_v4().as_bytes())
+        .copied()
+        .collect();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+async fn start_payments(
+    db: &TestDatabase,
+    identity: &DevIssuer,
+    sim: &SimulatedProvider,
+    holds_url: &str,
+    seed: &str,
+    options: Options,
+) -> PaymentsServer {
+    let service_token = identity
+        .admin("payments", &[Role::Service], SystemTime::now())
+        .unwrap()
+        .token;
+    let jwks = identity.jwks_json().unwrap();
+    let reconcile = options.reconcile_interval_ms.to_string();
+    let wait = options.duplicate_wait_ms.to_string();
+    let config = payments::Config::try_parse_from([
+        "payments",
+        "--database-url",
+        db.url.as_str(),
+        "--database-max-connections",
+        "12",
+        "--holds-url",
+        holds_url,
+        "--service-token",
+        service_token.as_str(),
+        "--identity-jwks",
+        jwks.as_str(),
+        "--provider-notice-secret",
+        NOTICE_SECRET,
+        "--ticket-signing-seed",
+        seed,
+        "--reconcile-interval-ms",
+        reconcile.as_str(),
+        "--duplicate-wait-ms",
+        wait.as_str(),
+        "--provider-timeout-ms",
+        "60000",
+        "--holds-timeout-ms",
+        "30000",
+        "--request-timeout-ms",
+        "60000",
+    ])
+    .unwrap();
+    let parts = payments::build(&config, Arc::new(sim.clone()))
+        .await
+        .unwrap();
+    let (listener, addr) = loopback_listener().await;
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn({
+        let parts = parts.clone();
+        let shutdown = shutdown.clone();
+        async move { payments::serve_parts(&config, parts, listener, shutdown).await }
+    });
+    let channel = connect(addr).await;
+    PaymentsServer {
+        parts,
+        channel,
+        shutdown,
+        task,
+    }
+}
+
+pub async fn confirm_with(
+    mut client: PaymentsClient<Channel>,
+    session: String,
+    hold_key: String,
+    token: &'static str,
+) -> Result<Order, Status> {
+    let request = ConfirmRequest {
+        hold_key,
+        payment_method: Some(PaymentMethod {
+            token: token.to_owned(),
+        }),
+    };
+    client
+        .confirm(bearer(request, &session))
+        .await
+        .map(|r| r.into_inner().order.expect("an order"))
+}
+
+pub fn bearer<T>(message: T, token: &str) -> Request<T> {
+    let mut request = Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
+/// The reason of a status's `ErrorInfo`, asserting its code.
+pub fn reason(status: &Status, code: Code) -> String {
+    assert_eq!(status.code(), code, "{status:?}");
+    error_info(status).expect("ErrorInfo").reason
+}
+
+async fn seed_venue(pool: &PgPool) -> (i64, u64, Vec<u64>) {
+    let digest = format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    );
+    let venue: i64 = sqlx::query_scalar(
+        "INSERT INTO catalog.venues (name, source_format, source_digest) \
+         VALUES ('Test arena', 'generated', $1) RETURNING venue_id",
+    )
+    .bind(digest)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    let section: i64 = sqlx::query_scalar(
+        "INSERT INTO catalog.sections (venue_id, code, name, sort_order) \
+         VALUES ($1, 'A', 'A', 0) RETURNING section_id",
+    )
+    .bind(venue)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO catalog.seats (venue_id, section_id, row_label, seat_label, row_index, \
+             seat_index, x, y, category_code) \
+         SELECT $1, $2, '1', i::text, 0, i, i, 0, 'std' FROM generate_series(0, $3 - 1) AS g(i) \
+         ORDER BY g.i",
+    )
+    .bind(venue)
+    .bind(section)
+    .bind(SECTION_SEATS)
+    .execute(pool)
+    .await
+    .unwrap();
+    let seats: Vec<i64> = sqlx::query_scalar(
+        "SELECT seat_id FROM catalog.seats WHERE section_id = $1 ORDER BY seat_id",
+    )
+    .bind(section)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    (
+        venue,
+        section as u64,
+        seats.into_iter().map(|s| s as u64).collect(),
+    )
+}
+
+/// Runs `n` tasks made by `make(i)` at once: each waits on a shared barrier, so the
+/// requests are in flight together.
+pub async fn all_at_once<T, F, Fut>(n: usize, make: F) -> Vec<T>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let barrier = Arc::new(tokio::sync::Barrier::new(n));
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let barrier = barrier.clone();
+            let work = make(i);
+            tokio::spawn(async move {
+                barrier.wait().await;
+                work.await
+            })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(n);
+    for task in tasks {
+        out.push(task.await.expect("task panicked"));
+    }
+    out
+}
