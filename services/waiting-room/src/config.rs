@@ -186,6 +186,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn flags_are_consistent_and_default_sensibly() {
+        use clap::{CommandFactory, Parser};
+        Config::command().debug_assert();
+        let config = Config::try_parse_from(["waiting-room"]).unwrap();
+        assert_eq!(config.snapshot_refresh_ms, 250);
+        assert_eq!(config.admission_ttl_ms, 600_000);
+        // No trusted issuer configured: refused with the flag named.
+        let error = config.into_settings().unwrap_err().to_string();
+        assert!(error.contains("--session-jwks-file"), "{error}");
+        let seed = "11".repeat(32);
+        let config =
+            Config::try_parse_from(["waiting-room", "--dev-issuer-seed", seed.as_str()]).unwrap();
+        let settings = config.into_settings().unwrap();
+        assert_eq!(settings.snapshot_refresh, Duration::from_millis(250));
+        assert!(!settings.session_keys.is_empty());
+    }
+
+    #[test]
     fn ticket_secrets_rotate_by_kid() {
         let a = "ab".repeat(32);
         let b = "cd".repeat(32);

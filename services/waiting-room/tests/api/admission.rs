@@ -268,3 +268,27 @@ async fn watch_streams_positions_then_the_token() {
         .expect("stream ends");
     assert!(end.is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_time_fans_are_admitted_in_order() {
+    // Production mode: no injected time, the scripts read Redis TIME.
+    let room = Room::start_with("wr_redis_time", 2, Duration::from_millis(20), true).await;
+    room.configure(pb::SaleState::Open, None, 60_000, 0, 0)
+        .await;
+    let fans = join_all(&room, 5).await;
+    for n in 1..=5u64 {
+        let (fan, ticket) = &fans[&n];
+        let mut polls = 0;
+        let status = loop {
+            let status = room.status(n as usize, fan, ticket).await.expect("poll");
+            if status.state == pb::QueueState::Admitted as i32 {
+                break status;
+            }
+            polls += 1;
+            assert!(polls < 500, "fan {n} never admitted: {status:?}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        assert!(!status.admission_token.is_empty());
+        assert!(room.stats(0).await.admitted >= n);
+    }
+}

@@ -74,7 +74,24 @@ pub fn with_token<T>(message: T, token: &str) -> tonic::Request<T> {
 impl Room {
     /// `instances` servers; each refreshes its queue snapshot every `refresh`.
     pub async fn start(test: &str, instances: usize, refresh: Duration) -> Room {
+        Self::start_with(test, instances, refresh, false).await
+    }
+
+    /// As [`Room::start`]; with `redis_time` the instances run on the system clock, so
+    /// the scripts read Redis `TIME` as in production (the manual clock then only
+    /// mints tokens).
+    pub async fn start_with(
+        test: &str,
+        instances: usize,
+        refresh: Duration,
+        redis_time: bool,
+    ) -> Room {
         let clock = ManualClock::starting_now();
+        let service_clock: Arc<dyn Clock> = if redis_time {
+            Arc::new(waiting_room::SystemClock)
+        } else {
+            Arc::new(clock.clone())
+        };
         let dev = Arc::new(DevIssuer::generate().expect("dev issuer"));
         let prefix = format!("test:{test}:{:016x}:", rand::random::<u64>());
         let ticket_keys = QueueTicketKeys::generate("qt-test").expect("ticket keys");
@@ -97,7 +114,7 @@ impl Room {
                 session_issuer: stadium_tokens::DEV_ISSUER.into(),
                 admin_keys: dev.verification_keys(),
                 admin_issuer: stadium_tokens::DEV_ISSUER.into(),
-                clock: Arc::new(clock.clone()),
+                clock: Arc::clone(&service_clock),
                 server: ServerOptions {
                     service_name: "waiting-room",
                     request_timeout: Duration::from_secs(60),
