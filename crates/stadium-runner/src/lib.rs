@@ -1,0 +1,7 @@
+//! The all-in-one runner: the five stadium services in one process on loopback ports,
+//! over the given PostgreSQL/Redis or a private pair started from the machine's
+//! binaries, and the on-sale scenario run against them.
+
+pub mod stack;
+
+pub use stack::{Endpoints, Stack, StackOptions};
