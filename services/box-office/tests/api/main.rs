@@ -8,4 +8,5 @@ mod events;
 mod inventory;
 mod push;
 mod support;
+mod upstream;
 mod venues;
