@@ -6,6 +6,7 @@ mod cases;
 mod claims;
 mod keys;
 mod lifecycle;
+mod plans;
 mod refusals;
 mod support;
 mod sweeper;
