@@ -415,3 +415,63 @@ async fn the_generated_stadium_has_exactly_the_seats_asked_for() {
     assert_eq!((outcome.sections, outcome.seats), (100, 50_000));
     assert_contiguous_sections(&db.pool, outcome.venue_id).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_imports_keep_section_ids_contiguous_and_store_a_file_once() {
+    let db = stadium_testkit::fresh_database().await;
+    let files = [
+        "pretix_pretix-screenshots_plan.en.json",
+        "pretix_seatmap-canvas_stadium.json",
+    ];
+    let mut tasks = Vec::new();
+    for round in 0..3 {
+        for file in files {
+            let pool = db.pool.clone();
+            tasks.push(tokio::spawn(async move {
+                let bytes = std::fs::read(venues_dir().join(file)).unwrap();
+                let mut conn = pool.acquire().await.unwrap();
+                import(
+                    &mut conn,
+                    &format!("{file} {round}"),
+                    SourceFormat::PretixJson,
+                    &bytes,
+                )
+                .await
+                .unwrap()
+            }));
+        }
+        let pool = db.pool.clone();
+        tasks.push(tokio::spawn(async move {
+            let plan = generate_stadium(StadiumParams {
+                total_seats: 5_000 + round,
+                sections: 20,
+            })
+            .unwrap();
+            let mut conn = pool.acquire().await.unwrap();
+            store_plan(
+                &mut conn,
+                &plan.name,
+                SourceFormat::Generated,
+                &digest(plan.name.as_bytes()),
+                &plan,
+            )
+            .await
+            .unwrap()
+        }));
+    }
+    let mut fresh = 0;
+    for task in tasks {
+        let outcome = task.await.unwrap();
+        if !outcome.already_imported {
+            fresh += 1;
+        }
+        assert_contiguous_sections(&db.pool, outcome.venue_id).await;
+    }
+    // Two real files once each, three different generated stadiums.
+    assert_eq!(fresh, 5);
+    let venues: i64 = sqlx::query_scalar("SELECT count(*) FROM catalog.venues")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(venues, 5);
+}
