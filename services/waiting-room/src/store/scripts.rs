@@ -21,7 +21,10 @@
 //! what the cap or the rate depends on first brings the credit up to `now` with the
 //! old values (`advance`), so the frontier is a function of time and of the recorded
 //! changes only, whichever replica asks and however often (see
-//! `domain::queue::accrue`). `now` is Redis `TIME` unless the caller passes one (tests).
+//! `domain::queue::accrue`). With a cap, one thing depends on when scripts run: an
+//! admission that expires frees its place at the next script call (the next snapshot
+//! refresh of any replica), never earlier, so the cap is never exceeded.
+//! `now` is Redis `TIME` unless the caller passes one (tests).
 
 /// Helpers shared by every script: clock, number formatting and `advance`.
 const PRELUDE: &str = r#"
