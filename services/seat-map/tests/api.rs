@@ -524,3 +524,105 @@ async fn suggestions_are_available_and_contiguous_over_random_holds() {
         .unwrap_err();
     assert_eq!(error_info(&status).unwrap().metadata["field"], "quantity");
 }
+
+#[tokio::test]
+async fn every_status_counts_as_the_holds_view_says_and_near_seat_suggestions_follow_the_seat() {
+    let h = Harness::start(60_000).await;
+    let event = h.event_on(SCREENSHOTS).await;
+    let layout = h.layout(event).await;
+    let section = &layout.sections[0];
+    let seat = |offset: u64| section.first_seat_id + offset;
+    let lost = section.rows[10].seats[12].clone();
+    h.hold(event, section.section_id, lost.seat_id, 10).await;
+    for (offset, status, minutes) in [
+        (0, "held", 10),
+        (1, "booked", 10),
+        (2, "blocked", 10),
+        (3, "expired", 10),
+        (4, "released", 10),
+        (5, "held", -1),
+    ] {
+        sqlx::query(
+            "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, status, expires_at)
+             VALUES (gen_random_uuid(), $1, $2, $3, 'fan-x', $4, now() + make_interval(mins => $5))",
+        )
+        .bind(event)
+        .bind(section.section_id as i64)
+        .bind(seat(offset) as i64)
+        .bind(status)
+        .bind(minutes)
+        .execute(&h.pool)
+        .await
+        .unwrap();
+    }
+    let all = h.availability(event, 0).await;
+    assert_eq!(all.sections.len(), layout.sections.len());
+    for s in &all.sections {
+        assert!(s.age_ms <= all.staleness_bound_ms);
+        let expected = if s.section_id == section.section_id {
+            s.seat_count - 4
+        } else {
+            s.seat_count
+        };
+        assert_eq!(s.available, expected, "section {}", s.section_id);
+    }
+    let first = &all.sections[0];
+    let free: Vec<bool> = (0..6).map(|o| is_free(first, seat(o))).collect();
+    assert_eq!(
+        free,
+        [false, false, false, true, true, true],
+        "held, booked, blocked are taken; the rest are free"
+    );
+
+    // After losing a seat, a free seat right next to it (same or adjacent row, within
+    // two seat widths) is suggested first.
+    let answer = h
+        .client()
+        .suggest_seats(h.authed(SuggestSeatsRequest {
+            event_id: event.to_string(),
+            quantity: 1,
+            preference: 3,
+            near_seat_id: lost.seat_id,
+            limit: 1,
+            ..Default::default()
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    let best = answer.suggestions[0].seat_ids[0];
+    assert_ne!(best, lost.seat_id);
+    assert!(is_free(first, best));
+    let row = section
+        .rows
+        .iter()
+        .position(|r| r.seats.iter().any(|x| x.seat_id == best))
+        .expect("same section");
+    assert!((9..=11).contains(&row), "row {row}");
+    let at = section.rows[row]
+        .seats
+        .iter()
+        .find(|x| x.seat_id == best)
+        .unwrap()
+        .position
+        .unwrap();
+    let from = lost.position.unwrap();
+    assert!(
+        (at.x - from.x).hypot(at.y - from.y) <= 60.0,
+        "{at:?} is far from {from:?}"
+    );
+
+    let status = h
+        .client()
+        .suggest_seats(h.authed(SuggestSeatsRequest {
+            event_id: event.to_string(),
+            quantity: 2,
+            scope: Some(Scope::CategoryCode("Stehplatz".into())),
+            ..Default::default()
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error_info(&status).unwrap().metadata["field"],
+        "category_code"
+    );
+}
