@@ -5,6 +5,18 @@
 //! two paths racing to move one payment, exactly one moves it and the other sees zero
 //! rows; time comes from the database clock.
 
+mod catalog;
+mod leases;
+mod notices;
 mod payments;
+mod tickets;
+mod transitions;
 
-pub use payments::*;
+pub use catalog::{event_currency, price};
+pub use leases::{Lease, release_lease, take_lease, unfinished};
+pub use notices::{NoticeMark, mark_notice, notice_seen};
+pub use payments::{
+    Cursor, NewPayment, by_hold_key, by_id, insert_comp, insert_intent, list_for_fan,
+};
+pub use tickets::{BookedSeat, ticket_valid, tickets};
+pub use transitions::{begin_refund, capture, finish_refund, mark_abandoned, mark_failed};

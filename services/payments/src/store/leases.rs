@@ -1,0 +1,88 @@
+//! Leases on unfinished payments: who drives one, until when (database clock).
+
+use std::time::Duration;
+
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::payments::{PAYMENT_COLUMNS, PaymentRow, millis, one};
+use crate::domain::Payment;
+use crate::error::Error;
+
+/// A lease on an unfinished payment: who drives it, until when (database clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// The lease holder's random token.
+    pub owner: Uuid,
+    /// How long the lease lasts from when it is taken.
+    pub ttl: Duration,
+}
+
+impl Lease {
+    /// A fresh lease token lasting `ttl`.
+    pub fn new(ttl: Duration) -> Self {
+        Self {
+            owner: Uuid::new_v4(),
+            ttl,
+        }
+    }
+}
+
+/// Takes the lease on an unfinished payment if nobody holds an unexpired one; returns
+/// the payment when taken.
+///
+/// # Errors
+/// [`Error::Database`]; [`Error::CorruptRow`].
+pub async fn take_lease(
+    conn: &mut PgConnection,
+    id: Uuid,
+    lease: Lease,
+) -> Result<Option<Payment>, Error> {
+    let sql = format!(
+        "UPDATE payments.payments \
+         SET lease_owner = $2, lease_until = now() + $3 * interval '1 millisecond', \
+             attempts = attempts + 1 \
+         WHERE payment_id = $1 AND status IN ('pending', 'refund_pending') \
+           AND (lease_until IS NULL OR lease_until <= now()) \
+         RETURNING {PAYMENT_COLUMNS}"
+    );
+    one(sqlx::query_as::<_, PaymentRow>(&sql)
+        .bind(id)
+        .bind(lease.owner)
+        .bind(millis(lease.ttl))
+        .fetch_optional(&mut *conn)
+        .await?)
+}
+
+/// Gives the lease back early (after a failure the caller cannot finish), so a retry or
+/// the reconciler may take over at once. Only the holder's own lease is released.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn release_lease(conn: &mut PgConnection, id: Uuid, lease: Lease) -> Result<(), Error> {
+    sqlx::query(
+        "UPDATE payments.payments SET lease_until = NULL \
+         WHERE payment_id = $1 AND lease_owner = $2",
+    )
+    .bind(id)
+    .bind(lease.owner)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Unfinished payments nobody holds a lease on, oldest first (the reconciler's scan).
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn unfinished(conn: &mut PgConnection, limit: i64) -> Result<Vec<Uuid>, Error> {
+    Ok(sqlx::query_scalar(
+        "SELECT payment_id FROM payments.payments \
+         WHERE status IN ('pending', 'refund_pending') \
+           AND (lease_until IS NULL OR lease_until <= now()) \
+         ORDER BY updated_at LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?)
+}

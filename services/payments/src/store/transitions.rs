@@ -1,0 +1,152 @@
+//! The state changes of a payment, each conditional on the state it leaves, so of
+//! two paths racing to move one payment exactly one moves it.
+
+use std::time::Duration;
+
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::leases::Lease;
+use super::payments::{PAYMENT_COLUMNS, PaymentRow, millis, one};
+use super::tickets::{BookedSeat, insert_tickets};
+use crate::domain::ticket_code::TicketSigner;
+use crate::domain::{Payment, PaymentStatus, RefundReason};
+use crate::error::Error;
+
+/// Pending → captured, with one ticket per seat, in the caller's transaction. Returns
+/// false (and writes nothing) when the payment was no longer pending.
+///
+/// # Errors
+/// [`Error::Database`] (e.g. 23505 on `tickets_one_valid_per_seat` if a seat somehow
+/// still has a valid ticket: the transaction must then roll back).
+pub async fn capture(
+    conn: &mut PgConnection,
+    payment: &Payment,
+    charge_id: &str,
+    seats: &[BookedSeat],
+    signer: &TicketSigner,
+) -> Result<bool, Error> {
+    let moved = sqlx::query(
+        "UPDATE payments.payments SET status = 'captured', provider_charge_id = $2, \
+             lease_owner = NULL, lease_until = NULL, updated_at = now() \
+         WHERE payment_id = $1 AND status = 'pending'",
+    )
+    .bind(payment.id)
+    .bind(charge_id)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if moved != 1 {
+        return Ok(false);
+    }
+    insert_tickets(conn, payment, seats, signer).await?;
+    Ok(true)
+}
+
+/// `from` → refund_pending with `reason`, the tickets voided, under the caller's lease,
+/// in the caller's transaction. The conditional update decides: of two concurrent
+/// requests exactly one moves the payment. Returns the payment when this call moved it.
+///
+/// # Errors
+/// [`Error::Database`]; [`Error::CorruptRow`].
+pub async fn begin_refund(
+    conn: &mut PgConnection,
+    id: Uuid,
+    from: PaymentStatus,
+    reason: RefundReason,
+    charge_id: Option<&str>,
+    lease: Lease,
+) -> Result<Option<Payment>, Error> {
+    let sql = format!(
+        "UPDATE payments.payments SET status = 'refund_pending', refund_reason = $3, \
+             refund_id = $4, provider_charge_id = COALESCE($5, provider_charge_id), \
+             lease_owner = $6, lease_until = now() + $7 * interval '1 millisecond', \
+             updated_at = now() \
+         WHERE payment_id = $1 AND status = $2 \
+         RETURNING {PAYMENT_COLUMNS}"
+    );
+    let moved = one(sqlx::query_as::<_, PaymentRow>(&sql)
+        .bind(id)
+        .bind(from.as_db())
+        .bind(reason.as_db())
+        .bind(Uuid::new_v4())
+        .bind(charge_id)
+        .bind(lease.owner)
+        .bind(millis(lease.ttl))
+        .fetch_optional(&mut *conn)
+        .await?)?;
+    if moved.is_some() {
+        sqlx::query(
+            "UPDATE payments.tickets SET status = 'void' WHERE payment_id = $1 AND status = 'valid'",
+        )
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(moved)
+}
+
+/// refund_pending → refunded (the whole amount), in the caller's transaction. Returns
+/// false when the payment was not refund_pending.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn finish_refund(
+    conn: &mut PgConnection,
+    id: Uuid,
+    provider_refund_id: &str,
+) -> Result<bool, Error> {
+    let moved = sqlx::query(
+        "UPDATE payments.payments SET status = 'refunded', refunded_minor = amount_minor, \
+             provider_refund_id = $2, refunded_at = now(), lease_owner = NULL, \
+             lease_until = NULL, updated_at = now() \
+         WHERE payment_id = $1 AND status = 'refund_pending'",
+    )
+    .bind(id)
+    .bind(provider_refund_id)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    Ok(moved == 1)
+}
+
+/// Pending → failed (nothing charged). Returns false when it was not pending.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn mark_failed(conn: &mut PgConnection, id: Uuid) -> Result<bool, Error> {
+    let moved = sqlx::query(
+        "UPDATE payments.payments SET status = 'failed', lease_owner = NULL, \
+             lease_until = NULL, updated_at = now() \
+         WHERE payment_id = $1 AND status = 'pending'",
+    )
+    .bind(id)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    Ok(moved == 1)
+}
+
+/// Pending → failed when the payment is older than `age` (a confirm that died before
+/// charging). Returns whether it moved.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn mark_abandoned(
+    conn: &mut PgConnection,
+    id: Uuid,
+    age: Duration,
+) -> Result<bool, Error> {
+    let moved = sqlx::query(
+        "UPDATE payments.payments SET status = 'failed', lease_owner = NULL, \
+             lease_until = NULL, updated_at = now() \
+         WHERE payment_id = $1 AND status = 'pending' \
+           AND created_at <= now() - $2 * interval '1 millisecond'",
+    )
+    .bind(id)
+    .bind(millis(age))
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    Ok(moved == 1)
+}
