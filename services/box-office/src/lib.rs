@@ -49,6 +49,10 @@ pub const SERVICE_NAME: &str = "box-office";
 /// The port `--listen` defaults to (on 127.0.0.1).
 pub const DEFAULT_PORT: u16 = stadium_kit::args::ports::BOX_OFFICE;
 
+/// Largest request accepted, in bytes: a seating plan of a 50,000-seat stadium as
+/// pretix JSON is several megabytes, past tonic's 4 MiB default.
+pub const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
+
 /// Why [`serve`] could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -185,7 +189,7 @@ pub async fn serve_parts(
         )
     });
     let served = GrpcServer::new(config.common.server_options(SERVICE_NAME))
-        .add_service(BoxOfficeServer::new(parts.api))
+        .add_service(BoxOfficeServer::new(parts.api).max_decoding_message_size(MAX_REQUEST_BYTES))
         .serve(listener, shutdown)
         .await;
     canary_stop.cancel();

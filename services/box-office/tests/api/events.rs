@@ -408,3 +408,39 @@ async fn prices_and_rate_change_with_audit_and_closed_events_keep_their_prices()
     assert_eq!(actor, "sam");
     office.stop().await;
 }
+
+#[tokio::test]
+async fn concurrent_opens_of_one_event_succeed_exactly_once() {
+    let mut office = Office::start(&[]).await;
+    let venue = office.venue().await;
+    let event = office.event(&venue.venue_id).await;
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let mut client = office.client.clone();
+            let request = office.office(pb::OpenSaleRequest {
+                event_id: event.event_id.clone(),
+            });
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                client.open_sale(request).await
+            })
+        })
+        .collect();
+    let mut opened = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(_) => opened += 1,
+            Err(status) => assert_eq!(reason(&status).1, "INVALID_TRANSITION"),
+        }
+    }
+    assert_eq!(opened, 1);
+    let audited: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM catalog.admin_audit WHERE action = 'open_sale'")
+            .fetch_one(office.pool())
+            .await
+            .unwrap();
+    assert_eq!(audited, 1, "one change, one audit record");
+    office.stop().await;
+}

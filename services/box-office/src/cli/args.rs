@@ -1,0 +1,310 @@
+//! The command line's shape: global flags, subcommands and their arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use prost_types::Timestamp;
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "stadiumctl",
+    version,
+    about = "Run the stadium box office: venues, events, sales, inventory, reports, invariants."
+)]
+pub struct Cli {
+    /// The box office's gRPC address.
+    #[arg(
+        long,
+        env = "STADIUM_TARGET",
+        default_value = "http://127.0.0.1:50055",
+        global = true
+    )]
+    pub target: String,
+    /// Admin token (JWT) sent as `authorization: Bearer …`. Never printed.
+    #[arg(
+        long,
+        env = "STADIUM_ADMIN_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub token: Option<String>,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Venues: import, list, show.
+    #[command(subcommand)]
+    Venue(VenueCommand),
+    /// Events: create, show, list, set prices.
+    #[command(subcommand)]
+    Event(EventCommand),
+    /// Sale control: open, pause, resume, close, admission rate.
+    #[command(subcommand)]
+    Sale(SaleCommand),
+    /// Block seats (camera positions, production holds).
+    Block {
+        /// Event id.
+        event_id: String,
+        /// Section id.
+        #[arg(long)]
+        section: u64,
+        /// Seat ids, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        seats: Vec<u64>,
+        /// Why, for the audit.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Release a block (or a booking after a refund) by its hold key.
+    Release {
+        /// The hold key.
+        hold_key: String,
+        /// Why, for the audit.
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Issue comps: tickets at price 0 to a named recipient.
+    Comp {
+        /// Event id.
+        event_id: String,
+        /// Section id.
+        #[arg(long)]
+        section: u64,
+        /// Seat ids, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        seats: Vec<u64>,
+        /// Who receives them.
+        #[arg(long)]
+        recipient: String,
+    },
+    /// Refund a paid order.
+    Refund {
+        /// Order id.
+        order_id: String,
+        /// Why, for the audit.
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Sales report per section or per price category.
+    Report {
+        /// Event id.
+        event_id: String,
+        /// Grouping.
+        #[arg(long, value_enum, default_value_t = Grouping::Section)]
+        by: Grouping,
+        /// Print the report as CSV.
+        #[arg(long)]
+        csv: bool,
+    },
+    /// Seats sold per time bucket.
+    Timeline {
+        /// Event id.
+        event_id: String,
+        /// Bucket width in milliseconds (0 = one minute).
+        #[arg(long, default_value_t = 0)]
+        bucket_ms: u64,
+    },
+    /// Run the invariant canary for an event; exit status 2 on any violation.
+    Check {
+        /// Event id.
+        event_id: String,
+    },
+    /// Mint an admin token with a dev issuer, for local runs only. The same seed gives
+    /// the same key, so a box office started with `--identity-jwks` from `--jwks`
+    /// trusts it.
+    DevToken(DevToken),
+}
+
+/// `venue` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum VenueCommand {
+    /// Import a seating plan.
+    Import {
+        /// The plan file.
+        file: PathBuf,
+        /// Venue name.
+        #[arg(long)]
+        name: String,
+        /// Plan format.
+        #[arg(long, value_enum)]
+        format: Format,
+    },
+    /// List venues.
+    List {
+        /// Items per page.
+        #[arg(long, default_value_t = 50)]
+        page_size: u32,
+        /// Token from a previous page.
+        #[arg(long, default_value = "")]
+        page_token: String,
+    },
+    /// Show a venue with its sections.
+    Show {
+        /// Venue id.
+        venue_id: String,
+    },
+}
+
+/// Plan formats.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// pretix seating-plan JSON.
+    Pretix,
+    /// CSV `section,row,seat,category[,x,y]`.
+    Csv,
+}
+
+/// Report groupings.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Grouping {
+    /// By section.
+    Section,
+    /// By price category.
+    Category,
+}
+
+/// `event` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum EventCommand {
+    /// Create a draft event.
+    Create(CreateEvent),
+    /// Show an event.
+    Show {
+        /// Event id.
+        event_id: String,
+    },
+    /// List events.
+    List {
+        /// Only this venue's.
+        #[arg(long, default_value = "")]
+        venue: String,
+        /// Items per page.
+        #[arg(long, default_value_t = 50)]
+        page_size: u32,
+        /// Token from a previous page.
+        #[arg(long, default_value = "")]
+        page_token: String,
+    },
+    /// Replace an event's prices.
+    Prices {
+        /// Event id.
+        event_id: String,
+        /// `CODE=AMOUNT` in minor units, repeatable.
+        #[arg(long = "price", value_parser = parse_price)]
+        prices: Vec<(String, i64)>,
+    },
+}
+
+/// `event create` arguments.
+#[derive(Debug, Args)]
+pub struct CreateEvent {
+    /// Venue id.
+    #[arg(long)]
+    pub venue: String,
+    /// Event name.
+    #[arg(long)]
+    pub name: String,
+    /// Start, RFC 3339 (`2026-12-31T20:00:00Z`).
+    #[arg(long, value_parser = parse_time)]
+    pub starts_at: Timestamp,
+    /// Queue opening, RFC 3339.
+    #[arg(long, value_parser = parse_time)]
+    pub onsale_at: Timestamp,
+    /// Hold lifetime, milliseconds.
+    #[arg(long, default_value_t = 300_000)]
+    pub hold_ttl_ms: u64,
+    /// Seats per claim.
+    #[arg(long, default_value_t = 4)]
+    pub max_per_claim: u32,
+    /// Seats per fan.
+    #[arg(long, default_value_t = 8)]
+    pub max_per_fan: u32,
+    /// Fans admitted per minute.
+    #[arg(long, default_value_t = 1000)]
+    pub rate: u32,
+    /// Admitted fans not yet done at once; 0 = no cap.
+    #[arg(long, default_value_t = 0)]
+    pub active_cap: u32,
+    /// ISO 4217 currency of the prices.
+    #[arg(long)]
+    pub currency: String,
+    /// `CODE=AMOUNT` in minor units, repeatable.
+    #[arg(long = "price", value_parser = parse_price)]
+    pub prices: Vec<(String, i64)>,
+}
+
+/// `sale` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SaleCommand {
+    /// Open the sale (the queue starts at the on-sale time).
+    Open {
+        /// Event id.
+        event_id: String,
+    },
+    /// Pause admission and new claims.
+    Pause {
+        /// Event id.
+        event_id: String,
+    },
+    /// Resume a paused sale.
+    Resume {
+        /// Event id.
+        event_id: String,
+    },
+    /// Close the sale.
+    Close {
+        /// Event id.
+        event_id: String,
+    },
+    /// Set the admission rate.
+    Rate {
+        /// Event id.
+        event_id: String,
+        /// Fans per minute.
+        fans_per_minute: u32,
+    },
+}
+
+/// `dev-token` arguments.
+#[derive(Debug, Args)]
+pub struct DevToken {
+    /// Roles, comma-separated: box_office, sre, service.
+    #[arg(long, value_delimiter = ',', default_value = "box_office,sre")]
+    pub roles: Vec<String>,
+    /// The token's subject.
+    #[arg(long, default_value = "dev-admin")]
+    pub subject: String,
+    /// 32-byte dev key seed, 64 hex characters. Never printed.
+    #[arg(long, env = "STADIUM_DEV_SEED", hide_env_values = true)]
+    pub seed: String,
+    /// Print the issuer's JWKS (for the services' `--identity-jwks`) instead of a token.
+    #[arg(long)]
+    pub jwks: bool,
+}
+
+pub(crate) fn parse_time(s: &str) -> Result<Timestamp, String> {
+    let t = chrono::DateTime::parse_from_rfc3339(s).map_err(|e| format!("not RFC 3339 ({e})"))?;
+    Ok(Timestamp {
+        seconds: t.timestamp(),
+        nanos: i32::try_from(t.timestamp_subsec_nanos()).unwrap_or(0),
+    })
+}
+
+pub(crate) fn parse_price(s: &str) -> Result<(String, i64), String> {
+    let (code, amount) = s
+        .split_once('=')
+        .ok_or("expected CODE=AMOUNT (minor units)")?;
+    let amount = amount
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| format!("{amount:?} is not a whole number of minor units"))?;
+    Ok((code.trim().to_owned(), amount))
+}
