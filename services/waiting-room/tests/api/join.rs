@@ -135,8 +135,10 @@ async fn the_pre_queue_is_shuffled_verifiably_at_opening() {
         *slot = fan.clone();
     }
 
-    // Not the arrival order: a uniform permutation of 200 has about one fixed point and
-    // a rank correlation within ±0.3 of zero except with probability far below 1e-4.
+    // Not the arrival order. The server draws the seed, so the thresholds sit where a
+    // uniform permutation of 200 almost never lands: fixed points are about Poisson(1)
+    // (P(>= 10) < 1e-7) and the rank correlation has sd 1/sqrt(199) ≈ 0.071 (0.35 is
+    // 4.9 sd). An unshuffled or barely shuffled order fails both.
     let position: HashMap<&str, usize> = order
         .iter()
         .enumerate()
@@ -147,7 +149,7 @@ async fn the_pre_queue_is_shuffled_verifiably_at_opening() {
         .enumerate()
         .filter(|(i, f)| position[f.as_str()] == *i)
         .count();
-    assert!(fixed < 8, "{fixed} fans kept their arrival place");
+    assert!(fixed < 10, "{fixed} fans kept their arrival place");
     let n = EARLY as f64;
     let d2: f64 = arrival
         .iter()
@@ -155,7 +157,10 @@ async fn the_pre_queue_is_shuffled_verifiably_at_opening() {
         .map(|(i, f)| (i as f64 - position[f.as_str()] as f64).powi(2))
         .sum();
     let rho = 1.0 - 6.0 * d2 / (n * (n * n - 1.0));
-    assert!(rho.abs() < 0.3, "rank correlation with arrival order {rho}");
+    assert!(
+        rho.abs() < 0.35,
+        "rank correlation with arrival order {rho}"
+    );
 
     // Anyone can recompute the order from the published seed and the arrival order.
     let published = room
