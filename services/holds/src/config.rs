@@ -26,6 +26,12 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub database_max_connections: u32,
 
+    /// Longest wait for a free database connection, in milliseconds; past it the call
+    /// answers UNAVAILABLE.
+    #[arg(long, env = "DATABASE_ACQUIRE_TIMEOUT_MS", default_value_t = 5000,
+          value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
+    pub database_acquire_timeout_ms: u64,
+
     /// Apply pending migrations at start (for local runs; deployments migrate once).
     #[arg(long, env = "HOLDS_MIGRATE", default_value_t = false)]
     pub migrate: bool,
@@ -92,6 +98,10 @@ impl std::fmt::Debug for Config {
             .field("common", &self.common)
             .field("database_url", &"<redacted>")
             .field("database_max_connections", &self.database_max_connections)
+            .field(
+                "database_acquire_timeout_ms",
+                &self.database_acquire_timeout_ms,
+            )
             .field("migrate", &self.migrate)
             .field("waiting_room_url", &self.waiting_room_url)
             .field("admission_issuer", &self.admission_issuer)

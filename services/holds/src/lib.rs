@@ -108,6 +108,7 @@ pub async fn build_with_source(
         &config.database_url,
         &PoolOptions {
             max_connections: config.database_max_connections,
+            acquire_timeout: Duration::from_millis(config.database_acquire_timeout_ms),
             application_name: "holds".to_owned(),
             ..PoolOptions::default()
         },

@@ -98,6 +98,9 @@ impl TestApp {
             "0",
             "--request-timeout-ms",
             "60000",
+            // A loaded CI machine may take seconds to run 300 claims on 16 connections.
+            "--database-acquire-timeout-ms",
+            "60000",
         ];
         args.extend_from_slice(extra);
         let config = Config::try_parse_from(args).unwrap();
