@@ -53,6 +53,9 @@ pub enum Error {
         /// The status asked for.
         to: &'static str,
     },
+    /// Seats of these categories have no price; a sale cannot run like that.
+    #[error("no price for the seat categories {}", .0.join(", "))]
+    PricesMissing(Vec<String>),
     /// The event is closed; its prices no longer change.
     #[error("event {0} is closed")]
     EventClosed(i64),
@@ -131,6 +134,12 @@ impl From<Error> for Status {
                 "INVALID_TRANSITION",
                 error.to_string(),
                 meta(&[("from", from), ("to", to)]),
+            ),
+            Error::PricesMissing(codes) => error_status(
+                Code::FailedPrecondition,
+                "PRICES_MISSING",
+                error.to_string(),
+                meta(&[("categories", &codes.join(","))]),
             ),
             Error::EventClosed(_) => error_status(
                 Code::FailedPrecondition,

@@ -198,7 +198,8 @@ impl BoxOffice {
     /// Replaces the prices of event `event_id` (already checked against its venue).
     ///
     /// # Errors
-    /// [`Error::EventNotFound`]; [`Error::EventClosed`]; [`Error::Database`].
+    /// [`Error::EventNotFound`]; [`Error::EventClosed`]; [`Error::PricesMissing`] when
+    /// a running sale would be left with unpriced seats; [`Error::Database`].
     pub async fn set_price_categories(
         &self,
         actor: &str,
@@ -211,6 +212,12 @@ impl BoxOffice {
             return Err(Error::EventClosed(event_id));
         }
         events::replace_categories(&mut tx, event_id, categories).await?;
+        if before.status != crate::domain::EventStatus::Draft {
+            let missing = events::unpriced_categories(&mut tx, event_id).await?;
+            if !missing.is_empty() {
+                return Err(Error::PricesMissing(missing));
+            }
+        }
         let after = events::load(&mut tx, event_id, false).await?;
         audit::record(
             &mut tx,
@@ -231,7 +238,8 @@ impl BoxOffice {
     ///
     /// # Errors
     /// [`Error::EventNotFound`]; [`Error::InvalidTransition`] when the event is not in
-    /// a status the transition starts from; [`Error::Database`].
+    /// a status the transition starts from; [`Error::PricesMissing`] when opening a
+    /// sale with unpriced seats; [`Error::Database`].
     pub async fn transition(
         &self,
         actor: &str,
@@ -240,6 +248,12 @@ impl BoxOffice {
     ) -> Result<(Event, PushReport)> {
         let mut tx = self.pool.begin().await?;
         let before = events::load(&mut tx, event_id, true).await?;
+        if t == Transition::Open && t.from().contains(&before.status) {
+            let missing = events::unpriced_categories(&mut tx, event_id).await?;
+            if !missing.is_empty() {
+                return Err(Error::PricesMissing(missing));
+            }
+        }
         if events::set_status(&mut tx, event_id, t.from(), t.to()).await? == 0 {
             return Err(Error::InvalidTransition {
                 from: before.status.as_str().to_owned(),

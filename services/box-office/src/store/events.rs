@@ -287,3 +287,22 @@ pub async fn set_rate(conn: &mut PgConnection, event_id: i64, fans_per_minute: u
     .await?
     .rows_affected())
 }
+
+/// The category codes of event `event_id`'s seats that have no price: a sale with
+/// such seats would let fans claim seats nobody can pay for.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn unpriced_categories(conn: &mut PgConnection, event_id: i64) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT DISTINCT s.category_code
+         FROM catalog.events e JOIN catalog.seats s ON s.venue_id = e.venue_id
+         WHERE e.event_id = $1
+           AND NOT EXISTS (SELECT 1 FROM catalog.price_categories pc
+                           WHERE pc.event_id = e.event_id AND pc.category_code = s.category_code)
+         ORDER BY 1",
+    )
+    .bind(event_id)
+    .fetch_all(conn)
+    .await?)
+}

@@ -444,3 +444,63 @@ async fn concurrent_opens_of_one_event_succeed_exactly_once() {
     assert_eq!(audited, 1, "one change, one audit record");
     office.stop().await;
 }
+
+#[tokio::test]
+async fn a_sale_never_runs_with_seats_that_have_no_price() {
+    let mut office = Office::start(&[]).await;
+    let venue = office.venue().await;
+    let mut request = create_request(&venue.venue_id);
+    request.price_categories.truncate(1);
+    let event = office
+        .client
+        .create_event(office.office(request))
+        .await
+        .unwrap()
+        .into_inner()
+        .event
+        .unwrap();
+    let id = event.event_id.clone();
+
+    let before = office.counts().await;
+    let status = office
+        .client
+        .open_sale(office.office(pb::OpenSaleRequest {
+            event_id: id.clone(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).1, "PRICES_MISSING");
+    let info = stadium_kit::status::error_info(&status).unwrap();
+    assert_eq!(info.metadata["categories"], "BACK");
+    assert_eq!(office.counts().await, before);
+
+    let both = create_request(&venue.venue_id).price_categories;
+    office
+        .client
+        .set_price_categories(office.office(pb::SetPriceCategoriesRequest {
+            event_id: id.clone(),
+            price_categories: both.clone(),
+        }))
+        .await
+        .unwrap();
+    office
+        .client
+        .open_sale(office.office(pb::OpenSaleRequest {
+            event_id: id.clone(),
+        }))
+        .await
+        .unwrap();
+
+    let before = office.counts().await;
+    let status = office
+        .client
+        .set_price_categories(office.office(pb::SetPriceCategoriesRequest {
+            event_id: id.clone(),
+            price_categories: both[..1].to_vec(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).1, "PRICES_MISSING");
+    assert_eq!(office.counts().await, before, "the old prices stay");
+    office.stop().await;
+}
