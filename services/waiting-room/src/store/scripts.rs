@@ -62,9 +62,17 @@ local function advance(cfg, adm, now)
     local target = math.floor(credit / 60000)
     -- Admitted "now": while the cap held the frontier, the credit's crossing time
     -- would date an admission before its place was free.
+    local expires = fmt(now + ttl)
+    local batch = {}
     for n = frontier + 1, target do
-      redis.call('ZADD', adm, fmt(now + ttl), fmt(n))
+      batch[#batch + 1] = expires
+      batch[#batch + 1] = fmt(n)
+      if #batch >= 1000 then
+        redis.call('ZADD', adm, unpack(batch))
+        batch = {}
+      end
     end
+    if #batch > 0 then redis.call('ZADD', adm, unpack(batch)) end
     frontier = target
   end
   redis.call('HSET', cfg, 'credit', fmt(credit), 'last', fmt(now), 'frontier', fmt(frontier))

@@ -292,3 +292,31 @@ async fn on_redis_time_fans_are_admitted_in_order() {
         assert!(room.stats(0).await.admitted >= n);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_sale_freezes_and_a_reopened_one_earns_nothing_for_the_gap() {
+    let room = Room::start("wr_close", 2, Duration::ZERO).await;
+    room.configure(pb::SaleState::Open, None, 600, 0, 0).await;
+    let fans = join_all(&room, 40).await;
+    room.clock.advance(Duration::from_secs(1));
+    assert_eq!(room.stats(0).await.admitted, 10);
+
+    let closed = room.configure(pb::SaleState::Closed, None, 600, 0, 0).await;
+    assert_eq!(closed.state, pb::SaleState::Closed as i32);
+    room.clock.advance(Duration::from_secs(5));
+    assert_eq!(room.stats(1).await.admitted, 10);
+    let (fan, ticket) = &fans[&5];
+    let status = room.status(0, fan, ticket).await.unwrap();
+    assert_eq!(status.state, pb::QueueState::Closed as i32);
+    assert!(status.admission_token.is_empty(), "no tokens once closed");
+
+    let reopened = room.configure(pb::SaleState::Open, None, 600, 0, 0).await;
+    assert_eq!(
+        (reopened.state, reopened.admitted),
+        (pb::SaleState::Open as i32, 10)
+    );
+    room.clock.advance(Duration::from_millis(500));
+    assert_eq!(room.stats(1).await.admitted, 15);
+    let status = room.status(1, fan, ticket).await.unwrap();
+    assert_eq!(status.state, pb::QueueState::Admitted as i32);
+}
