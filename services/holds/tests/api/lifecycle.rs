@@ -234,3 +234,54 @@ async fn blocks_and_comps_share_the_unique_index() {
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
+
+/// A lapsed hold of which another fan reclaimed only one seat is never half booked:
+/// the confirm fails as a whole and the other seat stays free for anyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partly_reclaimed_hold_is_not_half_booked() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let a = app.sections[0].clone();
+    let mut first = app.fan("fan-1", &event);
+    let held = first
+        .claim(a.id, &[a.seats[70], a.seats[71]])
+        .await
+        .unwrap();
+    sqlx::query(
+        "UPDATE holds.seat_holds SET expires_at = now() - interval '1 second' \
+         WHERE hold_key = $1::uuid",
+    )
+    .bind(&held.hold_key)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let mut second = app.fan("fan-2", &event);
+    second.claim(a.id, &[a.seats[70]]).await.unwrap();
+
+    let service = app.admin(&[Role::Service]);
+    let status = app
+        .client()
+        .confirm_hold(bearer(
+            ConfirmHoldRequest {
+                hold_key: held.hold_key.clone(),
+                fan_id: "fan-1".into(),
+            },
+            &service,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status, Code::FailedPrecondition), "HOLD_EXPIRED");
+    let booked: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM holds.seat_holds WHERE hold_key = $1::uuid AND status = 'booked'",
+    )
+    .bind(&held.hold_key)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(booked, 0);
+    let mut third = app.fan("fan-3", &event);
+    third.claim(a.id, &[a.seats[71]]).await.unwrap();
+    assert_eq!(active_counts(app.pool(), &event).await, (2, 0, 0));
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
