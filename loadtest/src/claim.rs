@@ -14,10 +14,12 @@ use crate::credentials::authed;
 use crate::fan::{Ctx, backoff, transient};
 use crate::mix::FanPlan;
 use crate::skew::pick_section;
-use crate::stats::{inc, reason};
+use crate::stats::{get, inc, reason};
 
 /// Suggestions asked for per pick; a fan takes the first most of the time.
 const SUGGESTIONS: u32 = 3;
+/// How often a fan facing a fully held house looks for returned seats (at least).
+const RETURNS_POLL: Duration = Duration::from_millis(250);
 
 /// A hold the fan got, with its expiry on this process's clock.
 #[derive(Debug, Clone)]
@@ -45,18 +47,30 @@ pub(crate) fn parse_seat_ids(list: &str) -> Option<Vec<u64>> {
         .collect()
 }
 
-/// Picks the next seats to try: a section, then a suggestion in it. `None` when no
-/// section shows enough free seats (quantity is lowered to what is left first).
-async fn pick(
-    ctx: &Ctx,
-    session: &str,
-    quantity: &mut u32,
-    rng: &mut StdRng,
-) -> Option<Result<(u64, Vec<u64>), ()>> {
+/// What [`pick`] found.
+enum Pick {
+    /// These seats of this section.
+    Seats(u64, Vec<u64>),
+    /// Nothing this time (no suggestion, an error): pick again.
+    Retry,
+    /// Every seat is held or sold, but some holds may lapse: look again later.
+    Wait,
+    /// Every seat is sold: the fan goes home.
+    SoldOut,
+}
+
+/// Picks the next seats to try: a section, then a suggestion in it (quantity is
+/// lowered to what the fullest section has when no section has that many).
+async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) -> Pick {
     let available = ctx.map.available(ctx).await;
     if available.iter().all(|a| *a == 0) {
-        ctx.mark_sold_out();
-        return None;
+        // Sold out only once nothing is held any more: abandoned and late holds
+        // lapse and their seats come back to whoever is still looking.
+        if get(&ctx.stats.seats_held_now) == 0 {
+            ctx.mark_sold_out();
+            return Pick::SoldOut;
+        }
+        return Pick::Wait;
     }
     let candidates = ctx.map.candidates(&available);
     let skew = ctx.options.section_skew;
@@ -64,8 +78,12 @@ async fn pick(
         Some(s) => s,
         None => {
             // No section has that many together: take what the fullest one has.
-            *quantity = candidates.iter().map(|c| c.available).max()?.min(*quantity);
-            pick_section(rng, &candidates, *quantity, skew)?
+            let fullest = candidates.iter().map(|c| c.available).max().unwrap_or(0);
+            *quantity = fullest.min(*quantity).max(1);
+            match pick_section(rng, &candidates, *quantity, skew) {
+                Some(s) => s,
+                None => return Pick::Retry,
+            }
         }
     };
     let request = SuggestSeatsRequest {
@@ -92,13 +110,13 @@ async fn pick(
                 rng.gen_range(0..response.suggestions.len())
             };
             let s = &response.suggestions[i];
-            Some(Ok((s.section_id, s.seat_ids.clone())))
+            Pick::Seats(s.section_id, s.seat_ids.clone())
         }
         Ok(_) => {
             ctx.map.mark_short(section, *quantity);
-            Some(Err(()))
+            Pick::Retry
         }
-        Err(_) => Some(Err(())),
+        Err(_) => Pick::Retry,
     }
 }
 
@@ -115,19 +133,25 @@ pub(crate) async fn claim_seats(
     let mut tries = 0;
     // Empty suggestions or failed picks count too, so a fan never loops forever.
     let mut picks = 0;
+    let give_up_at = Instant::now() + ctx.options.max_queue_wait;
     while tries < ctx.options.max_claim_attempts && picks < 4 * ctx.options.max_claim_attempts {
         if ctx.is_sold_out() {
             return None;
         }
         let (section_id, seat_ids) = match next.take() {
             Some(seats) => seats,
-            None => {
-                picks += 1;
-                match pick(ctx, session, &mut quantity, rng).await? {
-                    Ok(seats) => seats,
-                    Err(()) => continue,
+            None => match pick(ctx, session, &mut quantity, rng).await {
+                Pick::Seats(section, seats) => (section, seats),
+                Pick::Retry => {
+                    picks += 1;
+                    continue;
                 }
-            }
+                Pick::Wait if Instant::now() < give_up_at => {
+                    tokio::time::sleep(ctx.options.map_refresh.max(RETURNS_POLL)).await;
+                    continue;
+                }
+                Pick::Wait | Pick::SoldOut => return None,
+            },
         };
         tries += 1;
         inc(&ctx.stats.claim_attempts);
