@@ -1,7 +1,22 @@
 //! `stadiumctl`, the box office's command line: every RPC as a subcommand, readable
 //! tables by default, `--json` for scripts. Exit status: 0 on success, 1 when a call
 //! or the input fails, 2 when `check` finds any invariant violation.
-
+//!
+//! A local session (the seed is any 64 hex characters; the box office must trust the
+//! same dev key, so start it with `--identity-jwks "$(stadiumctl dev-token --jwks)"`):
+//!
+//! ```text
+//! export STADIUM_DEV_SEED=$(openssl rand -hex 32)
+//! export STADIUM_ADMIN_TOKEN=$(stadiumctl dev-token --roles box_office,sre)
+//! stadiumctl venue import plan.csv --name "City Arena" --format csv
+//! stadiumctl event create --venue 1 --name Final --currency EUR \
+//!     --starts-at 2027-06-01T20:00:00Z --onsale-at 2027-05-01T10:00:00Z \
+//!     --price FRONT=9000 --price BACK=4500
+//! stadiumctl sale open 1
+//! stadiumctl sale rate 1 3000
+//! stadiumctl report 1 --by category
+//! stadiumctl --json check 1 || echo "invariants broken"
+//! ```
 mod args;
 pub mod render;
 
