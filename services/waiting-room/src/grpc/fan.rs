@@ -182,9 +182,20 @@ impl Inner {
         let mut ticket = ticket.to_owned();
         if number == 0 && snap.state != SaleState::Scheduled {
             // The pre-queue was numbered at opening: one lookup, then a new ticket.
-            if let Some(n) = self.store.fan_number(&event, fan).await?.filter(|n| *n > 0) {
-                number = n;
-                ticket = self.ticket(&event, fan, n)?;
+            match self.store.fan_number(&event, fan).await? {
+                Some(n) if n > 0 => {
+                    number = n;
+                    ticket = self.ticket(&event, fan, n)?;
+                }
+                // Closed before it ever opened: the fan stays unnumbered.
+                Some(_) => {}
+                // Signed by us, yet the queue does not know the fan (its data was
+                // lost): joining again gives a place.
+                None => {
+                    return Err(Error::Ticket(TokenError::Malformed(
+                        "the queue has no place for this ticket; join again".into(),
+                    )));
+                }
             }
         }
         self.build_status(&event, fan, number, ticket, &snap).await

@@ -232,6 +232,19 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
             .unwrap_err();
         assert_eq!(refuse(err), (code, why.to_owned()));
     }
+    // A genuine pre-queue ticket of a fan the open queue does not know.
+    let ghost = QueueTickets::new(room.ticket_keys.clone())
+        .issue("ghost", EVENT, 0, room.clock.now())
+        .unwrap()
+        .token;
+    let err = client
+        .get_status(with_token(get_status(&ghost, ""), &room.fan("ghost")))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refuse(err),
+        (Code::Unauthenticated, "TICKET_INVALID".to_owned())
+    );
     let watch = pb::WatchStatusRequest {
         queue_ticket: forged.clone(),
         event_id: String::new(),
