@@ -80,7 +80,12 @@ pub struct Config {
     )]
     pub provider_notice_secret: SecretString,
 
-    /// Latency the simulated payment provider adds to every call, in milliseconds.
+    /// gRPC address of a standalone simulated provider (`sim-provider`) to charge
+    /// through, e.g. `http://127.0.0.1:51054`. Unset: an in-process simulated provider.
+    #[arg(long, env = "PROVIDER_URL", value_parser = grpc_url, value_name = "URL")]
+    pub provider_url: Option<http::Uri>,
+
+    /// Latency the in-process simulated provider adds to every call, in milliseconds.
     #[arg(
         long,
         env = "SIM_PROVIDER_LATENCY_MS",

@@ -146,9 +146,10 @@ pub async fn build(
     })
 }
 
-/// Serves the payments API on `listener` with the simulated provider (latency from
-/// `--sim-provider-latency-ms`) until `shutdown` is cancelled, then drains in-flight
-/// requests (at most `--grace-period-ms`) and returns.
+/// Serves the payments API on `listener` until `shutdown` is cancelled, then drains
+/// in-flight requests (at most `--grace-period-ms`) and returns. Charges go to the
+/// standalone simulated provider at `--provider-url`, else to an in-process one (latency
+/// from `--sim-provider-latency-ms`).
 ///
 /// # Errors
 /// As [`build`]; [`ServeError::Server`].
@@ -157,12 +158,23 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
-    let sim = SimulatedProvider::new();
-    sim.set_faults(Faults {
-        latency: Duration::from_millis(config.sim_provider_latency_ms),
-        ..Faults::default()
-    });
-    let parts = build(&config, Arc::new(sim)).await?;
+    let provider: Arc<dyn PaymentProvider> = match &config.provider_url {
+        Some(url) => {
+            let channel = tonic::transport::Endpoint::from(url.clone())
+                .connect_timeout(Duration::from_secs(2))
+                .connect_lazy();
+            Arc::new(provider::remote::RemoteProvider::new(channel))
+        }
+        None => {
+            let sim = SimulatedProvider::new();
+            sim.set_faults(Faults {
+                latency: Duration::from_millis(config.sim_provider_latency_ms),
+                ..Faults::default()
+            });
+            Arc::new(sim)
+        }
+    };
+    let parts = build(&config, provider).await?;
     serve_parts(&config, parts, listener, shutdown).await
 }
 

@@ -9,6 +9,8 @@
 //! over the UTF-8 text `notice_id \n kind \n idempotency_key \n provider_charge_id \n
 //! amount_minor \n currency` (kind as in [`NoticeKind::as_str`], amount in decimal).
 
+pub mod remote;
+pub mod server;
 pub mod sim;
 
 use hmac::{Hmac, Mac};

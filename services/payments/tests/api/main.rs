@@ -6,4 +6,5 @@ mod admin;
 mod cases;
 mod confirm;
 mod recovery;
+mod standalone;
 mod support;

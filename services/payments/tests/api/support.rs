@@ -8,6 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use clap::Parser;
+use payments::provider::PaymentProvider;
+use payments::provider::remote::RemoteProvider;
+use payments::provider::server::SimServer;
 use payments::provider::sim::SimulatedProvider;
 use sqlx::PgPool;
 use stadium_kit::status::error_info;
@@ -45,6 +48,8 @@ pub struct Options {
     pub reconcile_interval_ms: u64,
     /// `--duplicate-wait-ms`.
     pub duplicate_wait_ms: u64,
+    /// Charge through the standalone provider server (over gRPC) instead of in process.
+    pub remote_provider: bool,
 }
 
 impl Default for Options {
@@ -52,6 +57,7 @@ impl Default for Options {
         Self {
             reconcile_interval_ms: 0,
             duplicate_wait_ms: 10_000,
+            remote_provider: false,
         }
     }
 }
@@ -67,6 +73,9 @@ pub struct Stack {
     pub section: u64,
     pub seats: Vec<u64>,
     pub payments: PaymentsServer,
+    /// The provider server's channel, when payments charges through it.
+    pub provider_channel: Option<Channel>,
+    provider: Arc<dyn PaymentProvider>,
     holds_shutdown: CancellationToken,
     holds_task: JoinHandle<Result<(), holds::ServeError>>,
     seed: String,
@@ -112,7 +121,31 @@ impl Stack {
         let sim = SimulatedProvider::new();
         let seed = hex_seed();
         let holds_url = format!("http://{addr}");
-        let payments = start_payments(&db, &identity, &sim, &holds_url, &seed, options).await;
+        let (provider, provider_channel): (Arc<dyn PaymentProvider>, _) = if options.remote_provider
+        {
+            let (listener, addr) = loopback_listener().await;
+            let server = SimServer::new(sim.clone(), NOTICE_SECRET.as_bytes().to_vec());
+            // Stops with holds (same token); it holds no database connection.
+            tokio::spawn(payments::provider::server::serve(
+                stadium_kit::server::ServerOptions {
+                    service_name: "sim-provider",
+                    request_timeout: Duration::from_secs(60),
+                    grace_period: Duration::from_secs(1),
+                },
+                server,
+                listener,
+                holds_shutdown.clone(),
+            ));
+            let channel = connect(addr).await;
+            (
+                Arc::new(RemoteProvider::new(channel.clone())),
+                Some(channel),
+            )
+        } else {
+            (Arc::new(sim.clone()), None)
+        };
+        let payments =
+            start_payments(&db, &identity, provider.clone(), &holds_url, &seed, options).await;
         Self {
             db,
             identity,
@@ -124,6 +157,8 @@ impl Stack {
             section,
             seats,
             payments,
+            provider_channel,
+            provider,
             holds_shutdown,
             holds_task,
             seed,
@@ -155,7 +190,7 @@ impl Stack {
         self.payments = start_payments(
             &self.db,
             &self.identity,
-            &self.sim,
+            self.provider.clone(),
             &self.holds_url,
             &self.seed,
             options,
@@ -420,7 +455,7 @@ fn hex_seed() -> String {
 async fn start_payments(
     db: &TestDatabase,
     identity: &DevIssuer,
-    sim: &SimulatedProvider,
+    provider: Arc<dyn PaymentProvider>,
     holds_url: &str,
     seed: &str,
     options: Options,
@@ -460,9 +495,7 @@ async fn start_payments(
         "60000",
     ])
     .unwrap();
-    let parts = payments::build(&config, Arc::new(sim.clone()))
-        .await
-        .unwrap();
+    let parts = payments::build(&config, provider).await.unwrap();
     let (listener, addr) = loopback_listener().await;
     let shutdown = CancellationToken::new();
     let task = tokio::spawn({
