@@ -274,9 +274,11 @@ impl PaymentsCore {
             }
             Booking::Gone => {
                 tracing::info!(payment_id = %payment.id, "hold gone after the charge: refunding");
+                // From failed too: the reconciler may have given the payment up while
+                // this charge was landing; the money must still go back.
                 self.refund_from(
                     payment.id,
-                    PaymentStatus::Pending,
+                    &[PaymentStatus::Pending, PaymentStatus::Failed],
                     RefundReason::HoldExpired,
                     Some(charge_id),
                     lease,
@@ -296,7 +298,7 @@ impl PaymentsCore {
     pub(super) async fn refund_from(
         &self,
         id: Uuid,
-        from: PaymentStatus,
+        from: &[PaymentStatus],
         reason: RefundReason,
         charge_id: Option<&str>,
         lease: Lease,
@@ -312,13 +314,14 @@ impl PaymentsCore {
             Some(payment) => self.finish_refund(payment, lease, notice).await,
             None => {
                 let payment = self.payment_by_id(id).await?.ok_or(Error::OrderNotFound)?;
-                match (from, payment.status) {
-                    (_, PaymentStatus::Refunded | PaymentStatus::RefundPending)
-                    | (PaymentStatus::Pending, _) => {
+                match payment.status {
+                    PaymentStatus::Refunded | PaymentStatus::RefundPending => {
                         // Boxed: waiting may drive the payment, which may refund again.
                         Box::pin(self.await_outcome(payment, None)).await
                     }
-                    (_, other) => Err(Error::NotRefundable(other.as_db())),
+                    // A concurrent path finished it another way (captured): its answer.
+                    _ if from.contains(&PaymentStatus::Pending) => self.order(payment).await,
+                    other => Err(Error::NotRefundable(other.as_db())),
                 }
             }
         }

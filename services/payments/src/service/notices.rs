@@ -61,6 +61,27 @@ impl PaymentsCore {
             self.metrics.notice("noted");
             return Ok(NoticeOutcome::Applied);
         };
+        if payment.status == PaymentStatus::Failed && notice.kind == NoticeKind::ChargeSucceeded {
+            // The reconciler gave this payment up as never charged, and the charge landed
+            // after all: book it (or refund it if the hold is gone). No lease to take on
+            // a failed payment; the conditional transitions decide between racers.
+            drop(conn);
+            let lease = Lease::new(self.settings.lease);
+            return match self
+                .book(payment, &notice.provider_charge_id, lease, Some(&mark))
+                .await
+            {
+                Ok(_) => {
+                    self.metrics.notice("applied");
+                    Ok(NoticeOutcome::Applied)
+                }
+                Err(error) => {
+                    tracing::warn!(notice_id = %notice.notice_id, %error, "late charge not applied yet");
+                    self.metrics.notice("deferred");
+                    Ok(NoticeOutcome::Deferred)
+                }
+            };
+        }
         if payment.status != PaymentStatus::Pending {
             let outcome = format!("already_{}", payment.status.as_db());
             store::mark_notice(&mut conn, &mark, Some(payment.id), &outcome).await?;

@@ -106,7 +106,7 @@ impl PaymentsCore {
                 let lease = Lease::new(self.settings.lease);
                 self.refund_from(
                     id,
-                    PaymentStatus::Captured,
+                    &[PaymentStatus::Captured],
                     RefundReason::BoxOffice,
                     None,
                     lease,

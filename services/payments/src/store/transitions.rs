@@ -19,6 +19,10 @@ use crate::error::Error;
 /// # Errors
 /// [`Error::Database`] (e.g. 23505 on `tickets_one_valid_per_seat` if a seat somehow
 /// still has a valid ticket: the transaction must then roll back).
+///
+/// A `failed` payment is captured too: only a payment the provider charged reaches
+/// here, so `failed` then means the reconciler gave it up while the charge was still
+/// landing, and the booked seats and the money belong together.
 pub async fn capture(
     conn: &mut PgConnection,
     payment: &Payment,
@@ -29,7 +33,7 @@ pub async fn capture(
     let moved = sqlx::query(
         "UPDATE payments.payments SET status = 'captured', provider_charge_id = $2, \
              lease_owner = NULL, lease_until = NULL, updated_at = now() \
-         WHERE payment_id = $1 AND status = 'pending'",
+         WHERE payment_id = $1 AND status IN ('pending', 'failed')",
     )
     .bind(payment.id)
     .bind(charge_id)
@@ -43,7 +47,7 @@ pub async fn capture(
     Ok(true)
 }
 
-/// `from` → refund_pending with `reason`, the tickets voided, under the caller's lease,
+/// Any of `from` → refund_pending with `reason`, the tickets voided, under the caller's lease,
 /// in the caller's transaction. The conditional update decides: of two concurrent
 /// requests exactly one moves the payment. Returns the payment when this call moved it.
 ///
@@ -52,7 +56,7 @@ pub async fn capture(
 pub async fn begin_refund(
     conn: &mut PgConnection,
     id: Uuid,
-    from: PaymentStatus,
+    from: &[PaymentStatus],
     reason: RefundReason,
     charge_id: Option<&str>,
     lease: Lease,
@@ -62,12 +66,12 @@ pub async fn begin_refund(
              refund_id = $4, provider_charge_id = COALESCE($5, provider_charge_id), \
              lease_owner = $6, lease_until = now() + $7 * interval '1 millisecond', \
              updated_at = now() \
-         WHERE payment_id = $1 AND status = $2 \
+         WHERE payment_id = $1 AND status = ANY($2) \
          RETURNING {PAYMENT_COLUMNS}"
     );
     let moved = one(sqlx::query_as::<_, PaymentRow>(&sql)
         .bind(id)
-        .bind(from.as_db())
+        .bind(from.iter().map(|s| s.as_db()).collect::<Vec<_>>())
         .bind(reason.as_db())
         .bind(Uuid::new_v4())
         .bind(charge_id)

@@ -177,3 +177,92 @@ async fn a_service_killed_between_charge_and_booking_loses_nothing_after_restart
     stack.assert_consistent().await;
     stack.stop().await;
 }
+
+/// Backdates a payment past the reconciler's abandon age (10 minutes by default).
+async fn age_payment(stack: &Stack, hold_key: &str) {
+    sqlx::query(
+        "UPDATE payments.payments SET created_at = now() - interval '11 minutes' \
+         WHERE hold_key = $1::uuid",
+    )
+    .bind(hold_key)
+    .execute(stack.pool())
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_charge_landing_after_the_reconciler_gave_up_is_booked_or_refunded_never_kept() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+
+    // The charge is still on its way when the reconciler finds no trace of it and gives
+    // the payment up; then it lands, and the confirm books it after all.
+    let booked = stack.claim("fan-a", &event, &[stack.seats[0]]).await;
+    stack.sim.close_gate();
+    let confirming = tokio::spawn(confirm_with(
+        stack.client(),
+        stack.session("fan-a"),
+        booked.clone(),
+        "tok_visa",
+    ));
+    stack.sim.charge_waiting().await;
+    age_payment(&stack, &booked).await;
+    stack.lapse_leases().await;
+    let report = stack.core().reconcile_once(100).await.unwrap();
+    assert_eq!(report.failed, 1, "{report:?}");
+    stack.sim.open_gate();
+    let order = confirming.await.unwrap().unwrap();
+    assert_eq!(order.status(), OrderStatus::Paid);
+
+    // The same, but the confirm's answer is lost too and the hold lapses: the late
+    // success notice refunds it.
+    let refunded = stack.claim("fan-b", &event, &[stack.seats[1]]).await;
+    stack.sim.set_faults(Faults {
+        timeout_after_charge: 1,
+        ..Faults::default()
+    });
+    stack.sim.close_gate();
+    let confirming = tokio::spawn(confirm_with(
+        stack.client(),
+        stack.session("fan-b"),
+        refunded.clone(),
+        "tok_visa",
+    ));
+    stack.sim.charge_waiting().await;
+    age_payment(&stack, &refunded).await;
+    stack.lapse_leases().await;
+    assert_eq!(stack.core().reconcile_once(100).await.unwrap().failed, 1);
+    stack.age_hold(&refunded, 11).await;
+    stack.sim.open_gate();
+    let err = confirming.await.unwrap().unwrap_err();
+    assert_eq!(reason(&err, Code::Unavailable), "PROVIDER_UNAVAILABLE");
+    assert_eq!(stack.payment(&refunded).await.unwrap().0, "failed");
+    let (notice, signature) = stack
+        .sim
+        .success_notice(&refunded, crate::support::NOTICE_SECRET.as_bytes())
+        .unwrap();
+    let ack = stack
+        .client()
+        .provider_notice(stadium_proto::payments::v1::ProviderNoticeRequest {
+            notice_id: notice.notice_id,
+            kind: stadium_proto::payments::v1::NoticeKind::ChargeSucceeded as i32,
+            idempotency_key: notice.idempotency_key,
+            provider_charge_id: notice.provider_charge_id,
+            amount: Some(stadium_proto::common::v1::Money {
+                amount_minor: notice.amount.amount_minor,
+                currency: notice.amount.currency,
+            }),
+            signature,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(ack.acknowledged);
+    let (status, why, ..) = stack.payment(&refunded).await.unwrap();
+    assert_eq!(
+        (status.as_str(), why.as_deref()),
+        ("refunded", Some("hold_expired"))
+    );
+    stack.assert_consistent().await;
+    stack.stop().await;
+}
