@@ -2,7 +2,8 @@
 //! refunded ticket stops being valid.
 
 use stadium_proto::payments::v1::{
-    IssueCompRequest, OrderStatus, RefundOrderRequest, VerifyTicketRequest,
+    GetOrderRequest, IssueCompRequest, OrderStatus, RefundOrderRequest, VerifyTicketRequest,
+    get_order_request,
 };
 use stadium_tokens::Role;
 use tonic::Code;
@@ -60,6 +61,22 @@ async fn refunds_need_the_box_office_and_void_the_tickets() {
         .unwrap();
     assert_eq!(refunded.status(), OrderStatus::Refunded);
     assert!(refunded.tickets.iter().all(|t| !t.valid));
+    // Staff read any fan's order.
+    let read = stack
+        .client()
+        .get_order(bearer(
+            GetOrderRequest {
+                key: Some(get_order_request::Key::OrderId(order.order_id.clone())),
+            },
+            &stack.admin(&[Role::Sre]),
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .order
+        .unwrap();
+    assert_eq!(read.status(), OrderStatus::Refunded);
+    assert_eq!(read.fan_id, "fan-a");
     let verified = stack
         .client()
         .verify_ticket(VerifyTicketRequest {
