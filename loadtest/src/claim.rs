@@ -17,7 +17,15 @@ use crate::skew::pick_section;
 use crate::stats::{get, inc, reason};
 
 /// Suggestions asked for per pick; a fan takes the first most of the time.
-const SUGGESTIONS: u32 = 3;
+const SUGGESTIONS: u32 = 5;
+/// Share of fans who take the first (best) suggestion; the others take another.
+const TAKE_BEST: f64 = 0.4;
+/// Share of fans who take the alternatives offered with SEAT_TAKEN (the others look
+/// at the map again, maybe in another section): if every loser took the same
+/// alternatives, they would collide again.
+const TAKE_ALTERNATIVES: f64 = 0.5;
+/// Unscaled pause after losing seats before trying again (a person reacting).
+const REACTION_MS: std::ops::Range<u64> = 200..1_000;
 /// How often a fan facing a fully held house looks for returned seats (at least).
 const RETURNS_POLL: Duration = Duration::from_millis(250);
 
@@ -104,7 +112,7 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
     {
         Ok(response) if !response.suggestions.is_empty() => {
             // Most fans take the best block; some take another, as people do.
-            let i = if rng.gen_bool(0.7) {
+            let i = if rng.gen_bool(TAKE_BEST) {
                 0
             } else {
                 rng.gen_range(0..response.suggestions.len())
@@ -185,8 +193,11 @@ pub(crate) async fn claim_seats(
                     .and_then(|i| i.metadata.get("alternative_seat_ids"))
                     .and_then(|list| parse_seat_ids(list))
                     .unwrap_or_default();
-                if alternatives.len() == seat_ids.len() {
+                if alternatives.len() == seat_ids.len() && rng.gen_bool(TAKE_ALTERNATIVES) {
                     next = Some((section_id, alternatives));
+                } else {
+                    let pause = Duration::from_millis(rng.gen_range(REACTION_MS));
+                    tokio::time::sleep(ctx.options.scaled(pause)).await;
                 }
             }
             "LIMIT_EXCEEDED" => {
@@ -210,6 +221,7 @@ pub(crate) async fn claim_seats(
             _ => return None,
         }
     }
+    inc(&ctx.stats.claims_exhausted);
     None
 }
 

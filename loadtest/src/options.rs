@@ -122,7 +122,7 @@ impl Default for OnSaleOptions {
             seats_wanted: [0.25, 0.45, 0.10, 0.20],
             max_in_flight: 20_000,
             max_concurrent_rpcs: 256,
-            max_claim_attempts: 5,
+            max_claim_attempts: 10,
             section_skew: 1.0,
             map_refresh: Duration::from_secs(1),
             sample_every: Duration::from_millis(250),

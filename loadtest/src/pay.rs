@@ -77,12 +77,37 @@ pub(crate) async fn settle(
             );
             complete_admission(ctx, session, admission).await;
             inc(&stats.double_confirms);
-            let same = matches!((&a, &b), (Ok(x), Ok(y)) if x.order_id == y.order_id && !x.order_id.is_empty());
-            if same {
-                inc(&stats.double_same_order);
+            match double_outcome(&a, &b) {
+                Double::SameOrder => inc(&stats.double_same_order),
+                Double::SameRefusal => inc(&stats.double_same_refusal),
+                Double::Inconsistent => inc(&stats.double_inconsistent),
+                Double::Unresolved => {}
             }
             count_payment(ctx, session, &held, a.or(b)).await;
         }
+    }
+}
+
+/// How the two answers of a double confirm relate.
+#[derive(Debug, PartialEq, Eq)]
+enum Double {
+    /// Both answered the same order.
+    SameOrder,
+    /// Both refused with the same code and reason (e.g. the hold had lapsed).
+    SameRefusal,
+    /// Different orders, or an order and a definite refusal: idempotency is broken.
+    Inconsistent,
+    /// One still answered a passing failure after its retries (e.g. IN_PROGRESS).
+    Unresolved,
+}
+
+fn double_outcome(a: &Result<Order, Status>, b: &Result<Order, Status>) -> Double {
+    match (a, b) {
+        (Ok(x), Ok(y)) if x.order_id == y.order_id && !x.order_id.is_empty() => Double::SameOrder,
+        (Ok(_), Ok(_)) => Double::Inconsistent,
+        (Err(e), _) | (_, Err(e)) if transient(e) => Double::Unresolved,
+        (Err(x), Err(y)) if x.code() == y.code() && reason(x) == reason(y) => Double::SameRefusal,
+        _ => Double::Inconsistent,
     }
 }
 
@@ -178,4 +203,47 @@ async fn order_of(ctx: &Ctx, session: &str, held: &HeldSeats) -> Option<Order> {
     .await
     .ok()
     .and_then(|r| r.order)
+}
+
+#[cfg(test)]
+mod tests {
+    use stadium_kit::status::error_status;
+    use tonic::Code;
+
+    use super::*;
+
+    fn order(id: &str) -> Result<Order, Status> {
+        Ok(Order {
+            order_id: id.into(),
+            ..Order::default()
+        })
+    }
+
+    fn refusal(code: Code, reason: &'static str) -> Result<Order, Status> {
+        Err(error_status(code, reason, "no", []))
+    }
+
+    #[test]
+    fn double_confirms_are_judged_by_both_answers() {
+        let expired = || refusal(Code::FailedPrecondition, "HOLD_EXPIRED");
+        let busy = || refusal(Code::Aborted, "IN_PROGRESS");
+        assert_eq!(
+            double_outcome(&order("o1"), &order("o1")),
+            Double::SameOrder
+        );
+        assert_eq!(
+            double_outcome(&order("o1"), &order("o2")),
+            Double::Inconsistent
+        );
+        assert_eq!(double_outcome(&expired(), &expired()), Double::SameRefusal);
+        assert_eq!(
+            double_outcome(&order("o1"), &expired()),
+            Double::Inconsistent
+        );
+        assert_eq!(double_outcome(&order("o1"), &busy()), Double::Unresolved);
+        assert_eq!(
+            double_outcome(&expired(), &refusal(Code::NotFound, "HOLD_NOT_FOUND")),
+            Double::Inconsistent
+        );
+    }
 }

@@ -177,6 +177,7 @@ fn build_report(ctx: &Ctx, timeline: Vec<TimelinePoint>) -> RunReport {
         joined: get(&s.joined),
         admitted: get(&s.admitted),
         gave_up: get(&s.gave_up),
+        claims_exhausted: get(&s.claims_exhausted),
         claim_attempts,
         seat_taken,
         seat_taken_rate: if claim_attempts == 0 {
@@ -203,6 +204,8 @@ fn build_report(ctx: &Ctx, timeline: Vec<TimelinePoint>) -> RunReport {
         double_confirm: DoubleConfirmSummary {
             pairs: get(&s.double_confirms),
             same_order: get(&s.double_same_order),
+            same_refusal: get(&s.double_same_refusal),
+            inconsistent: get(&s.double_inconsistent),
         },
         errors: s.errors(),
         latency: ctx.latency.summaries(),

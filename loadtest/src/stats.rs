@@ -19,6 +19,7 @@ pub(crate) struct Stats {
     pub gave_up: AtomicU64,
     pub claim_attempts: AtomicU64,
     pub seat_taken: AtomicU64,
+    pub claims_exhausted: AtomicU64,
     pub holds_made: AtomicU64,
     pub seats_held_now: AtomicU64,
     pub seats_sold: AtomicU64,
@@ -34,6 +35,8 @@ pub(crate) struct Stats {
     pub unexpected_refund_seats: AtomicU64,
     pub double_confirms: AtomicU64,
     pub double_same_order: AtomicU64,
+    pub double_same_refusal: AtomicU64,
+    pub double_inconsistent: AtomicU64,
     pub pay_failed: AtomicU64,
     errors: Mutex<BTreeMap<(String, String, String), u64>>,
 }

@@ -47,6 +47,10 @@ pub struct DoubleConfirmSummary {
     pub pairs: u64,
     /// Pairs whose both answers named the same order (one charge by the hold key).
     pub same_order: u64,
+    /// Pairs refused alike (same code and reason, e.g. the hold had lapsed).
+    pub same_refusal: u64,
+    /// Pairs answered with different orders, or an order and a refusal (must be 0).
+    pub inconsistent: u64,
 }
 
 /// Everything a run measured. Counts come from the run's own bookkeeping of the
@@ -71,6 +75,9 @@ pub struct RunReport {
     pub admitted: u64,
     /// Fans who left without a hold (sold out, refused, waited too long).
     pub gave_up: u64,
+    /// Of those, fans who ran out of claim attempts (every try lost to SEAT_TAKEN or
+    /// found nothing) while seats were still shown free.
+    pub claims_exhausted: u64,
     /// ClaimSeats calls.
     pub claim_attempts: u64,
     /// ClaimSeats answered SEAT_TAKEN.
@@ -130,7 +137,7 @@ impl RunReport {
     pub fn is_ok(&self) -> bool {
         self.invariants.as_ref().is_some_and(InvariantCheck::is_ok)
             && self.late.paid_anyway == 0
-            && self.double_confirm.same_order == self.double_confirm.pairs
+            && self.double_confirm.inconsistent == 0
     }
 }
 
@@ -151,6 +158,7 @@ pub(crate) mod tests {
             joined: 2_000,
             admitted: 900,
             gave_up: 1_200,
+            claims_exhausted: 3,
             claim_attempts: 1_000,
             seat_taken: 100,
             seat_taken_rate: 0.1,
@@ -172,7 +180,9 @@ pub(crate) mod tests {
             pay_failed: 1,
             double_confirm: DoubleConfirmSummary {
                 pairs: 12,
-                same_order: 12,
+                same_order: 11,
+                same_refusal: 1,
+                inconsistent: 0,
             },
             errors: vec![ErrorCount {
                 rpc: "Holds/ClaimSeats".into(),

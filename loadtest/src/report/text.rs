@@ -39,7 +39,14 @@ impl RunReport {
         row(out, "fans", self.fans.to_string())?;
         row(out, "joined the queue", self.joined.to_string())?;
         row(out, "admitted", self.admitted.to_string())?;
-        row(out, "left without a hold", self.gave_up.to_string())?;
+        row(
+            out,
+            "left without a hold",
+            format!(
+                "{} ({} out of claim attempts)",
+                self.gave_up, self.claims_exhausted
+            ),
+        )?;
         writeln!(out, "\nSeats ({} in the venue)", self.venue_seats)?;
         row(
             out,
@@ -98,10 +105,13 @@ impl RunReport {
         )?;
         row(
             out,
-            "double confirms, one order",
+            "double confirms",
             format!(
-                "{} of {}",
-                self.double_confirm.same_order, self.double_confirm.pairs
+                "{}: {} one order, {} refused alike, {} inconsistent",
+                self.double_confirm.pairs,
+                self.double_confirm.same_order,
+                self.double_confirm.same_refusal,
+                self.double_confirm.inconsistent
             ),
         )?;
         row(
