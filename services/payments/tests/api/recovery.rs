@@ -266,3 +266,25 @@ async fn a_charge_landing_after_the_reconciler_gave_up_is_booked_or_refunded_nev
     stack.assert_consistent().await;
     stack.stop().await;
 }
+
+#[tokio::test]
+async fn the_background_reconciler_finishes_what_a_timeout_left_and_stops_on_shutdown() {
+    let stack = Stack::start_with(Options {
+        reconcile_interval_ms: 50,
+        ..Options::default()
+    })
+    .await;
+    let event = stack.event().await;
+    let key = stack.claim("fan-a", &event, &[stack.seats[0]]).await;
+    stack.sim.set_faults(Faults {
+        timeout_after_charge: 1,
+        ..Faults::default()
+    });
+    let err = stack.confirm("fan-a", &key, "tok_visa").await.unwrap_err();
+    assert_eq!(reason(&err, Code::Unavailable), "PROVIDER_UNAVAILABLE");
+    // Nobody calls the reconciler here: its background passes must.
+    stack.wait_for_status(&key, "captured").await;
+    assert_eq!(stack.valid_tickets(&key).await, 1);
+    stack.assert_consistent().await;
+    stack.stop().await;
+}

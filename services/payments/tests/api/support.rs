@@ -434,9 +434,15 @@ impl Stack {
         assert_eq!(orphan_tickets, 0, "valid tickets of an unpaid order");
     }
 
+    /// Shuts payments down (its reconciler included) and asserts it ended cleanly, then
+    /// stops holds.
     pub async fn stop(self) {
         self.payments.shutdown.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(30), self.payments.task).await;
+        tokio::time::timeout(Duration::from_secs(30), self.payments.task)
+            .await
+            .expect("payments returns after shutdown")
+            .expect("payments did not panic")
+            .expect("payments ended cleanly");
         self.holds_shutdown.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(30), self.holds_task).await;
     }
