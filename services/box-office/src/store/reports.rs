@@ -68,20 +68,41 @@ pub async fn sales(
     event_id: i64,
     grouping: Grouping,
 ) -> Result<Vec<ReportLine>> {
+    Ok(sqlx::query_as(&sales_sql(grouping))
+        .bind(event_id)
+        .fetch_all(conn)
+        .await?)
+}
+
+/// The SQL of [`sales`] for `grouping` (one parameter, the event id).
+pub fn sales_sql(grouping: Grouping) -> String {
     // The key expressions come from this enum, never from the request.
     let (key, order) = match grouping {
-        Grouping::Section => ("s.section_code", "min(s.sort_order)"),
-        Grouping::Category => ("s.category_code", "s.category_code"),
+        Grouping::Section => ("sc.code", "k.sort_order, k.key"),
+        Grouping::Category => ("s.category_code", "k.key"),
     };
-    let sql = format!(
-        "WITH seats AS (
-             SELECT s.seat_id, sc.code AS section_code, sc.sort_order, s.category_code
-             FROM catalog.events e
-             JOIN catalog.seats s ON s.venue_id = e.venue_id
+    // Claims and money are grouped on their own and joined to the seats only through
+    // primary-key lookups, so the plan stays cheap even when the planner has no
+    // statistics for a table filled minutes ago (a sale's first minutes): a join of
+    // every seat with every claim degenerates into seats x claims comparisons.
+    format!(
+        "WITH ev AS (SELECT venue_id FROM catalog.events WHERE event_id = $1),
+         seats AS (
+             SELECT {key} AS key, min(sc.sort_order) AS sort_order, count(*) AS seats
+             FROM ev JOIN catalog.seats s ON s.venue_id = ev.venue_id
              JOIN catalog.sections sc ON sc.section_id = s.section_id
-             WHERE e.event_id = $1),
-         active AS (
-             SELECT seat_id, status, kind FROM holds.unavailable_seats WHERE event_id = $1),
+             GROUP BY {key}),
+         claims AS (
+             SELECT {key} AS key,
+                    count(*) FILTER (WHERE a.status = 'held') AS held,
+                    count(*) FILTER (WHERE a.status = 'booked') AS sold,
+                    count(*) FILTER (WHERE a.status = 'blocked') AS blocked,
+                    count(*) FILTER (WHERE a.status = 'booked' AND a.kind = 'comp') AS comps
+             FROM holds.unavailable_seats a
+             JOIN catalog.seats s ON s.seat_id = a.seat_id
+             JOIN catalog.sections sc ON sc.section_id = s.section_id
+             WHERE a.event_id = $1
+             GROUP BY {key}),
          orders AS (
              SELECT p.hold_key, p.amount_minor - p.refunded_minor AS kept, p.refunded_minor
              FROM payments.payments p
@@ -92,28 +113,30 @@ pub async fn sales(
                     count(*) OVER (PARTITION BY o.hold_key) AS n
              FROM orders o JOIN holds.seat_holds h ON h.hold_key = o.hold_key),
          money AS (
-             SELECT seat_id,
-                    sum(kept / n + CASE WHEN rn = 1 THEN kept % n ELSE 0 END)::bigint AS kept,
-                    sum(refunded_minor / n + CASE WHEN rn = 1 THEN refunded_minor % n ELSE 0 END)::bigint AS refunded,
-                    count(*) FILTER (WHERE refunded_minor > 0) AS refunds
-             FROM order_seats GROUP BY seat_id)
-         SELECT {key} AS key,
-                count(*) AS seats,
-                count(*) FILTER (WHERE a.status IS NULL) AS available,
-                count(*) FILTER (WHERE a.status = 'held') AS held,
-                count(*) FILTER (WHERE a.status = 'booked') AS sold,
-                count(*) FILTER (WHERE a.status = 'blocked') AS blocked,
-                count(*) FILTER (WHERE a.status = 'booked' AND a.kind = 'comp') AS comps,
-                coalesce(sum(m.kept), 0)::bigint AS revenue_minor,
-                coalesce(sum(m.refunds), 0)::bigint AS refunds,
-                coalesce(sum(m.refunded), 0)::bigint AS refunded_minor
-         FROM seats s
-         LEFT JOIN active a ON a.seat_id = s.seat_id
-         LEFT JOIN money m ON m.seat_id = s.seat_id
-         GROUP BY {key}
+             SELECT {key} AS key,
+                    sum(m.kept / m.n + CASE WHEN m.rn = 1 THEN m.kept % m.n ELSE 0 END)::bigint AS kept,
+                    sum(m.refunded_minor / m.n
+                        + CASE WHEN m.rn = 1 THEN m.refunded_minor % m.n ELSE 0 END)::bigint AS refunded,
+                    count(*) FILTER (WHERE m.refunded_minor > 0) AS refunds
+             FROM order_seats m
+             JOIN catalog.seats s ON s.seat_id = m.seat_id
+             JOIN catalog.sections sc ON sc.section_id = s.section_id
+             GROUP BY {key})
+         SELECT k.key,
+                k.seats,
+                k.seats - coalesce(c.held + c.sold + c.blocked, 0) AS available,
+                coalesce(c.held, 0) AS held,
+                coalesce(c.sold, 0) AS sold,
+                coalesce(c.blocked, 0) AS blocked,
+                coalesce(c.comps, 0) AS comps,
+                coalesce(m.kept, 0)::bigint AS revenue_minor,
+                coalesce(m.refunds, 0)::bigint AS refunds,
+                coalesce(m.refunded, 0)::bigint AS refunded_minor
+         FROM seats k
+         LEFT JOIN claims c ON c.key = k.key
+         LEFT JOIN money m ON m.key = k.key
          ORDER BY {order}"
-    );
-    Ok(sqlx::query_as(&sql).bind(event_id).fetch_all(conn).await?)
+    )
 }
 
 /// One bucket of the sales timeline.

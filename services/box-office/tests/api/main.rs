@@ -7,6 +7,7 @@ mod cli;
 mod events;
 mod inventory;
 mod push;
+mod scale;
 mod support;
 mod upstream;
 mod venues;
