@@ -87,6 +87,22 @@ pub async fn build(
     config: &Config,
     provider: Arc<dyn PaymentProvider>,
 ) -> Result<Parts, ServeError> {
+    let metrics = Arc::new(metrics::Metrics::new(&stadium_telemetry::meter(
+        SERVICE_NAME,
+    )));
+    build_with_metrics(config, provider, metrics).await
+}
+
+/// As [`build`], recording the service's metrics into `metrics` (tests read them back
+/// through their own meter provider).
+///
+/// # Errors
+/// As [`build`].
+pub async fn build_with_metrics(
+    config: &Config,
+    provider: Arc<dyn PaymentProvider>,
+    metrics: Arc<metrics::Metrics>,
+) -> Result<Parts, ServeError> {
     let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
         .map_err(|e| ServeError::Config(format!("--identity-jwks: {e}")))?;
     let auth = auth::Authenticator::new(identity, &config.identity_issuer)
@@ -124,9 +140,6 @@ pub async fn build(
         config.service_token.expose_secret().to_owned(),
         Duration::from_millis(config.holds_timeout_ms),
     );
-    let metrics = Arc::new(metrics::Metrics::new(&stadium_telemetry::meter(
-        SERVICE_NAME,
-    )));
     let core = service::PaymentsCore::new(
         pool,
         provider,

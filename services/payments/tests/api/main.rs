@@ -5,6 +5,7 @@
 mod admin;
 mod cases;
 mod confirm;
+mod metrics;
 mod recovery;
 mod standalone;
 mod support;

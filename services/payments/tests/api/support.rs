@@ -42,7 +42,7 @@ pub struct PaymentsServer {
 }
 
 /// How to start payments.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// `--reconcile-interval-ms` (0: no background reconciler; tests call it).
     pub reconcile_interval_ms: u64,
@@ -50,6 +50,8 @@ pub struct Options {
     pub duplicate_wait_ms: u64,
     /// Charge through the standalone provider server (over gRPC) instead of in process.
     pub remote_provider: bool,
+    /// Record the service's metrics with this meter instead of the global one.
+    pub meter: Option<opentelemetry::metrics::Meter>,
 }
 
 impl Default for Options {
@@ -58,6 +60,7 @@ impl Default for Options {
             reconcile_interval_ms: 0,
             duplicate_wait_ms: 10_000,
             remote_provider: false,
+            meter: None,
         }
     }
 }
@@ -501,7 +504,14 @@ async fn start_payments(
         "60000",
     ])
     .unwrap();
-    let parts = payments::build(&config, provider).await.unwrap();
+    let parts = match &options.meter {
+        Some(meter) => {
+            let metrics = Arc::new(payments::metrics::Metrics::new(meter));
+            payments::build_with_metrics(&config, provider, metrics).await
+        }
+        None => payments::build(&config, provider).await,
+    }
+    .unwrap();
     let (listener, addr) = loopback_listener().await;
     let shutdown = CancellationToken::new();
     let task = tokio::spawn({
