@@ -94,11 +94,18 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
             }
         }
     };
+    // Each fan aims at its own spot (front rows favoured), as people do on a map.
+    let point = ctx.map.preferred_point(section, rng);
     let request = SuggestSeatsRequest {
         event_id: ctx.event.event_id.clone(),
         quantity: *quantity,
         scope: Some(Scope::SectionId(section)),
-        preference: Preference::BestView as i32,
+        preference: if point.is_some() {
+            Preference::NearPoint
+        } else {
+            Preference::BestView
+        } as i32,
+        point,
         limit: SUGGESTIONS,
         ..SuggestSeatsRequest::default()
     };

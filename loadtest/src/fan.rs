@@ -204,18 +204,28 @@ pub(crate) async fn run_fan(ctx: &Ctx, plan: FanPlan) {
     inc(&ctx.stats.finished);
 }
 
-/// Tells the waiting room the fan is done, so the active-fan cap regains its place.
+/// Tells the waiting room the fan is done, so the active-fan cap regains its place
+/// (repeated after a passing failure: the call is idempotent).
 pub(crate) async fn complete_admission(ctx: &Ctx, session: &str, admission: &str) {
-    let request = CompleteAdmissionRequest {
-        admission_token: admission.to_owned(),
-    };
-    let mut client = ctx.clients.waiting_room.clone();
-    let _ = ctx
-        .call(
-            "WaitingRoom/CompleteAdmission",
-            client.complete_admission(authed(request, session)),
-        )
-        .await;
+    for attempt in 0..=TRANSIENT_RETRIES {
+        let request = CompleteAdmissionRequest {
+            admission_token: admission.to_owned(),
+        };
+        let mut client = ctx.clients.waiting_room.clone();
+        match ctx
+            .call(
+                "WaitingRoom/CompleteAdmission",
+                client.complete_admission(authed(request, session)),
+            )
+            .await
+        {
+            Err(e) if transient(&e) => {
+                let pause = 100u64 << attempt.min(5);
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+            }
+            _ => return,
+        }
+    }
 }
 
 /// Joins the queue and polls until admitted; the admission token, or `None` when the

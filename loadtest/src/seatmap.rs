@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use stadium_proto::seat_map::v1::{GetAvailabilityRequest, Layout};
+use rand::Rng;
+use stadium_proto::seat_map::v1::{GetAvailabilityRequest, Layout, Point};
 
 use crate::credentials::authed;
 use crate::fan::Ctx;
@@ -20,6 +21,15 @@ struct SectionInfo {
     id: u64,
     rank: u32,
     seat_count: u32,
+    /// Seat positions per row, front row first (empty when the layout has none).
+    rows: Vec<Vec<Point>>,
+}
+
+/// The row a fan aims at among `rows` (front first) for a uniform `roll` in 0..1:
+/// squaring the roll favours the front (half the fans aim at the front quarter).
+pub(crate) fn front_biased_row(rows: usize, roll: f64) -> usize {
+    ((rows as f64 * roll.clamp(0.0, 1.0) * roll.clamp(0.0, 1.0)) as usize)
+        .min(rows.saturating_sub(1))
 }
 
 #[derive(Debug)]
@@ -69,6 +79,12 @@ impl SeatMap {
                 id: s.section_id,
                 rank,
                 seat_count: s.seat_count,
+                rows: s
+                    .rows
+                    .iter()
+                    .map(|r| r.seats.iter().filter_map(|seat| seat.position).collect())
+                    .filter(|r: &Vec<Point>| !r.is_empty())
+                    .collect(),
             })
             .collect();
         let index = sections
@@ -156,6 +172,17 @@ impl SeatMap {
         }
     }
 
+    /// Where a fan would like to sit in `section_id`: a seat's position, front rows
+    /// favoured, so fans spread over the section instead of all asking for the same
+    /// best seats. `None` when the layout gives no positions.
+    pub fn preferred_point<R: Rng + ?Sized>(&self, section_id: u64, rng: &mut R) -> Option<Point> {
+        let section = &self.sections[*self.index.get(&section_id)?];
+        let row = section
+            .rows
+            .get(front_biased_row(section.rows.len(), rng.r#gen::<f64>()))?;
+        row.get(rng.gen_range(0..row.len())).copied()
+    }
+
     /// The sections as candidates for [`crate::pick_section`].
     pub fn candidates(&self, available: &[u32]) -> Vec<Candidate> {
         self.sections
@@ -172,9 +199,22 @@ impl SeatMap {
 
 #[cfg(test)]
 mod tests {
+    use rand::SeedableRng;
     use stadium_proto::seat_map::v1::{Category, Row, Seat, Section};
 
     use super::*;
+
+    #[test]
+    fn aims_favour_the_front_rows() {
+        assert_eq!(front_biased_row(10, 0.0), 0);
+        assert_eq!(front_biased_row(10, 0.5), 2);
+        assert_eq!(front_biased_row(10, 1.0), 9);
+        assert_eq!(front_biased_row(0, 0.7), 0);
+        let front = (0..1_000)
+            .filter(|i| front_biased_row(20, f64::from(*i) / 1_000.0) < 5)
+            .count();
+        assert_eq!(front, 500);
+    }
 
     fn section(id: u64, category: &str, seats: u32) -> Section {
         Section {
@@ -186,6 +226,10 @@ mod tests {
                     .map(|i| Seat {
                         seat_id: id * 100 + u64::from(i),
                         category_code: category.into(),
+                        position: Some(Point {
+                            x: f64::from(i),
+                            y: 0.0,
+                        }),
                         ..Seat::default()
                     })
                     .collect(),
@@ -218,6 +262,10 @@ mod tests {
             c.iter().map(|c| (c.section_id, c.rank)).collect::<Vec<_>>(),
             vec![(1, 1), (2, 0), (3, 2)]
         );
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let p = map.preferred_point(2, &mut rng).unwrap();
+        assert!(p.x < 2.0 && p.y == 0.0);
+        assert!(map.preferred_point(99, &mut rng).is_none());
         map.mark_short(3, 2);
         let (_, available) = map.current();
         assert_eq!(available.as_ref(), &vec![3, 2, 1]);
