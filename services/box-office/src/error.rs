@@ -154,10 +154,23 @@ impl From<Error> for Status {
                 meta(&[("service", service)]),
             ),
             Error::Upstream { service, status } => {
-                if matches!(status.code(), Code::Unavailable | Code::DeadlineExceeded) {
+                let unreachable = matches!(
+                    status.code(),
+                    Code::Unavailable | Code::DeadlineExceeded | Code::Unknown
+                ) && stadium_kit::status::error_info(status).is_none();
+                if unreachable {
+                    // A transport failure, not the service's own answer: say which
+                    // dependency, in the shape every stadium error has.
                     tracing::warn!(service, code = ?status.code(), message = status.message(), "dependency unavailable");
+                    error_status(
+                        Code::Unavailable,
+                        "DEPENDENCY_UNAVAILABLE",
+                        format!("the {service} service did not answer"),
+                        meta(&[("service", service)]),
+                    )
+                } else {
+                    status.clone()
                 }
-                status.clone()
             }
             Error::Database(db) => {
                 let failure = stadium_db::classify(db);
@@ -233,6 +246,26 @@ mod tests {
             assert_eq!(status.code(), code);
             assert_eq!(error_info(&status).unwrap().reason, reason);
         }
+    }
+
+    #[test]
+    fn upstream_answers_pass_and_transport_failures_name_the_service() {
+        let taken = error_status(Code::AlreadyExists, "SEAT_TAKEN", "taken", []);
+        let passed = Status::from(Error::Upstream {
+            service: "holds",
+            status: taken,
+        });
+        assert_eq!(error_info(&passed).unwrap().reason, "SEAT_TAKEN");
+        let down = Status::from(Error::Upstream {
+            service: "payments",
+            status: Status::unavailable("tcp connect error"),
+        });
+        let info = error_info(&down).unwrap();
+        assert_eq!(
+            (down.code(), info.reason.as_str()),
+            (Code::Unavailable, "DEPENDENCY_UNAVAILABLE")
+        );
+        assert_eq!(info.metadata["service"], "payments");
     }
 
     #[test]
