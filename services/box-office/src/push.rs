@@ -268,3 +268,73 @@ pub fn configure_request(event: &Event, state: SaleState) -> ConfigureEventReque
         admission_ttl_ms: u64::from(event.settings.admission_ttl_ms),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::{Duration, Utc};
+
+    use super::*;
+    use crate::domain::EventSettings;
+
+    fn event(status: EventStatus, onsale_in: Duration) -> Event {
+        let now = Utc::now();
+        Event {
+            event_id: 7,
+            venue_id: 1,
+            status,
+            settings: EventSettings {
+                name: "e".into(),
+                starts_at: now + Duration::days(30),
+                onsale_at: now + onsale_in,
+                hold_ttl_ms: 1,
+                max_seats_per_claim: 1,
+                max_seats_per_fan: 1,
+                admission_rate_per_min: 60,
+                active_fan_cap: 5,
+                admission_ttl_ms: 600_000,
+                currency: "EUR".into(),
+            },
+            price_categories: Vec::new(),
+            created_at: now,
+        }
+    }
+
+    #[test]
+    fn the_waiting_room_hears_the_state_a_fan_should_see() {
+        let now = Utc::now();
+        let ahead = Duration::hours(1);
+        let past = -Duration::hours(1);
+        assert_eq!(sale_state(&event(EventStatus::Draft, ahead), now), None);
+        assert_eq!(
+            sale_state(&event(EventStatus::OnSale, ahead), now),
+            Some(SaleState::Scheduled)
+        );
+        assert_eq!(
+            sale_state(&event(EventStatus::OnSale, past), now),
+            Some(SaleState::Open)
+        );
+        assert_eq!(
+            sale_state(&event(EventStatus::Paused, past), now),
+            Some(SaleState::Paused)
+        );
+        assert_eq!(
+            sale_state(&event(EventStatus::Closed, past), now),
+            Some(SaleState::Closed)
+        );
+    }
+
+    #[test]
+    fn a_configure_request_carries_every_setting() {
+        let e = event(EventStatus::OnSale, Duration::hours(1));
+        let r = configure_request(&e, SaleState::Scheduled);
+        assert_eq!(r.event_id, "7");
+        assert_eq!(
+            (r.fans_per_minute, r.active_fan_cap, r.admission_ttl_ms),
+            (60, 5, 600_000)
+        );
+        assert_eq!(
+            r.onsale_at.unwrap().seconds,
+            e.settings.onsale_at.timestamp()
+        );
+    }
+}
