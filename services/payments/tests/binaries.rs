@@ -1,0 +1,149 @@
+//! The shipped binaries: `payments` documents its flags and refuses an unreachable
+//! database at start; `sim-provider` runs as its own process, keeps a ledger that
+//! honours idempotency keys, takes faults over gRPC and stops on SIGTERM.
+
+use std::process::Command;
+use std::time::Duration;
+
+use clap::Parser as _;
+use stadium_kit::testing::{connect, loopback_listener};
+use stadium_proto::common::v1::Money;
+use stadium_proto::payments::v1::simulated_provider_client::SimulatedProviderClient;
+use stadium_proto::payments::v1::{SimChargeRequest, SimFaults, SimLedgerRequest};
+use tokio_util::sync::CancellationToken;
+use tonic::Code;
+use tonic_health::pb::{
+    HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+};
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+#[test]
+fn payments_documents_every_flag() {
+    let output = Command::new(env!("CARGO_BIN_EXE_payments"))
+        .arg("--help")
+        .output()
+        .expect("running payments --help");
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout).expect("UTF-8 help");
+    for flag in [
+        "--listen",
+        "--database-url",
+        "--holds-url",
+        "--service-token",
+        "--identity-jwks",
+        "--ticket-signing-seed",
+        "--provider-notice-secret",
+        "--provider-url",
+        "--reconcile-interval-ms",
+    ] {
+        assert!(help.contains(flag), "{flag} missing:\n{help}");
+    }
+}
+
+#[tokio::test]
+async fn payments_refuses_an_unreachable_database_at_start() {
+    // Port 1 on loopback: nothing listens there, so the connection is refused.
+    let jwks = stadium_tokens::DevIssuer::generate()
+        .unwrap()
+        .jwks_json()
+        .unwrap();
+    let config = payments::Config::try_parse_from([
+        "payments",
+        "--database-url",
+        "postgres://postgres@127.0.0.1:1/postgres",
+        "--holds-url",
+        "http://127.0.0.1:1",
+        "--service-token",
+        "t",
+        "--identity-jwks",
+        jwks.as_str(),
+        "--provider-notice-secret",
+        "s",
+    ])
+    .unwrap();
+    let (listener, _) = loopback_listener().await;
+    let result = tokio::time::timeout(
+        PATIENCE,
+        payments::serve(config, listener, CancellationToken::new()),
+    )
+    .await
+    .expect("gives up within the pool's acquire timeout");
+    assert!(
+        matches!(result, Err(payments::ServeError::Database(_))),
+        "{result:?}"
+    );
+}
+
+fn eur(amount_minor: i64) -> Option<Money> {
+    Some(Money {
+        amount_minor,
+        currency: "EUR".into(),
+    })
+}
+
+#[tokio::test]
+async fn the_simulated_provider_runs_as_its_own_process() {
+    let port = loopback_listener().await.1.port();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sim-provider"))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("PROVIDER_NOTICE_SECRET", "secret")
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("starting sim-provider");
+    let channel = connect(([127, 0, 0, 1], port).into()).await;
+    let health = HealthClient::new(channel.clone())
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(health.status, ServingStatus::Serving as i32);
+
+    let mut provider = SimulatedProviderClient::new(channel);
+    let charge = |key: &str| SimChargeRequest {
+        idempotency_key: key.into(),
+        amount: eur(1000),
+        method_token: "tok_visa".into(),
+    };
+    let first = provider.charge(charge("k1")).await.unwrap().into_inner();
+    let again = provider.charge(charge("k1")).await.unwrap().into_inner();
+    assert!(first.succeeded);
+    assert_eq!(first.charge_id, again.charge_id);
+
+    provider
+        .set_faults(SimFaults {
+            timeout_after_charge: 1,
+            ..SimFaults::default()
+        })
+        .await
+        .unwrap();
+    let lost = provider.charge(charge("k2")).await.unwrap_err();
+    assert_eq!(lost.code(), Code::DeadlineExceeded);
+    let ledger = provider
+        .ledger(SimLedgerRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .entries;
+    let keys: Vec<&str> = ledger.iter().map(|e| e.idempotency_key.as_str()).collect();
+    assert_eq!(
+        keys,
+        ["k1", "k2"],
+        "one entry per key; the lost answer's charge is there"
+    );
+
+    let pid = child.id().expect("running child").to_string();
+    let killed = Command::new("kill")
+        .args(["-s", "TERM", &pid])
+        .status()
+        .expect("running kill");
+    assert!(killed.success());
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("sim-provider exits after SIGTERM")
+        .expect("waiting for sim-provider");
+    assert!(status.success(), "{status:?}");
+}
