@@ -193,6 +193,11 @@ impl Payments for PaymentsApi {
             Ok(WireNoticeKind::RefundSucceeded) => NoticeKind::RefundSucceeded,
             _ => return Err(Error::invalid("kind", "unknown notice kind").into()),
         };
+        if kind == NoticeKind::ChargeSucceeded && body.provider_charge_id.trim().is_empty() {
+            return Err(
+                Error::invalid("provider_charge_id", "required for a charge notice").into(),
+            );
+        }
         let amount = body.amount.unwrap_or_default();
         let notice = Notice {
             notice_id: convert::text("notice_id", &body.notice_id, 200)?,

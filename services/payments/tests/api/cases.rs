@@ -84,6 +84,12 @@ async fn c05_a_late_success_notice_delivered_three_times_refunds_once() {
         .unwrap();
     assert_eq!(marks, ["refunded"]);
 
+    // A notice without a charge id is refused before its signature is even checked.
+    let mut bare = notice_request(&stack, &key);
+    bare.provider_charge_id.clear();
+    let err = stack.client().provider_notice(bare).await.unwrap_err();
+    assert_eq!(reason(&err, Code::InvalidArgument), "INVALID_FIELD");
+
     // A forged notice is refused, not acknowledged.
     let mut forged = notice_request(&stack, &key);
     forged.notice_id = "ntc_forged".into();
