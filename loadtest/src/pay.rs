@@ -8,13 +8,16 @@ use stadium_proto::payments::v1::get_order_request::Key;
 use stadium_proto::payments::v1::{
     ConfirmRequest, GetOrderRequest, Order, OrderStatus, PaymentMethod, RefundReason,
 };
-use tonic::Status;
+use tonic::{Code, Status};
 
 use crate::claim::HeldSeats;
 use crate::credentials::authed;
 use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, complete_admission, think, transient};
 use crate::mix::{Behaviour, FanPlan};
 use crate::stats::{add, inc, reason, sub};
+
+/// Confirms repeated while a payment's outcome is open.
+const RESOLVE_ATTEMPTS: u32 = 10;
 
 /// Margin past a hold's expiry before it is taken for lapsed (clock steps, the
 /// server's own rounding).
@@ -39,7 +42,7 @@ pub(crate) async fn settle(
             tokio::time::sleep(think(ctx, rng).min(left / 2)).await;
             let result = confirm(ctx, session, &held, rng).await;
             complete_admission(ctx, session, admission).await;
-            count_payment(ctx, session, &held, result).await;
+            count_payment(ctx, session, &held, result, rng).await;
         }
         Behaviour::Abandon => {
             complete_admission(ctx, session, admission).await;
@@ -53,7 +56,8 @@ pub(crate) async fn settle(
             lapse(&held).await;
             sub(&stats.seats_held_now, held.seats());
             inc(&stats.late_payments);
-            match confirm(ctx, session, &held, rng).await {
+            let first = confirm(ctx, session, &held, rng).await;
+            match resolve(ctx, session, &held, first, rng).await {
                 Ok(order) if refunded_for_expiry(&order) => {
                     inc(&stats.late_refunded);
                     add(&stats.late_refunded_seats, held.seats());
@@ -83,7 +87,7 @@ pub(crate) async fn settle(
                 Double::Inconsistent => inc(&stats.double_inconsistent),
                 Double::Unresolved => {}
             }
-            count_payment(ctx, session, &held, a.or(b)).await;
+            count_payment(ctx, session, &held, a.or(b), rng).await;
         }
     }
 }
@@ -160,32 +164,64 @@ async fn confirm(
     }
 }
 
-/// Counts a payment made while the hold was alive. An outcome the fan could not
-/// learn is read back from payments once the hold has lapsed.
-async fn count_payment(ctx: &Ctx, session: &str, held: &HeldSeats, result: Result<Order, Status>) {
+/// Whether a confirm's answer leaves the outcome open (a timeout, a shed request,
+/// a payment still pending): payments finishes such a payment itself, and repeating
+/// the confirm (idempotent by hold key) tells how it ended.
+fn unsettled(result: &Result<Order, Status>) -> bool {
+    match result {
+        Ok(order) => order.status == OrderStatus::Pending as i32,
+        Err(status) => {
+            transient(status) || matches!(status.code(), Code::Cancelled | Code::Unknown)
+        }
+    }
+}
+
+/// Repeats the confirm until payments gives a final answer (at most about a minute),
+/// then falls back to the order payments has recorded.
+async fn resolve(
+    ctx: &Ctx,
+    session: &str,
+    held: &HeldSeats,
+    first: Result<Order, Status>,
+    rng: &mut StdRng,
+) -> Result<Order, Status> {
+    let mut result = first;
+    for attempt in 0..RESOLVE_ATTEMPTS {
+        if !unsettled(&result) {
+            return result;
+        }
+        tokio::time::sleep(Duration::from_millis(500 << attempt.min(4))).await;
+        result = confirm(ctx, session, held, rng).await;
+    }
+    match order_of(ctx, session, held).await {
+        Some(order) => Ok(order),
+        None => result,
+    }
+}
+
+/// Counts a payment made while the hold was alive, once its outcome is final.
+async fn count_payment(
+    ctx: &Ctx,
+    session: &str,
+    held: &HeldSeats,
+    result: Result<Order, Status>,
+    rng: &mut StdRng,
+) {
     let stats = &ctx.stats;
     let seats = held.seats();
-    let order = match result {
-        Ok(order) => Some(order),
-        // Lapsed before any charge: nothing was taken, the seats are free again.
-        Err(status) if reason(&status) == "HOLD_EXPIRED" => None,
-        Err(_) => {
-            // Unknown outcome (timeout, provider down): payments may still finish it.
-            lapse(held).await;
-            order_of(ctx, session, held).await
-        }
-    };
+    let result = resolve(ctx, session, held, result, rng).await;
     sub(&stats.seats_held_now, seats);
-    match order {
-        Some(order) if order.status == OrderStatus::Paid as i32 => {
+    match result {
+        Ok(order) if order.status == OrderStatus::Paid as i32 => {
             inc(&stats.orders_paid);
             add(&stats.seats_sold, seats);
             ctx.mark_sale();
         }
-        Some(order) if order.status == OrderStatus::Refunded as i32 => {
+        Ok(order) if order.status == OrderStatus::Refunded as i32 => {
             inc(&stats.unexpected_refunds);
             add(&stats.unexpected_refund_seats, seats);
         }
+        // Refused (lapsed before any charge, declined) or never settled.
         _ => inc(&stats.pay_failed),
     }
 }
