@@ -12,6 +12,36 @@
 //!    compared with the box office's sales report.
 //!
 //! The [`RunReport`] renders as a terminal table, JSON and an SVG chart.
+//!
+//! ```no_run
+//! # async fn onsale() -> loadtest::Result<bool> {
+//! use loadtest::{
+//!     Credentials, EventOptions, OnSaleOptions, Targets, VenueSource, check_invariants,
+//!     run_onsale, setup_event,
+//! };
+//!
+//! let targets = Targets {
+//!     waiting_room: "http://127.0.0.1:50051".into(),
+//!     seat_map: "http://127.0.0.1:50052".into(),
+//!     holds: "http://127.0.0.1:50053".into(),
+//!     payments: "http://127.0.0.1:50054".into(),
+//!     box_office: "http://127.0.0.1:50055".into(),
+//! };
+//! // The seed the services' dev issuer was started with.
+//! let creds = Credentials::from_seed_hex(&"07".repeat(32))?;
+//! let venue = VenueSource::generated(50_000, 100)?;
+//! let event = setup_event(&targets, &creds, venue, &EventOptions::default()).await?;
+//! let options = OnSaleOptions { fans: 100_000, time_scale: 10.0, ..OnSaleOptions::default() };
+//! let mut report = run_onsale(&targets, &creds, &event, &options, true).await?;
+//! report.invariants = Some(check_invariants(&targets, &creds, &event, &report).await?);
+//! println!("{}", report.to_text());
+//! Ok(report.is_ok())
+//! # }
+//! ```
+//!
+//! Time: [`OnSaleOptions::time_scale`] compresses only the fans' own timing (arrivals,
+//! think times). The event's hold TTL and admission rate are the server's; compress
+//! them through [`EventOptions`] when a short run is wanted.
 
 mod claim;
 pub mod cli;

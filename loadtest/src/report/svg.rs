@@ -109,6 +109,18 @@ impl RunReport {
             LEFT + plot_w,
             TOP + plot_h
         )?;
+        writeln!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">seconds since the start</text>"#,
+            LEFT + plot_w / 2.0,
+            HEIGHT - 6.0
+        )?;
+        writeln!(
+            out,
+            r#"<text x="14" y="{:.1}" text-anchor="middle" transform="rotate(-90 14 {:.1})">fans (admitted), seats (held, sold)</text>"#,
+            TOP + plot_h / 2.0,
+            TOP + plot_h / 2.0
+        )?;
         for (i, (name, colour, value)) in SERIES.iter().enumerate() {
             let path: Vec<String> = points
                 .iter()
@@ -146,6 +158,7 @@ mod tests {
             assert!(svg.contains(&format!(r#"class="{name}""#)), "{name}");
         }
         assert!(svg.contains("Test &lt;Arena&gt; &amp; Co"));
+        assert!(svg.contains("seconds since the start"));
         // 21 samples per line.
         let sold = svg.lines().find(|l| l.contains(r#"class="sold""#)).unwrap();
         assert_eq!(sold.matches(',').count(), 21);
