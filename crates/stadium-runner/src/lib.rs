@@ -2,6 +2,8 @@
 //! over the given PostgreSQL/Redis or a private pair started from the machine's
 //! binaries, and the on-sale scenario run against them.
 
+pub mod onsale;
 pub mod stack;
 
+pub use onsale::{DatabaseCheck, OnSaleConfig};
 pub use stack::{Endpoints, Stack, StackOptions};

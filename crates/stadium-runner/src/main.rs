@@ -1,8 +1,12 @@
 //! `stadium`: run every service locally (`up`), or run an on-sale against them (`onsale`).
 
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use stadium_runner::{Stack, StackOptions};
+use stadium_runner::{OnSaleConfig, Stack, StackOptions};
 use stadium_tokens::Role;
 
 /// The stadium ticketing system in one process.
@@ -40,6 +44,57 @@ enum Command {
         #[arg(long)]
         base_port: Option<u16>,
     },
+    /// Start everything, run an on-sale with simulated fans, print the report, and
+    /// exit non-zero if any invariant is violated or the report disagrees with the
+    /// database.
+    Onsale {
+        #[command(flatten)]
+        stores: StoreArgs,
+        #[command(flatten)]
+        sale: SaleArgs,
+    },
+}
+
+/// What the on-sale sells, to whom, how fast.
+#[derive(clap::Args)]
+struct SaleArgs {
+    /// A pretix seating plan (`.json`) or CSV manifest (`.csv`, header
+    /// `section,row,seat,category[,x,y]`); unset: a generated stadium of --seats seats.
+    #[arg(long, value_name = "FILE")]
+    venue: Option<PathBuf>,
+    /// Seats of the generated stadium.
+    #[arg(long, default_value_t = 50_000)]
+    seats: u32,
+    /// Sections of the generated stadium.
+    #[arg(long, default_value_t = 100)]
+    sections: u32,
+    /// Fans to simulate; unset: 60 % of the seats (most buy two or more).
+    #[arg(long)]
+    fans: Option<u32>,
+    /// Admission rate, fans per minute.
+    #[arg(long, default_value_t = 60_000)]
+    admission_rate: u32,
+    /// Hold TTL in seconds.
+    #[arg(long, default_value_t = 30)]
+    hold_ttl: u64,
+    /// Seconds between setting the event up and its opening (the pre-queue fills).
+    #[arg(long, default_value_t = 5)]
+    onsale_lead: u64,
+    /// Compression of the fans' think times (10 = ten times faster than life).
+    #[arg(long, default_value_t = 10.0)]
+    time_scale: f64,
+    /// Seed of every random choice, for a reproducible run.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the report as JSON here.
+    #[arg(long, value_name = "FILE")]
+    report_json: Option<PathBuf>,
+    /// Write the chart of admitted, held and sold over time (SVG) here.
+    #[arg(long, value_name = "FILE", default_value = "onsale.svg")]
+    report_svg: PathBuf,
+    /// No progress bars.
+    #[arg(long)]
+    no_progress: bool,
 }
 
 fn seed(hex_seed: Option<&str>) -> anyhow::Result<Option<[u8; 32]>> {
@@ -52,9 +107,59 @@ fn seed(hex_seed: Option<&str>) -> anyhow::Result<Option<[u8; 32]>> {
         .transpose()
 }
 
+fn options(stores: StoreArgs, base_port: Option<u16>) -> anyhow::Result<StackOptions> {
+    Ok(StackOptions {
+        database_url: stores.database_url,
+        redis_url: stores.redis_url,
+        base_port,
+        dev_issuer_seed: seed(stores.dev_issuer_seed.as_deref())?,
+    })
+}
+
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+async fn main() -> ExitCode {
+    match run(Cli::parse()).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(error) => {
+            eprintln!("stadium: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn onsale(stores: StoreArgs, sale: SaleArgs) -> anyhow::Result<bool> {
+    let stack = Stack::start(options(stores, None)?).await?;
+    let config = OnSaleConfig {
+        venue: sale.venue,
+        seats: sale.seats,
+        sections: sale.sections,
+        fans: sale.fans.unwrap_or(sale.seats / 10 * 6),
+        admission_rate: sale.admission_rate,
+        hold_ttl: Duration::from_secs(sale.hold_ttl),
+        onsale_lead: Duration::from_secs(sale.onsale_lead),
+        time_scale: sale.time_scale,
+        seed: sale.seed,
+        progress: !sale.no_progress,
+    };
+    let outcome = stadium_runner::onsale::run(&stack, &config).await;
+    stack.stop().await?;
+    let (report, check) = outcome?;
+    println!("{}", report.to_text());
+    println!("{}", check.to_text());
+    std::fs::write(&sale.report_svg, report.to_svg())
+        .with_context(|| format!("write {}", sale.report_svg.display()))?;
+    println!("chart: {}", sale.report_svg.display());
+    if let Some(path) = &sale.report_json {
+        std::fs::write(path, report.to_json()?)
+            .with_context(|| format!("write {}", path.display()))?;
+        println!("report: {}", path.display());
+    }
+    Ok(report.is_ok() && check.is_ok())
+}
+
+/// Runs a command; `Ok(false)` when an on-sale found a violation or a disagreement.
+async fn run(cli: Cli) -> anyhow::Result<bool> {
     let _telemetry = stadium_telemetry::init(&stadium_telemetry::TelemetryConfig {
         service_name: "stadium".into(),
         log_format: stadium_telemetry::LogFormat::Text,
@@ -62,15 +167,10 @@ async fn main() -> anyhow::Result<()> {
         otlp_endpoint: std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok(),
     })?;
     match cli.command {
+        Command::Onsale { stores, sale } => onsale(stores, sale).await,
         Command::Up { stores, base_port } => {
             let stop = stadium_kit::shutdown::shutdown_on_signals();
-            let mut stack = Stack::start(StackOptions {
-                database_url: stores.database_url,
-                redis_url: stores.redis_url,
-                base_port,
-                dev_issuer_seed: seed(stores.dev_issuer_seed.as_deref())?,
-            })
-            .await?;
+            let mut stack = Stack::start(options(stores, base_port)?).await?;
             let admin = stack
                 .issuer
                 .admin(
@@ -91,7 +191,7 @@ async fn main() -> anyhow::Result<()> {
             println!("Ctrl-C stops it.");
             let result = stack.run_until(stop).await;
             stack.stop().await?;
-            result
+            result.map(|()| true)
         }
     }
 }

@@ -2,6 +2,7 @@
 //! Redis or over a private local stack started from the machine's binaries.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, anyhow};
@@ -54,7 +55,7 @@ pub struct Stack {
     /// and admin tokens this stack accepts.
     pub dev_issuer_seed: [u8; 32],
     /// The development identity issuer.
-    pub issuer: DevIssuer,
+    pub issuer: Arc<DevIssuer>,
     shutdown: CancellationToken,
     tasks: JoinSet<(&'static str, anyhow::Result<()>)>,
     local: Option<LocalStack>,
@@ -113,6 +114,15 @@ impl Stack {
         stadium_db::migrate(&pool)
             .await
             .context("apply migrations")?;
+        // Event ids restart in a new database while Redis may keep an old queue: the
+        // database's oid in the key prefix keeps the two from meeting.
+        let database_oid: i64 = sqlx::query_scalar(
+            "SELECT oid::bigint FROM pg_database WHERE datname = current_database()",
+        )
+        .fetch_one(&pool)
+        .await
+        .context("read the database's oid")?;
+        let key_prefix = format!("stadium:wr:{database_oid}:");
         pool.close().await;
 
         let seed = options.dev_issuer_seed.unwrap_or_else(rand::random);
@@ -145,6 +155,8 @@ impl Stack {
             &redis_url,
             "--dev-issuer-seed",
             &seed_hex,
+            "--key-prefix",
+            &key_prefix,
         ])?;
         let wr = wr.into_settings()?;
         let token = shutdown.clone();
@@ -232,7 +244,7 @@ impl Stack {
             database_url,
             redis_url,
             dev_issuer_seed: seed,
-            issuer,
+            issuer: Arc::new(issuer),
             shutdown,
             tasks,
             local,

@@ -1,0 +1,270 @@
+//! The on-sale against a running [`Stack`]: set the event up through the box office,
+//! let simulated fans buy through the other four services, then hold the report up
+//! against the database itself.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use loadtest::{Credentials, EventOptions, OnSaleOptions, RunReport, Targets, VenueSource};
+use sqlx::PgPool;
+
+use crate::stack::Stack;
+
+/// What to sell and to how many fans.
+#[derive(Debug, Clone)]
+pub struct OnSaleConfig {
+    /// A pretix seating plan (`.json`) or CSV manifest (`.csv`); `None` generates a
+    /// stadium bowl of `seats` seats in `sections` sections.
+    pub venue: Option<PathBuf>,
+    /// Seats of the generated stadium.
+    pub seats: u32,
+    /// Sections of the generated stadium.
+    pub sections: u32,
+    /// Fans to simulate.
+    pub fans: u32,
+    /// Admission rate, fans per minute.
+    pub admission_rate: u32,
+    /// Hold TTL.
+    pub hold_ttl: Duration,
+    /// Time between setting the event up and its opening, so the pre-queue fills.
+    pub onsale_lead: Duration,
+    /// Compression of the fans' think times (10 = ten times faster than life).
+    pub time_scale: f64,
+    /// Seed of every random choice of the fans.
+    pub seed: u64,
+    /// Progress bars on stderr.
+    pub progress: bool,
+}
+
+/// What the database says about the event after the run, and where it disagrees
+/// with the report.
+#[derive(Debug, Clone, Default)]
+pub struct DatabaseCheck {
+    /// Seats of the venue.
+    pub seats: i64,
+    /// Seats with more than one active claim (invariant 1: must be 0).
+    pub seats_claimed_twice: i64,
+    /// Seats booked by fans.
+    pub sold: i64,
+    /// Seats held and not yet expired.
+    pub held: i64,
+    /// Seats blocked.
+    pub blocked: i64,
+    /// Seats free right now.
+    pub available: i64,
+    /// Valid tickets.
+    pub tickets: i64,
+    /// Payments refunded because the hold had expired.
+    pub hold_expired_refunds: i64,
+    /// Payments charged more than once (invariant 4: must be 0).
+    pub payments_per_hold_over_one: i64,
+    /// Every way the report and the database disagree, in words.
+    pub disagreements: Vec<String>,
+}
+
+impl DatabaseCheck {
+    /// True when the database keeps every invariant and agrees with the report.
+    pub fn is_ok(&self) -> bool {
+        self.disagreements.is_empty()
+    }
+
+    /// A few readable lines for the terminal.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "Database check\n  seats {} = sold {} + held {} + blocked {} + available {}\n  \
+             valid tickets {}; refunds for expired holds {}; seats claimed twice {}\n",
+            self.seats,
+            self.sold,
+            self.held,
+            self.blocked,
+            self.available,
+            self.tickets,
+            self.hold_expired_refunds,
+            self.seats_claimed_twice
+        );
+        if self.disagreements.is_empty() {
+            out.push_str("  result: the database agrees with the report\n");
+        }
+        for d in &self.disagreements {
+            out.push_str(&format!("  DISAGREEMENT {d}\n"));
+        }
+        out
+    }
+}
+
+/// Runs the on-sale against `stack` and checks the result against its database.
+///
+/// # Errors
+/// Setting the event up, the run itself, or the database check failed to run (a
+/// violated invariant is not an error: it is in the returned check and report).
+pub async fn run(
+    stack: &Stack,
+    config: &OnSaleConfig,
+) -> anyhow::Result<(RunReport, DatabaseCheck)> {
+    let e = &stack.endpoints;
+    let targets = Targets {
+        waiting_room: e.waiting_room.clone(),
+        seat_map: e.seat_map.clone(),
+        holds: e.holds.clone(),
+        payments: e.payments.clone(),
+        box_office: e.box_office.clone(),
+    };
+    let creds = Credentials::new(Arc::clone(&stack.issuer));
+    let venue = match &config.venue {
+        Some(path) => VenueSource::from_file(path)?,
+        None => VenueSource::generated(config.seats, config.sections)?,
+    };
+    let event_options = EventOptions {
+        hold_ttl: config.hold_ttl,
+        onsale_lead: config.onsale_lead,
+        admission_rate_per_min: config.admission_rate,
+        ..EventOptions::default()
+    };
+    let options = OnSaleOptions {
+        fans: config.fans,
+        seed: config.seed,
+        time_scale: config.time_scale,
+        ..OnSaleOptions::default()
+    };
+    let report = loadtest::run_scenario(
+        &targets,
+        &creds,
+        venue,
+        &event_options,
+        &options,
+        config.progress,
+    )
+    .await?;
+    let pool = stadium_db::connect(&stack.database_url, &Default::default()).await?;
+    let check = check_database(&pool, &report).await?;
+    pool.close().await;
+    Ok((report, check))
+}
+
+async fn scalar(pool: &PgPool, sql: &str, event: i64) -> anyhow::Result<i64> {
+    sqlx::query_scalar::<_, i64>(sql)
+        .bind(event)
+        .fetch_one(pool)
+        .await
+        .with_context(|| format!("database check: {sql}"))
+}
+
+/// Counts the event's seats by state in the database and compares them with the
+/// report: seats sold, refunds for expired holds, and the invariants that need no
+/// report at all (one active claim per seat, one payment per hold, counts add up).
+///
+/// # Errors
+/// A query failed.
+pub async fn check_database(pool: &PgPool, report: &RunReport) -> anyhow::Result<DatabaseCheck> {
+    let event: i64 = report
+        .event_id
+        .parse()
+        .with_context(|| format!("event id {:?}", report.event_id))?;
+    let mut c = DatabaseCheck {
+        seats: scalar(
+            pool,
+            "SELECT count(*) FROM catalog.event_seats WHERE event_id = $1",
+            event,
+        )
+        .await?,
+        seats_claimed_twice: scalar(
+            pool,
+            "SELECT count(*) FROM (SELECT seat_id FROM holds.seat_holds
+              WHERE event_id = $1 AND status IN ('held', 'booked', 'blocked')
+              GROUP BY seat_id HAVING count(*) > 1) AS twice",
+            event,
+        )
+        .await?,
+        sold: scalar(
+            pool,
+            "SELECT count(*) FROM holds.seat_holds
+              WHERE event_id = $1 AND status = 'booked' AND kind = 'fan'",
+            event,
+        )
+        .await?,
+        held: scalar(
+            pool,
+            "SELECT count(*) FROM holds.seat_holds
+              WHERE event_id = $1 AND status = 'held' AND expires_at > now()",
+            event,
+        )
+        .await?,
+        blocked: scalar(
+            pool,
+            "SELECT count(*) FROM holds.seat_holds
+              WHERE event_id = $1 AND (status = 'blocked' OR (status = 'booked' AND kind <> 'fan'))",
+            event,
+        )
+        .await?,
+        available: scalar(
+            pool,
+            "SELECT count(*) FROM catalog.event_seats s WHERE s.event_id = $1
+               AND NOT EXISTS (SELECT 1 FROM holds.unavailable_seats u
+                                WHERE u.event_id = s.event_id AND u.seat_id = s.seat_id)",
+            event,
+        )
+        .await?,
+        tickets: scalar(
+            pool,
+            "SELECT count(*) FROM payments.tickets WHERE event_id = $1 AND status = 'valid'",
+            event,
+        )
+        .await?,
+        hold_expired_refunds: scalar(
+            pool,
+            "SELECT count(*) FROM payments.payments
+              WHERE event_id = $1 AND status = 'refunded' AND refund_reason = 'hold_expired'",
+            event,
+        )
+        .await?,
+        payments_per_hold_over_one: scalar(
+            pool,
+            "SELECT count(*) FROM (SELECT hold_key FROM payments.payments WHERE event_id = $1
+              GROUP BY hold_key HAVING count(*) > 1) AS twice",
+            event,
+        )
+        .await?,
+        disagreements: Vec::new(),
+    };
+    let d = &mut c.disagreements;
+    if c.seats_claimed_twice != 0 {
+        d.push(format!(
+            "{} seats have two active claims",
+            c.seats_claimed_twice
+        ));
+    }
+    if c.payments_per_hold_over_one != 0 {
+        d.push(format!(
+            "{} holds have more than one payment",
+            c.payments_per_hold_over_one
+        ));
+    }
+    if c.sold + c.held + c.blocked + c.available != c.seats {
+        d.push(format!(
+            "sold {} + held {} + blocked {} + available {} != seats {}",
+            c.sold, c.held, c.blocked, c.available, c.seats
+        ));
+    }
+    if c.tickets != c.sold {
+        d.push(format!(
+            "{} valid tickets for {} sold seats",
+            c.tickets, c.sold
+        ));
+    }
+    if c.sold != report.seats_sold as i64 {
+        d.push(format!(
+            "seats sold: report {}, database {}",
+            report.seats_sold, c.sold
+        ));
+    }
+    let refunds = (report.late.refunded + report.unexpected_refunds) as i64;
+    if c.hold_expired_refunds != refunds {
+        d.push(format!(
+            "refunds for expired holds: report {refunds}, database {}",
+            c.hold_expired_refunds
+        ));
+    }
+    Ok(c)
+}

@@ -1,0 +1,85 @@
+//! A small on-sale end to end (issue 8's CI test): about 2,000 fans for 500 seats in
+//! compressed time through all five services, then the stored data is checked: every
+//! seat sold at most once, the counts add up, one refund per late payment and none
+//! otherwise, and the report's numbers equal the database's.
+
+use std::time::Duration;
+
+use stadium_runner::{OnSaleConfig, Stack, StackOptions};
+
+/// A 500-seat arena as a CSV manifest: 4 sections × 5 rows × 25 seats, the front two
+/// rows of each section in category A.
+fn arena_csv() -> tempfile::NamedTempFile {
+    let mut csv = String::from("section,row,seat,category,x,y\n");
+    for section in 1..=4 {
+        for row in 1..=5 {
+            for seat in 1..=25 {
+                let category = if row <= 2 { "A" } else { "B" };
+                let x = section * 40 + seat;
+                let y = row * 2;
+                csv.push_str(&format!("S{section},{row},{seat},{category},{x},{y}\n"));
+            }
+        }
+    }
+    let file = tempfile::Builder::new()
+        .suffix(".csv")
+        .tempfile()
+        .expect("temp file");
+    std::fs::write(file.path(), csv).expect("write manifest");
+    file
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_small_on_sale_sells_each_seat_once_and_the_report_matches_the_database() {
+    let db = stadium_testkit::fresh_database().await;
+    let stack = Stack::start(StackOptions {
+        database_url: Some(db.url.clone()),
+        redis_url: Some(stadium_testkit::redis_url().await),
+        ..StackOptions::default()
+    })
+    .await
+    .expect("stack starts");
+    let manifest = arena_csv();
+    let config = OnSaleConfig {
+        venue: Some(manifest.path().to_owned()),
+        seats: 500,
+        sections: 4,
+        fans: 2_000,
+        admission_rate: 60_000,
+        hold_ttl: Duration::from_secs(20),
+        onsale_lead: Duration::from_secs(2),
+        time_scale: 20.0,
+        seed: 7,
+        progress: false,
+    };
+    let outcome = stadium_runner::onsale::run(&stack, &config).await;
+    stack.stop().await.expect("clean stop");
+    let (report, check) = outcome.expect("the on-sale runs");
+    println!("{}\n{}", report.to_text(), check.to_text());
+
+    assert_eq!(check.seats, 500);
+    assert_eq!(check.seats_claimed_twice, 0, "a seat has two active claims");
+    assert_eq!(check.payments_per_hold_over_one, 0, "a hold was paid twice");
+    assert_eq!(
+        check.sold + check.held + check.blocked + check.available,
+        check.seats,
+        "sold + held + blocked + available != seats"
+    );
+    assert_eq!(check.tickets, check.sold, "one valid ticket per sold seat");
+    assert_eq!(
+        report.seats_sold as i64, check.sold,
+        "report vs database: sold"
+    );
+    assert!(check.sold > 0, "nothing was sold");
+    // One refund per late payment that reached the payment step, none otherwise.
+    assert_eq!(
+        check.hold_expired_refunds, report.late.refunded as i64,
+        "refunds for expired holds must be exactly the late payments'"
+    );
+    assert_eq!(
+        report.unexpected_refunds, 0,
+        "a timely payment was refunded"
+    );
+    assert!(check.is_ok(), "{:?}", check.disagreements);
+    assert!(report.is_ok(), "{}", report.to_text());
+}
