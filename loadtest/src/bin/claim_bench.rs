@@ -1,0 +1,343 @@
+//! The holds benchmark: 4-seat claims per second over gRPC at several concurrencies,
+//! beside `pgbench` running the same claim transaction against the same database in the
+//! same run (their ratio is the service's overhead: gRPC, token checks, Rust), and the
+//! hot case where most claims aim at the front rows, where most are refused.
+//!
+//! One run: create a fresh database (or use `--database-url`), migrate, seed a venue and
+//! an on-sale event, start the holds service in this process on a loopback port; then
+//! for each `--clients` value a gRPC phase and a `pgbench` phase, and finally the hot
+//! phase. The holds are emptied before every phase. Prints a table, then one JSON line.
+
+// A binary's modules sit beside it in `claim_bench/`, which a crate root does not
+// search by itself.
+#[path = "claim_bench/load.rs"]
+mod load;
+#[path = "claim_bench/pgbench.rs"]
+mod pgbench;
+#[path = "claim_bench/seed.rs"]
+mod seed;
+
+use std::time::Duration;
+
+use clap::Parser;
+use serde_json::json;
+
+use load::{Phase, PhaseResult, Service, Target};
+use seed::Shape;
+
+/// Errors of the benchmark: reported and the process exits non-zero.
+type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// Flags of the holds benchmark.
+#[derive(Debug, Parser)]
+#[command(
+    name = "claim_bench",
+    about = "4-seat claims per second: the holds service over gRPC beside pgbench running the same SQL"
+)]
+struct Args {
+    /// Seconds per phase.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    seconds: u64,
+
+    /// Concurrent clients, one gRPC phase and one pgbench phase per value.
+    #[arg(long, value_delimiter = ',', default_value = "16,64")]
+    clients: Vec<usize>,
+
+    /// Concurrent clients of the hot phase (default: the largest of `--clients`).
+    #[arg(long)]
+    hot_clients: Option<usize>,
+
+    /// Share of hot-phase claims aimed at the front two rows of the first
+    /// `--hot-sections` sections.
+    #[arg(long, default_value_t = 0.9)]
+    hot_share: f64,
+
+    /// Sections whose front rows are hot.
+    #[arg(long, default_value_t = 4)]
+    hot_sections: u64,
+
+    /// Use this database (migrated and seeded; holds of the bench event are deleted
+    /// between phases) instead of creating a fresh one.
+    #[arg(long, value_name = "URL")]
+    database_url: Option<String>,
+
+    /// PostgreSQL server on which to create the fresh database (a user that may create
+    /// databases).
+    #[arg(
+        long,
+        env = "CLAIM_BENCH_SERVER_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/postgres",
+        value_name = "URL"
+    )]
+    server_url: String,
+
+    /// Keep the fresh database after the run.
+    #[arg(long)]
+    keep_database: bool,
+
+    /// Sections of the generated venue.
+    #[arg(long, default_value_t = 100)]
+    sections: u64,
+
+    /// Rows per section.
+    #[arg(long, default_value_t = 50)]
+    rows: u64,
+
+    /// Seats per row (a multiple of 4).
+    #[arg(long, default_value_t = 40)]
+    seats_per_row: u64,
+
+    /// Database connections of the holds service.
+    #[arg(long, default_value_t = 16)]
+    pool: u32,
+
+    /// HTTP/2 channels the gRPC clients share.
+    #[arg(long, default_value_t = 4)]
+    channels: usize,
+
+    /// Credentials signed before each phase, per second of the phase (an estimate of
+    /// the claim rate; clients sign more themselves if it runs out, which is reported).
+    #[arg(long, default_value_t = 2000)]
+    premint_rate: u64,
+
+    /// The `pgbench` program.
+    #[arg(long, env = "PGBENCH", default_value = "pgbench")]
+    pgbench: String,
+
+    /// `pgbench` threads (`-j`).
+    #[arg(long, default_value_t = 2)]
+    pgbench_threads: usize,
+
+    /// Seconds of unmeasured gRPC claims before the first phase (connections, caches).
+    #[arg(long, default_value_t = 1)]
+    warmup_seconds: u64,
+}
+
+/// One concurrency's figures.
+struct Pair {
+    clients: usize,
+    grpc: PhaseResult,
+    pgbench: pgbench::PgbenchResult,
+}
+
+fn ms(histogram: &hdrhistogram::Histogram<u64>, quantile: f64) -> f64 {
+    histogram.value_at_quantile(quantile) as f64 / 1000.0
+}
+
+fn errors_json(result: &PhaseResult) -> serde_json::Value {
+    json!(
+        result
+            .errors
+            .iter()
+            .map(|(code, n, message)| json!({"code": format!("{code:?}"), "count": n, "example": message}))
+            .collect::<Vec<_>>()
+    )
+}
+
+async fn check_rows(db: &seed::Database, event: i64, result: &PhaseResult) -> BenchResult<()> {
+    let rows = seed::held_rows(&db.pool, event).await?;
+    let expected = i64::try_from(result.held * seed::SEATS_PER_CLAIM)?;
+    if rows != expected {
+        return Err(format!(
+            "{rows} held rows after {} claims: expected {expected}",
+            result.held
+        )
+        .into());
+    }
+    Ok(())
+}
+
+async fn bench(args: &Args) -> BenchResult<()> {
+    let shape = Shape {
+        sections: args.sections,
+        rows: args.rows,
+        seats_per_row: args.seats_per_row,
+    };
+    let duration = Duration::from_secs(args.seconds);
+    let db = seed::open(args.database_url.as_deref(), &args.server_url).await?;
+    let outcome = async {
+        let seeded = seed::seed(&db.pool, shape).await?;
+        let service = Service::start(&db.url, args.pool, args.channels).await?;
+        let phase = |clients: usize, duration: Duration, target: Target| Phase {
+            clients,
+            duration,
+            target,
+            premint_per_second: args.premint_rate,
+        };
+        if args.warmup_seconds > 0 {
+            let clients = args.clients.first().copied().unwrap_or(16);
+            let warm = phase(
+                clients,
+                Duration::from_secs(args.warmup_seconds),
+                Target::Uniform,
+            );
+            load::run(&service, &seeded, warm, "warm").await?;
+        }
+        let mut pairs = Vec::new();
+        for &clients in &args.clients {
+            seed::reset(&db, seeded.event).await?;
+            let grpc = load::run(
+                &service,
+                &seeded,
+                phase(clients, duration, Target::Uniform),
+                &format!("u{clients}"),
+            )
+            .await?;
+            check_rows(&db, seeded.event, &grpc).await?;
+            seed::reset(&db, seeded.event).await?;
+            let pg = pgbench::run(
+                &args.pgbench,
+                &db.url,
+                &seeded,
+                clients,
+                args.pgbench_threads,
+                duration,
+            )
+            .await?;
+            pairs.push(Pair {
+                clients,
+                grpc,
+                pgbench: pg,
+            });
+        }
+        seed::reset(&db, seeded.event).await?;
+        let hot_clients = args
+            .hot_clients
+            .or_else(|| args.clients.iter().copied().max())
+            .unwrap_or(64);
+        let hot_target = Target::Hot {
+            sections: args.hot_sections,
+            share: args.hot_share,
+        };
+        let hot = load::run(
+            &service,
+            &seeded,
+            phase(hot_clients, duration, hot_target),
+            "hot",
+        )
+        .await?;
+        check_rows(&db, seeded.event, &hot).await?;
+        service.stop().await?;
+        report(args, &pairs, hot_clients, &hot);
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+    }
+    .await;
+    let closed = seed::close(db, args.keep_database).await;
+    outcome?;
+    closed
+}
+
+fn report(args: &Args, pairs: &[Pair], hot_clients: usize, hot: &PhaseResult) {
+    println!(
+        "holds claim benchmark: 4-seat claims, {} s per phase, service pool {} connections, {} channels",
+        args.seconds, args.pool, args.channels
+    );
+    println!(
+        "{:>7}  {:>12}  {:>8}  {:>8}  {:>7}  {:>6}  {:>12}  {:>10}  {:>6}",
+        "clients",
+        "grpc claim/s",
+        "p50 ms",
+        "p99 ms",
+        "refused",
+        "errors",
+        "pgbench tps",
+        "pg avg ms",
+        "ratio"
+    );
+    let mut rows = Vec::new();
+    for pair in pairs {
+        let ratio = pair.grpc.held_per_second() / pair.pgbench.tps;
+        println!(
+            "{:>7}  {:>12.0}  {:>8.2}  {:>8.2}  {:>7}  {:>6}  {:>12.0}  {:>10.2}  {:>6.2}",
+            pair.clients,
+            pair.grpc.held_per_second(),
+            ms(&pair.grpc.all, 0.5),
+            ms(&pair.grpc.all, 0.99),
+            pair.grpc.taken,
+            pair.grpc.error_count(),
+            pair.pgbench.tps,
+            pair.pgbench.latency_ms,
+            ratio
+        );
+        for (code, n, message) in &pair.grpc.errors {
+            println!("         {n} × {code:?}: {message}");
+        }
+        if pair.grpc.minted_inline > 0 {
+            println!(
+                "         clients signed {} credentials during the phase (raise --premint-rate)",
+                pair.grpc.minted_inline
+            );
+        }
+        rows.push(json!({
+            "clients": pair.clients,
+            "grpc_claims_per_s": pair.grpc.held_per_second(),
+            "grpc_claims": pair.grpc.held,
+            "grpc_refused": pair.grpc.taken,
+            "grpc_errors": errors_json(&pair.grpc),
+            "grpc_p50_ms": ms(&pair.grpc.all, 0.5),
+            "grpc_p99_ms": ms(&pair.grpc.all, 0.99),
+            "grpc_minted_inline": pair.grpc.minted_inline,
+            "pgbench_tps": pair.pgbench.tps,
+            "pgbench_transactions": pair.pgbench.transactions,
+            "pgbench_latency_avg_ms": pair.pgbench.latency_ms,
+            "ratio": ratio,
+        }));
+    }
+    println!(
+        "hot: {hot_clients} clients, {:.0} % of claims at the front 2 rows of the first {} sections",
+        args.hot_share * 100.0,
+        args.hot_sections
+    );
+    println!(
+        "     answered {:.0}/s (held {:.0}/s, SEAT_TAKEN {:.0}/s), errors {}; p50 {:.2} ms, p99 {:.2} ms \
+         (held p99 {:.2} ms, SEAT_TAKEN p99 {:.2} ms)",
+        hot.answered_per_second(),
+        hot.held_per_second(),
+        hot.taken as f64 / hot.elapsed.as_secs_f64(),
+        hot.error_count(),
+        ms(&hot.all, 0.5),
+        ms(&hot.all, 0.99),
+        ms(&hot.held_latency, 0.99),
+        ms(&hot.taken_latency, 0.99),
+    );
+    for (code, n, message) in &hot.errors {
+        println!("     {n} × {code:?}: {message}");
+    }
+    let line = json!({
+        "bench": "holds_claims",
+        "seconds": args.seconds,
+        "seats_per_claim": seed::SEATS_PER_CLAIM,
+        "pool": args.pool,
+        "channels": args.channels,
+        "venue": {"sections": args.sections, "rows": args.rows, "seats_per_row": args.seats_per_row},
+        "uniform": rows,
+        "hot": {
+            "clients": hot_clients,
+            "share": args.hot_share,
+            "sections": args.hot_sections,
+            "answered_per_s": hot.answered_per_second(),
+            "held_per_s": hot.held_per_second(),
+            "seat_taken_per_s": hot.taken as f64 / hot.elapsed.as_secs_f64(),
+            "held": hot.held,
+            "seat_taken": hot.taken,
+            "errors": errors_json(hot),
+            "p50_ms": ms(&hot.all, 0.5),
+            "p99_ms": ms(&hot.all, 0.99),
+            "held_p99_ms": ms(&hot.held_latency, 0.99),
+            "seat_taken_p99_ms": ms(&hot.taken_latency, 0.99),
+        },
+    });
+    println!("{line}");
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    match bench(&args).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("claim_bench: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
