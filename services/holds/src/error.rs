@@ -78,6 +78,9 @@ pub enum Error {
     /// The hold is booked and can no longer be released by the fan.
     #[error("the hold is booked")]
     HoldBooked,
+    /// Box-office staff may end blocks only; bookings and comps end through a refund.
+    #[error("only blocks can be released here; refund the order instead")]
+    ReleaseNotAllowed,
     /// The waiting room's keys could not be fetched to verify an admission token.
     #[error("admission keys unavailable: {0}")]
     KeysUnavailable(String),
@@ -117,6 +120,7 @@ impl Error {
             Self::HoldNotFound => (Code::NotFound, "HOLD_NOT_FOUND"),
             Self::HoldExpired => (Code::FailedPrecondition, "HOLD_EXPIRED"),
             Self::HoldBooked => (Code::FailedPrecondition, "HOLD_BOOKED"),
+            Self::ReleaseNotAllowed => (Code::FailedPrecondition, "RELEASE_NOT_ALLOWED"),
             Self::KeysUnavailable(_) => (Code::Unavailable, "KEYS_UNAVAILABLE"),
             Self::Database(e) => match classify(e) {
                 DbFailure::SerializationFailure | DbFailure::DeadlockDetected => {

@@ -135,8 +135,12 @@ impl HoldsService {
     /// # Errors
     /// As `store::admin_release`.
     #[tracing::instrument(skip_all, fields(hold_key = %key))]
-    pub async fn admin_release(&self, key: HoldKey) -> Result<Hold, Error> {
-        in_tx!(self, |conn| store::admin_release(conn, key))
+    pub async fn admin_release(
+        &self,
+        key: HoldKey,
+        scope: store::ReleaseScope,
+    ) -> Result<Hold, Error> {
+        in_tx!(self, |conn| store::admin_release(conn, key, scope))
     }
 
     /// Marks lapsed holds expired in batches of `batch` rows, one short transaction per

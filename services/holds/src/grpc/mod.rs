@@ -199,7 +199,12 @@ impl Holds for HoldsApi {
         )?;
         let key = hold_key(&request.get_ref().hold_key)?;
         tracing::info!(admin = %admin.registered.sub, hold_key = %key, reason = %request.get_ref().reason, "releasing seats");
-        let hold = self.service.admin_release(key).await?;
+        let scope = if admin.has_role(Role::Service) {
+            crate::store::ReleaseScope::Any
+        } else {
+            crate::store::ReleaseScope::BlocksOnly
+        };
+        let hold = self.service.admin_release(key, scope).await?;
         Ok(Response::new(ReleaseSeatsResponse {
             hold: Some(to_wire(&hold)),
         }))

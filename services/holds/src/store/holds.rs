@@ -93,15 +93,26 @@ pub async fn confirm(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result
     reported(&hold_rows(conn, key, false).await?)
 }
 
-/// Box office / service: ends a block, a comp or a booking (after a refund), or a held
-/// hold. Idempotent: a released hold is returned unchanged.
+/// Box office / service: ends a block, or (service only: payments after a refund) a
+/// comp or a booking. Idempotent: a released hold is returned unchanged.
+///
+/// Box-office staff may end blocks only: releasing a booking or a comp without its
+/// refund would leave money or tickets without seats, so that goes through payments.
 ///
 /// # Errors
-/// [`Error::HoldNotFound`]; [`Error::Database`].
-pub async fn admin_release(conn: &mut PgConnection, key: HoldKey) -> Result<Hold, Error> {
+/// [`Error::HoldNotFound`]; [`Error::ReleaseNotAllowed`] for a fan's or comp's seats
+/// under [`ReleaseScope::BlocksOnly`]; [`Error::Database`].
+pub async fn admin_release(
+    conn: &mut PgConnection,
+    key: HoldKey,
+    scope: ReleaseScope,
+) -> Result<Hold, Error> {
     let rows = hold_rows(conn, key, true).await?;
     if !owned_by(&rows, None) {
         return Err(Error::HoldNotFound);
+    }
+    if scope == ReleaseScope::BlocksOnly && rows.kind() != Some("block") {
+        return Err(Error::ReleaseNotAllowed);
     }
     sqlx::query(
         "UPDATE holds.seat_holds SET status = 'released', updated_at = now() \
@@ -111,4 +122,13 @@ pub async fn admin_release(conn: &mut PgConnection, key: HoldKey) -> Result<Hold
     .execute(&mut *conn)
     .await?;
     reported(&hold_rows(conn, key, false).await?)
+}
+
+/// Which holds an admin release may end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseScope {
+    /// Box-office staff: blocks only.
+    BlocksOnly,
+    /// The payments service (after a refund) and the service itself: any hold.
+    Any,
 }

@@ -11,7 +11,7 @@ mod holds;
 mod sweep;
 
 pub use claim::{ClaimOutcome, claim, seats_for_refusal};
-pub use holds::{admin_release, confirm, get, release};
+pub use holds::{ReleaseScope, admin_release, confirm, get, release};
 pub use sweep::sweep_expired;
 
 use sqlx::FromRow;

@@ -256,7 +256,10 @@ async fn c04_opposite_orders_a_thousand_times() {
             matches!(loser, Error::SeatTaken { taken, .. } if taken.len() == 2),
             "round {round}: {loser:?}"
         );
-        service.admin_release(winners[0].key).await.unwrap();
+        service
+            .admin_release(winners[0].key, holds::store::ReleaseScope::Any)
+            .await
+            .unwrap();
     }
     let totals = service.metrics().totals();
     assert_eq!(totals.retries_40p01, 0);

@@ -113,9 +113,9 @@ async fn hold_release_reclaim_and_confirm() {
     assert_eq!(reason(&status, Code::FailedPrecondition), "HOLD_BOOKED");
     assert_eq!(active_counts(app.pool(), &event).await, (1, 2, 0));
 
-    // The box office releases the booking after a refund; the seats are free again.
+    // Box-office staff cannot end a booking (that needs its refund) ...
     let box_office = app.admin(&[Role::BoxOffice]);
-    let ended = app
+    let status = app
         .client()
         .release_seats(bearer(
             ReleaseSeatsRequest {
@@ -123,6 +123,24 @@ async fn hold_release_reclaim_and_confirm() {
                 reason: "refund".into(),
             },
             &box_office,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&status, Code::FailedPrecondition),
+        "RELEASE_NOT_ALLOWED"
+    );
+    assert_eq!(active_counts(app.pool(), &event).await, (1, 2, 0));
+    // ... payments does, after the refund; the seats are free again.
+    let payments = app.admin(&[Role::Service]);
+    let ended = app
+        .client()
+        .release_seats(bearer(
+            ReleaseSeatsRequest {
+                hold_key: held.hold_key.clone(),
+                reason: "refund".into(),
+            },
+            &payments,
         ))
         .await
         .unwrap()
