@@ -1,6 +1,8 @@
 //! The caches and the operations the gRPC layer calls.
 //!
-//! Layouts are cached per event for `--layout-ttl-ms`. Availability is cached per
+//! Layouts are cached per event and version (prices, names, seats per claim: checked
+//! once per staleness bound), so a box-office change shows within the bound; an unused
+//! layout leaves the cache after `--layout-ttl-ms`. Availability is cached per
 //! (event, section) and never served older than the staleness bound: each entry expires
 //! exactly `bound` after the moment its read began, so the database sees at most one
 //! read per section per bound, however many fans ask. Loads are single-flight: moka runs
@@ -92,7 +94,10 @@ impl Expiry<(EventId, u64), SharedSnapshot> for StalenessExpiry {
 pub struct SeatMapService {
     pool: PgPool,
     staleness: Duration,
-    layouts: Cache<EventId, Arc<EventLayout>>,
+    /// What the layout depends on that box-office staff can change (prices, names,
+    /// colours, seats per claim), re-read at most once per staleness bound per event.
+    versions: Cache<EventId, Arc<str>>,
+    layouts: Cache<(EventId, Arc<str>), Arc<EventLayout>>,
     availability: Cache<(EventId, u64), SharedSnapshot>,
     metrics: Arc<Metrics>,
 }
@@ -116,6 +121,10 @@ impl SeatMapService {
         Self {
             pool,
             staleness,
+            versions: Cache::builder()
+                .max_capacity(layout_events.saturating_mul(4))
+                .time_to_live(staleness)
+                .build(),
             layouts: Cache::builder()
                 .max_capacity(layout_events)
                 .time_to_live(layout_ttl)
@@ -139,14 +148,28 @@ impl SeatMapService {
         &self.metrics
     }
 
-    /// The event's layout, from cache or one consistent read.
+    /// The event's layout, from cache or one consistent read. The cache is keyed by
+    /// the event's current version (prices, category names and colours, seats per
+    /// claim), checked with one small query per event at most once per staleness
+    /// bound, so a change by the box office shows within that bound.
     ///
     /// Errors: [`Error::EventNotFound`] (not cached, so a new event shows at once),
     /// [`Error::Database`], [`Error::Corrupt`], wrapped in [`Error::Shared`].
     #[instrument(skip_all, fields(event_id = event.get()))]
     pub async fn layout(&self, event: EventId) -> Result<Arc<EventLayout>, Error> {
-        self.layouts
+        let version = self
+            .versions
             .try_get_with(event, async {
+                let mut conn = self.pool.acquire().await?;
+                store::layout_version(&mut conn, event)
+                    .await?
+                    .map(Arc::<str>::from)
+                    .ok_or(Error::EventNotFound(event.get()))
+            })
+            .await
+            .map_err(Error::Shared)?;
+        self.layouts
+            .try_get_with((event, version), async {
                 self.metrics.layout_load();
                 let mut tx = self.pool.begin().await?;
                 sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")

@@ -676,3 +676,50 @@ async fn a_fifty_thousand_seat_layout_fits_one_default_sized_answer() {
         .into_inner();
     assert_eq!(answer.suggestions.len(), 3);
 }
+
+/// The layout is cached per event until the event changes: a price set by the box
+/// office shows no later than the staleness bound, and an unchanged event keeps being
+/// served from the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_price_change_shows_in_the_layout_within_the_staleness_bound() {
+    let app = Harness::start(200).await;
+    let event = app.event_on(STADIUM).await;
+    let before = app.layout(event).await;
+    let code = before.categories[0].code.clone();
+    assert!(before.categories[0].price.is_none(), "no price set yet");
+    let again = app.layout(event).await;
+    assert_eq!(
+        again.version, before.version,
+        "an unchanged event keeps its layout"
+    );
+
+    sqlx::query(
+        "INSERT INTO catalog.price_categories (event_id, category_code, name, price_minor, currency)
+         VALUES ($1, $2, 'Front', 12500, 'EUR')",
+    )
+    .bind(event)
+    .bind(&code)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let mut seen = None;
+    for _ in 0..100 {
+        let layout = app.layout(event).await;
+        if let Some(price) = layout
+            .categories
+            .iter()
+            .find(|c| c.code == code)
+            .and_then(|c| c.price.clone())
+        {
+            seen = Some((price.amount_minor, layout.version));
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (amount, version) = seen.expect("the new price shows in the layout");
+    assert_eq!(amount, 12_500);
+    assert_ne!(
+        version, before.version,
+        "a changed event gets a new layout version"
+    );
+}

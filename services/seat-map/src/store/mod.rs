@@ -17,6 +17,32 @@ use crate::error::Error;
 
 type SeatRow = (i64, i64, String, String, i32, i32, f64, f64, String);
 
+/// What an event's layout depends on that can change after import, as one opaque
+/// string (seats per claim, the event's `updated_at`, and every category's name,
+/// colour and price), or `None` when the event does not exist. One small indexed
+/// read: cheap enough to repeat once per staleness bound.
+///
+/// Errors: [`Error::Database`].
+#[instrument(skip_all, fields(event_id = event.get()))]
+pub async fn layout_version(
+    conn: &mut PgConnection,
+    event: EventId,
+) -> Result<Option<String>, Error> {
+    let version: Option<Option<String>> = sqlx::query_scalar(
+        "SELECT v.max_seats_per_claim::text || '/' || v.updated_at::text || '/' ||
+                coalesce((SELECT md5(string_agg(c.category_code || ':' || c.name || ':' || c.color
+                                                || ':' || coalesce(c.price_minor::text, '-')
+                                                || ':' || c.currency::text,
+                                                ',' ORDER BY c.category_code))
+                          FROM catalog.event_categories c WHERE c.event_id = v.event_id), '')
+         FROM catalog.event_venues v WHERE v.event_id = $1",
+    )
+    .bind(event.get())
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(version.flatten())
+}
+
 /// Reads an event's layout, or `None` when the event does not exist. Run it inside a
 /// REPEATABLE READ transaction so the four reads agree.
 ///
