@@ -86,12 +86,13 @@ int_id!(
 impl TryFrom<&str> for EventId {
     type Error = IdError;
 
-    /// Parses the wire form: a decimal integer in `1..=i64::MAX`, no sign or blanks.
+    /// Parses the wire form: a decimal integer in `1..=i64::MAX`, no sign, blanks or
+    /// leading zeros, so one event has one spelling (as the waiting room requires).
     fn try_from(raw: &str) -> Result<Self, IdError> {
         if raw.is_empty() {
             return Err(IdError::Empty);
         }
-        if !raw.bytes().all(|b| b.is_ascii_digit()) {
+        if raw.starts_with('0') || !raw.bytes().all(|b| b.is_ascii_digit()) {
             return Err(IdError::NotAnId);
         }
         raw.parse::<u64>()
@@ -188,6 +189,7 @@ mod tests {
             "+1",
             " 1",
             "0",
+            "01",
             "1e3",
             "9223372036854775808",
             "abc",
