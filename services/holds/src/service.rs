@@ -4,12 +4,12 @@
 //! verify tokens before.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 use stadium_db::{RetryPolicy, retry_transient};
 
-use crate::domain::{Claim, Hold, HoldKey};
+use crate::domain::{Claim, EventId, Hold, HoldKey, SectionId};
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::store;
@@ -17,12 +17,23 @@ use crate::store;
 /// Default rows per sweep batch.
 pub const DEFAULT_SWEEP_BATCH: u32 = 500;
 
+/// Sections whose seats are kept for refusals.
+const SECTION_CACHE_CAPACITY: u64 = 2_000;
+/// How long a section's seats are kept (they are fixed once the event exists; the
+/// bound only lets memory go).
+const SECTION_CACHE_TTL: Duration = Duration::from_secs(600);
+
+/// The seats of a section, as kept for refusals.
+type SectionSeats = Arc<Vec<store::SectionSeatRow>>;
+
 /// The holds operations over one pool.
 #[derive(Debug, Clone)]
 pub struct HoldsService {
     pool: PgPool,
     metrics: Arc<Metrics>,
     retry: RetryPolicy,
+    /// Seats of (event, section), read once per section for `SEAT_TAKEN` answers.
+    sections: moka::future::Cache<(EventId, SectionId), SectionSeats>,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) in a transaction,
@@ -58,6 +69,10 @@ impl HoldsService {
             pool,
             metrics,
             retry,
+            sections: moka::future::Cache::builder()
+                .max_capacity(SECTION_CACHE_CAPACITY)
+                .time_to_live(SECTION_CACHE_TTL)
+                .build(),
         }
     }
 
@@ -85,8 +100,7 @@ impl HoldsService {
             }
             Err(Error::SeatTaken { .. }) => {
                 self.metrics.claim("seat_taken", elapsed_ms);
-                let mut conn = self.pool.acquire().await?;
-                let (taken, alternatives) = store::seats_for_refusal(&mut conn, claim).await?;
+                let (taken, alternatives) = self.refusal(claim).await?;
                 Err(Error::SeatTaken {
                     taken,
                     alternatives,
@@ -101,6 +115,32 @@ impl HoldsService {
                 Err(error)
             }
         }
+    }
+
+    /// The taken seats and the alternatives of a refused `claim` (see
+    /// `store::refusal`); the section's seats come from the cache, read from the
+    /// database on a miss.
+    ///
+    /// # Errors
+    /// [`Error::Database`]; [`Error::CorruptRow`].
+    async fn refusal(
+        &self,
+        claim: &Claim,
+    ) -> Result<(Vec<crate::domain::SeatId>, Vec<crate::domain::SeatId>), Error> {
+        let key = (claim.event, claim.section);
+        let mut conn = self.pool.acquire().await?;
+        let seats = match self.sections.get(&key).await {
+            Some(seats) => seats,
+            None => {
+                let seats =
+                    Arc::new(store::section_seats(&mut conn, claim.event, claim.section).await?);
+                self.sections.insert(key, Arc::clone(&seats)).await;
+                seats
+            }
+        };
+        let unavailable =
+            store::unavailable_in_section(&mut conn, claim.event, claim.section).await?;
+        store::refusal(claim.section, &claim.seats, &seats, &unavailable)
     }
 
     /// The hold `key` of `fan`.

@@ -32,8 +32,7 @@ INSERT INTO holds.fan_claim_locks (event_id, fan_id) VALUES (:event, 'pgb-' || :
 SELECT 1 FROM holds.fan_claim_locks WHERE event_id = :event AND fan_id = 'pgb-' || :fan::bigint FOR UPDATE;
 SELECT count(*) FILTER (WHERE status = 'booked' OR expires_at > now()) AS seats, count(DISTINCT hold_key) FILTER (WHERE status = 'held' AND expires_at > now() AND admission_jti = 'pgb-jti-' || :fan::bigint) AS admission_holds FROM holds.seat_holds WHERE event_id = :event AND fan_id = 'pgb-' || :fan::bigint AND status IN ('held', 'booked') AND kind = 'fan' \gset
 SELECT seat_id FROM catalog.event_seats WHERE event_id = :event AND section_id = :section AND seat_id = ANY(ARRAY[:s0::bigint, :s1::bigint, :s2::bigint, :s3::bigint]);
-UPDATE holds.seat_holds SET status = 'expired', updated_at = now() WHERE seat_hold_id IN (SELECT seat_hold_id FROM holds.seat_holds WHERE event_id = :event AND seat_id = ANY(ARRAY[:s0::bigint, :s1::bigint, :s2::bigint, :s3::bigint]) AND status = 'held' AND expires_at <= now() ORDER BY seat_id FOR UPDATE) AND status = 'held' AND expires_at <= now();
-INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, admission_jti, status, kind, note, expires_at) SELECT gen_random_uuid(), :event, :section, s.seat_id, 'pgb-' || :fan::bigint, 'pgb-jti-' || :fan::bigint, 'held', 'fan', NULL, now() + make_interval(secs => :hold_ttl_ms::double precision / 1000) FROM unnest(ARRAY[:s0::bigint, :s1::bigint, :s2::bigint, :s3::bigint]) AS s(seat_id) ORDER BY s.seat_id RETURNING CASE WHEN status = 'held' THEN GREATEST(0, floor(extract(epoch FROM (expires_at - clock_timestamp())) * 1000))::bigint ELSE 0 END;
+SELECT expired, expires_in_ms FROM holds.claim_in_seat_order(gen_random_uuid(), :event, :section, ARRAY[:s0::bigint, :s1::bigint, :s2::bigint, :s3::bigint], 'pgb-' || :fan::bigint, 'pgb-jti-' || :fan::bigint, 'held', 'fan', NULL, :hold_ttl_ms);
 COMMIT;
 ";
 

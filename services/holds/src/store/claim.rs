@@ -6,31 +6,23 @@
 //!    one after the other from here on, so the limits are decided on data no concurrent
 //!    claim of that fan can change (C02); other fans never wait on this row.
 //! 3. Every seat must be a seat of the requested section of the event's venue.
-//! 4. Lazy expiry: `held` rows of these seats whose time has passed become `expired`,
-//!    locked in ascending seat order.
-//! 5. One `INSERT … SELECT … FROM unnest(seats) ORDER BY seat_id`: rows enter the
-//!    partial unique index in ascending seat order, so two claims overlapping in any
-//!    order meet at their lowest common seat, one waits for the other and then either
-//!    proceeds or fails with 23505 on [`ONE_ACTIVE_CLAIM`](super::ONE_ACTIVE_CLAIM)
-//!    before holding anything the other needs: no deadlock (C04), never one seat each.
+//! 4. Seat by seat in ascending order, in one call of `holds.claim_in_seat_order`
+//!    (migration `20261130010002`): mark a lapsed `held` row of the seat `expired` (lazy
+//!    expiry), then insert the new row. Two claims overlapping in any order take every
+//!    lock of a seat (the lapsed row and the unique-index entry) before the next seat,
+//!    in the same order, so they meet at their lowest common seat: one waits for the
+//!    other and then either proceeds or fails with 23505 on
+//!    [`ONE_ACTIVE_CLAIM`](super::ONE_ACTIVE_CLAIM) before holding anything the other
+//!    needs. No deadlock (C04), never one seat each, even when a hold lapses between
+//!    the starts of the two claims (`now()` is each transaction's start).
 //!
 //! 23505 on that index becomes [`Error::SeatTaken`] (without seat lists: the caller
-//! rolls back and reads them with [`seats_for_refusal`]).
-//!
-//! One corner can still deadlock, and is retried (and counted as 40P01): `now()` is
-//! each transaction's start, so a hold that lapses between the starts of two
-//! overlapping claims is skipped by the earlier claim's step 4 but locked by the later
-//! one's, and the two can then wait on each other across steps 4 and 5. Locking every
-//! `held` row of the seats in step 4 would close it, at the price of queueing every
-//! refused claim of a contested seat behind the others; the retry is the cheaper cure.
+//! rolls back and reads them with [`super::refusal`]).
 
 use sqlx::{FromRow, PgConnection};
 
 use super::ONE_ACTIVE_CLAIM;
-use crate::domain::alternatives::{self, SeatPlace, SectionSeat};
-use crate::domain::{
-    Claim, Claimant, Hold, HoldKey, HoldStatus, Limit, SeatId, SeatSet, SectionId,
-};
+use crate::domain::{Claim, Claimant, Hold, HoldKey, HoldStatus, Limit};
 use crate::error::Error;
 use stadium_db::{DbFailure, classify};
 
@@ -160,45 +152,27 @@ pub async fn claim(conn: &mut PgConnection, claim: &Claim) -> Result<ClaimOutcom
         return Err(Error::SeatsNotInSection(missing));
     }
 
-    let expired = sqlx::query(
-        "UPDATE holds.seat_holds SET status = 'expired', updated_at = now() \
-         WHERE seat_hold_id IN ( \
-             SELECT seat_hold_id FROM holds.seat_holds \
-             WHERE event_id = $1 AND seat_id = ANY($2) AND status = 'held' AND expires_at <= now() \
-             ORDER BY seat_id FOR UPDATE) \
-         AND status = 'held' AND expires_at <= now()",
-    )
-    .bind(event)
-    .bind(&seats)
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-
     let key = HoldKey::generate();
-    let inserted = sqlx::query_scalar::<_, i64>(
-        "INSERT INTO holds.seat_holds \
-             (hold_key, event_id, section_id, seat_id, fan_id, admission_jti, status, kind, note, expires_at) \
-         SELECT $1, $2, $3, s.seat_id, $4, $5, $6, $7, $8, \
-                now() + make_interval(secs => $9::double precision / 1000) \
-         FROM unnest($10::bigint[]) AS s(seat_id) ORDER BY s.seat_id \
-         RETURNING CASE WHEN status = 'held' \
-             THEN GREATEST(0, floor(extract(epoch FROM (expires_at - clock_timestamp())) * 1000))::bigint \
-             ELSE 0 END",
+    let (expired, expires_in_ms) = sqlx::query_as::<_, (i64, i64)>(
+        "SELECT expired, expires_in_ms FROM holds.claim_in_seat_order( \
+             $1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(key.uuid())
     .bind(event)
     .bind(claim.section.get())
+    .bind(&seats)
     .bind(owner)
     .bind(jti)
     .bind(status)
     .bind(kind)
     .bind(note)
     .bind(ttl_ms)
-    .bind(&seats)
-    .fetch_all(&mut *conn)
+    .fetch_one(&mut *conn)
     .await
     .map_err(|e| match classify(&e) {
-        DbFailure::UniqueViolation { constraint } if constraint.as_deref() == Some(ONE_ACTIVE_CLAIM) => {
+        DbFailure::UniqueViolation { constraint }
+            if constraint.as_deref() == Some(ONE_ACTIVE_CLAIM) =>
+        {
             Error::SeatTaken {
                 taken: Vec::new(),
                 alternatives: Vec::new(),
@@ -207,7 +181,6 @@ pub async fn claim(conn: &mut PgConnection, claim: &Claim) -> Result<ClaimOutcom
         _ => Error::Database(e),
     })?;
 
-    let expires_in_ms = inserted.iter().copied().min().unwrap_or(0);
     Ok(ClaimOutcome {
         hold: Hold {
             key,
@@ -219,7 +192,7 @@ pub async fn claim(conn: &mut PgConnection, claim: &Claim) -> Result<ClaimOutcom
             ttl_ms: u64::try_from(ttl_ms).unwrap_or(0),
             owner: owner.to_owned(),
         },
-        expired_on_the_way: expired,
+        expired_on_the_way: u64::try_from(expired).unwrap_or(0),
     })
 }
 
@@ -243,76 +216,4 @@ async fn lock_fan(conn: &mut PgConnection, event: i64, fan: &str) -> Result<(), 
     .execute(&mut *conn)
     .await?;
     Ok(())
-}
-
-#[derive(Debug, FromRow)]
-struct SectionSeatRow {
-    seat_id: i64,
-    row_index: i32,
-    seat_index: i32,
-    row_label: String,
-    seat_label: String,
-    x: f64,
-    y: f64,
-    unavailable: bool,
-}
-
-/// After a `SEAT_TAKEN` rollback: which of `seats` are unavailable now, and up to
-/// `seats.len()` free seats of the section offered instead (one read, outside the
-/// claim's transaction).
-///
-/// When none of `seats` is unavailable any more (the winner released in between), all of
-/// them are named: the refusal happened, and a retry may now succeed.
-///
-/// # Errors
-/// [`Error::Database`]; [`Error::CorruptRow`] for a non-positive seat id.
-pub async fn seats_for_refusal(
-    conn: &mut PgConnection,
-    claim: &Claim,
-) -> Result<(Vec<SeatId>, Vec<SeatId>), Error> {
-    let rows: Vec<SectionSeatRow> = sqlx::query_as(
-        "SELECT s.seat_id, s.row_index, s.seat_index, s.row_label, s.seat_label, s.x, s.y, \
-                (u.seat_id IS NOT NULL) AS unavailable \
-         FROM catalog.event_seats s \
-         LEFT JOIN holds.unavailable_seats u ON u.event_id = s.event_id AND u.seat_id = s.seat_id \
-         WHERE s.event_id = $1 AND s.section_id = $2",
-    )
-    .bind(claim.event.get())
-    .bind(claim.section.get())
-    .fetch_all(&mut *conn)
-    .await?;
-    refusal_from(claim.section, &claim.seats, &rows)
-}
-
-fn refusal_from(
-    section: SectionId,
-    requested: &SeatSet,
-    rows: &[SectionSeatRow],
-) -> Result<(Vec<SeatId>, Vec<SeatId>), Error> {
-    let mut seats = Vec::with_capacity(rows.len());
-    let mut taken = Vec::new();
-    for row in rows {
-        let seat = SeatId::try_from(row.seat_id)
-            .map_err(|_| Error::CorruptRow(format!("seat id {}", row.seat_id)))?;
-        if row.unavailable && requested.as_slice().binary_search(&seat).is_ok() {
-            taken.push(seat);
-        }
-        seats.push(SectionSeat {
-            place: SeatPlace {
-                seat,
-                row: row.row_index,
-                index: row.seat_index,
-            },
-            row_label: row.row_label.clone(),
-            seat_label: row.seat_label.clone(),
-            x: row.x,
-            y: row.y,
-            available: !row.unavailable,
-        });
-    }
-    if taken.is_empty() {
-        taken = requested.as_slice().to_vec();
-    }
-    taken.sort_unstable();
-    Ok((taken, alternatives::offer(section, &seats, requested)))
 }

@@ -8,10 +8,12 @@
 
 mod claim;
 mod holds;
+mod refusal;
 mod sweep;
 
-pub use claim::{ClaimOutcome, claim, seats_for_refusal};
+pub use claim::{ClaimOutcome, claim};
 pub use holds::{ReleaseScope, admin_release, confirm, get, release};
+pub use refusal::{SectionSeatRow, refusal, section_seats, unavailable_in_section};
 pub use sweep::sweep_expired;
 
 use sqlx::FromRow;

@@ -9,7 +9,7 @@ use stadium_tokens::Role;
 use tonic::Code;
 
 use crate::support::{
-    EventSettings, TestApp, active_counts, all_at_once, assert_invariants, bearer, reason,
+    EventSettings, Section, TestApp, active_counts, all_at_once, assert_invariants, bearer, reason,
 };
 
 /// C01: 10 free seats, 12 fans each claiming one, all in flight together, 100 times:
@@ -213,6 +213,29 @@ async fn c03_lapsed_hold_is_reclaimed_without_the_sweeper() {
     app.stop().await;
 }
 
+/// An event where one fan may claim without limit, and its first section (for the C04
+/// pair tests, which reuse A1 and A2 round after round).
+async fn pair_event(app: &TestApp) -> (String, Section) {
+    let settings = EventSettings {
+        max_seats_per_fan: 10_000,
+        ..EventSettings::default()
+    };
+    (app.event(settings).await, app.sections[0].clone())
+}
+
+/// `fan`'s claim of `seats` of `section` with an admission of its own per round.
+fn pair_claim(event: &str, section: &Section, fan: &str, seats: [u64; 2], round: usize) -> Claim {
+    Claim {
+        event: EventId::try_from(event).unwrap(),
+        section: SectionId::try_from(section.id).unwrap(),
+        seats: SeatSet::from_wire(&seats).unwrap(),
+        claimant: Claimant::Fan {
+            fan: FanId::try_from(fan).unwrap(),
+            admission_jti: format!("{fan}-{round}"),
+        },
+    }
+}
+
 /// C04 at the service layer, 1,000 times: two fans claim {A1, A2} and {A2, A1}
 /// together; one always holds both, the other gets SEAT_TAKEN, and no transaction is
 /// ever retried for a deadlock. The winner's hold is then ended so the pair is free
@@ -220,23 +243,11 @@ async fn c03_lapsed_hold_is_reclaimed_without_the_sweeper() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn c04_opposite_orders_a_thousand_times() {
     let app = TestApp::start().await;
-    let settings = EventSettings {
-        max_seats_per_fan: 10_000,
-        ..EventSettings::default()
-    };
-    let event = app.event(settings).await;
-    let section = app.sections[0].clone();
+    let (event, section) = pair_event(&app).await;
     let (a1, a2) = (section.seats[0], section.seats[1]);
     let service = app.parts.service.clone();
-    let claim = |fan: &str, seats: [u64; 2], round: usize| Claim {
-        event: EventId::try_from(event.as_str()).unwrap(),
-        section: SectionId::try_from(section.id).unwrap(),
-        seats: SeatSet::from_wire(&seats).unwrap(),
-        claimant: Claimant::Fan {
-            fan: FanId::try_from(fan).unwrap(),
-            admission_jti: format!("{fan}-{round}"),
-        },
-    };
+    let claim =
+        |fan: &str, seats: [u64; 2], round: usize| pair_claim(&event, &section, fan, seats, round);
     for round in 0..1000 {
         let claims = [
             claim("fan-a", [a2, a1], round),
@@ -265,5 +276,124 @@ async fn c04_opposite_orders_a_thousand_times() {
     assert_eq!(totals.retries_40p01, 0);
     assert_eq!((totals.claimed, totals.seat_taken), (1000, 1000));
     assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+/// Stores `fan`'s `held` row of `seat`, lapsing `ms` milliseconds from now by the
+/// database clock.
+async fn insert_held(
+    conn: &mut sqlx::PgConnection,
+    event: &str,
+    section: &Section,
+    seat: u64,
+    fan: &str,
+    ms: f64,
+) {
+    sqlx::query(
+        "INSERT INTO holds.seat_holds \
+             (hold_key, event_id, section_id, seat_id, fan_id, admission_jti, status, expires_at) \
+         VALUES (gen_random_uuid(), $1::bigint, $2, $3, $4, $4, 'held', \
+                 clock_timestamp() + make_interval(secs => $5::double precision / 1000))",
+    )
+    .bind(event)
+    .bind(section.id as i64)
+    .bind(seat as i64)
+    .bind(fan)
+    .bind(ms)
+    .execute(conn)
+    .await
+    .unwrap();
+}
+
+/// The corner a claim's seat-by-seat order closes (C04 with a lapse in the middle): a
+/// hold of A2 lapses after the early claim's transaction starts (by its `now()` A2 is
+/// still held) and before the late one's (by its `now()` A2 is free). A third
+/// transaction holds A1 so both claims queue there; when it gives A1 up, whichever claim
+/// takes A1 first goes on. Had the late claim locked the lapsed A2 row before queueing
+/// at A1 (expiry for all seats first, then inserts), the early claim taking A1 would
+/// wait on that row while the late one waited on A1: a deadlock. Five rounds; each
+/// ends with one claim holding both seats, the other SEAT_TAKEN, and no database error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hold_lapsing_between_two_claims_neither_deadlocks_nor_splits() {
+    use std::time::Duration;
+
+    let app = TestApp::start().await;
+    let (event, section) = pair_event(&app).await;
+    let (a1, a2) = (section.seats[0], section.seats[1]);
+    let claim =
+        |fan: &str, seats: [u64; 2], round: usize| pair_claim(&event, &section, fan, seats, round);
+    for round in 0..5 {
+        // A2 held for 600 ms more; the early claim's clock starts now.
+        let mut conn = app.pool().acquire().await.unwrap();
+        insert_held(
+            &mut conn,
+            &event,
+            &section,
+            a2,
+            &format!("lapsing-{round}"),
+            600.0,
+        )
+        .await;
+        drop(conn);
+        let mut early = app.pool().begin().await.unwrap();
+        sqlx::query("SELECT now()")
+            .execute(&mut *early)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        // A third fan holds A1, uncommitted, so both claims queue at A1.
+        let mut blocker = app.pool().begin().await.unwrap();
+        insert_held(
+            &mut blocker,
+            &event,
+            &section,
+            a1,
+            &format!("blocker-{round}"),
+            600_000.0,
+        )
+        .await;
+        let early_claim = claim("fan-early", [a2, a1], round);
+        let early_task = tokio::spawn(async move {
+            let result = holds::store::claim(&mut early, &early_claim).await;
+            (result, early)
+        });
+        let mut late = app.pool().begin().await.unwrap();
+        let late_claim = claim("fan-late", [a1, a2], round);
+        let late_task = tokio::spawn(async move {
+            let result = holds::store::claim(&mut late, &late_claim).await;
+            (result, late)
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !early_task.is_finished() && !late_task.is_finished(),
+            "round {round}: both claims wait at A1"
+        );
+        blocker.rollback().await.unwrap();
+        // The first to answer ends its transaction before the other is awaited: the
+        // other may be waiting on it.
+        let mut tasks = vec![early_task, late_task];
+        let mut won = 0;
+        while !tasks.is_empty() {
+            let (finished, _, rest) = futures::future::select_all(tasks).await;
+            tasks = rest;
+            let (result, tx) = finished.unwrap();
+            match result {
+                Ok(outcome) => {
+                    assert_eq!(outcome.hold.seats.len(), 2, "round {round}");
+                    won += 1;
+                    tx.commit().await.unwrap();
+                }
+                Err(Error::SeatTaken { .. }) => tx.rollback().await.unwrap(),
+                Err(other) => panic!("round {round}: {other:?}"),
+            }
+        }
+        assert_eq!(won, 1, "round {round}: exactly one claim holds the pair");
+        assert_invariants(app.pool()).await;
+        sqlx::query("DELETE FROM holds.seat_holds WHERE event_id = $1::bigint")
+            .bind(&event)
+            .execute(app.pool())
+            .await
+            .unwrap();
+    }
     app.stop().await;
 }
