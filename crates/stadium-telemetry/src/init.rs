@@ -1,6 +1,7 @@
 //! Installing the global `tracing` subscriber and, when configured, the OTLP trace and
 //! metric pipelines; flushing them at shutdown.
 
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -129,9 +130,18 @@ fn install(config: &TelemetryConfig, filter: EnvFilter) -> Result<TelemetryGuard
             None => None,
         },
     };
+    // Logs go to stderr, so a command's own output on stdout (a report, `--json`)
+    // stays clean; colours only when a person is watching.
+    let ansi = std::io::stderr().is_terminal();
     let fmt_layer = match config.log_format {
-        LogFormat::Text => tracing_subscriber::fmt::layer().boxed(),
-        LogFormat::Json => tracing_subscriber::fmt::layer().json().boxed(),
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(ansi)
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(std::io::stderr)
+            .boxed(),
     };
     let otel_layer = guard.otlp.as_ref().map(|otlp| {
         tracing_opentelemetry::layer()
