@@ -9,9 +9,10 @@ use rand::rngs::StdRng;
 use stadium_proto::holds::v1::{ClaimSeatsRequest, Hold};
 use stadium_proto::seat_map::v1::suggest_seats_request::Scope;
 use stadium_proto::seat_map::v1::{Preference, SuggestSeatsRequest};
+use tonic::Code;
 
 use crate::credentials::authed;
-use crate::fan::{Ctx, backoff, transient};
+use crate::fan::{Ctx, backoff, think, transient};
 use crate::mix::FanPlan;
 use crate::skew::pick_section;
 use crate::stats::{get, inc, reason};
@@ -135,7 +136,15 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
     }
 }
 
-/// Claims seats for the fan; `None` when it gave up (sold out, refused, out of tries).
+/// Claims seats for the fan; `None` when it gave up (sold out, refused, admission
+/// lapsed).
+///
+/// A fan tries in rounds of up to `max_claim_attempts` claims. A round lost to
+/// `SEAT_TAKEN` (or to picks that found nothing) is not the end while the house still
+/// has seats free or held (abandoned holds come back): the fan steps back for a think
+/// time and starts another round, as people at a sale keep refreshing. It stops when the
+/// event is sold out, when its admission token is refused (expired), or after
+/// `max_queue_wait`.
 pub(crate) async fn claim_seats(
     ctx: &Ctx,
     plan: &FanPlan,
@@ -144,18 +153,54 @@ pub(crate) async fn claim_seats(
     rng: &mut StdRng,
 ) -> Option<HeldSeats> {
     let mut quantity = plan.seats.min(ctx.event.max_seats_per_claim).max(1);
+    let give_up_at = Instant::now() + ctx.options.max_queue_wait;
+    loop {
+        match claim_round(ctx, session, admission, &mut quantity, give_up_at, rng).await {
+            Round::Held(hold) => return Some(hold),
+            Round::Stop => return None,
+            Round::Lost if ctx.is_sold_out() => return None,
+            Round::Lost if Instant::now() < give_up_at => {
+                inc(&ctx.stats.claim_rounds_lost);
+                tokio::time::sleep(think(ctx, rng)).await;
+            }
+            Round::Lost => {
+                inc(&ctx.stats.out_of_time);
+                return None;
+            }
+        }
+    }
+}
+
+/// How one round of claims ended.
+enum Round {
+    /// A hold.
+    Held(HeldSeats),
+    /// Every try of the round lost: try another round if the sale goes on.
+    Lost,
+    /// Sold out, refused for good, or out of time: the fan leaves.
+    Stop,
+}
+
+/// Up to `max_claim_attempts` claims (and four times as many picks).
+async fn claim_round(
+    ctx: &Ctx,
+    session: &str,
+    admission: &str,
+    quantity: &mut u32,
+    give_up_at: Instant,
+    rng: &mut StdRng,
+) -> Round {
     let mut next: Option<(u64, Vec<u64>)> = None;
     let mut tries = 0;
-    // Empty suggestions or failed picks count too, so a fan never loops forever.
+    // Empty suggestions or failed picks count too, so a round always ends.
     let mut picks = 0;
-    let give_up_at = Instant::now() + ctx.options.max_queue_wait;
     while tries < ctx.options.max_claim_attempts && picks < 4 * ctx.options.max_claim_attempts {
         if ctx.is_sold_out() {
-            return None;
+            return Round::Stop;
         }
         let (section_id, seat_ids) = match next.take() {
             Some(seats) => seats,
-            None => match pick(ctx, session, &mut quantity, rng).await {
+            None => match pick(ctx, session, quantity, rng).await {
                 Pick::Seats(section, seats) => (section, seats),
                 Pick::Retry => {
                     picks += 1;
@@ -165,7 +210,11 @@ pub(crate) async fn claim_seats(
                     tokio::time::sleep(ctx.options.map_refresh.max(RETURNS_POLL)).await;
                     continue;
                 }
-                Pick::Wait | Pick::SoldOut => return None,
+                Pick::Wait => {
+                    inc(&ctx.stats.out_of_time);
+                    return Round::Stop;
+                }
+                Pick::SoldOut => return Round::Stop,
             },
         };
         tries += 1;
@@ -185,9 +234,11 @@ pub(crate) async fn claim_seats(
             .await
         {
             Ok(response) => {
-                let hold = response.hold?;
+                let Some(hold) = response.hold else {
+                    return Round::Stop;
+                };
                 let expires_at = Instant::now() + Duration::from_millis(hold.expires_in_ms);
-                return Some(HeldSeats { hold, expires_at });
+                return Round::Held(HeldSeats { hold, expires_at });
             }
             Err(status) => status,
         };
@@ -218,18 +269,21 @@ pub(crate) async fn claim_seats(
                         .get("limit")
                         .is_some_and(|l| l == "seats_per_claim")
                 });
-                if per_claim && max > 0 && max < quantity {
-                    quantity = max;
+                if per_claim && max > 0 && max < *quantity {
+                    *quantity = max;
                 } else {
-                    return None;
+                    return Round::Stop;
                 }
             }
+            _ if status.code() == Code::Unauthenticated => {
+                inc(&ctx.stats.admission_expired);
+                return Round::Stop;
+            }
             _ if transient(&status) => tokio::time::sleep(backoff(rng, tries)).await,
-            _ => return None,
+            _ => return Round::Stop,
         }
     }
-    inc(&ctx.stats.claims_exhausted);
-    None
+    Round::Lost
 }
 
 #[cfg(test)]

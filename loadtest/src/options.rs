@@ -70,7 +70,8 @@ impl BehaviourShares {
 /// How the simulated crowd behaves during [`crate::run_onsale`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OnSaleOptions {
-    /// Fans to simulate (each one tokio task); >= 1.
+    /// Fans to simulate (each one tokio task); 0 = 60 % of the venue's seats (most
+    /// fans want two or more, so demand exceeds the house), at least 1.
     pub fans: u32,
     /// Seed of every random choice: the same seed gives the same fans, behaviours,
     /// seat counts and arrival times.
@@ -94,7 +95,9 @@ pub struct OnSaleOptions {
     pub max_in_flight: u32,
     /// RPCs in flight at once across all fans, so 2 cores are not swamped.
     pub max_concurrent_rpcs: u32,
-    /// Claims a fan tries (first pick, alternatives, other sections) before giving up.
+    /// Claims in one round of a fan's tries (first pick, alternatives, other sections);
+    /// after a lost round the fan steps back for a think time and tries again while
+    /// the sale goes on (see `max_queue_wait`).
     pub max_claim_attempts: u32,
     /// Exponent of the section skew: section of rank r (0 = best) is picked with
     /// weight 1 / (r + 1)^skew. 0 = uniform.
@@ -103,7 +106,8 @@ pub struct OnSaleOptions {
     pub map_refresh: Duration,
     /// Timeline sampling interval.
     pub sample_every: Duration,
-    /// A fan still queued after this long (real time) gives up.
+    /// A fan still queued, or still trying to claim, after this long (real time) gives
+    /// up.
     pub max_queue_wait: Duration,
     /// Payment method token given to Confirm (the simulated provider's `tok_visa`).
     pub payment_token: String,
@@ -140,9 +144,6 @@ impl OnSaleOptions {
         let bad = |field: &'static str, reason: String| {
             Err(LoadtestError::InvalidOption { field, reason })
         };
-        if self.fans == 0 {
-            return bad("fans", "must be at least 1".into());
-        }
         if !self.time_scale.is_finite() || self.time_scale <= 0.0 {
             return bad("time_scale", format!("{} is not > 0", self.time_scale));
         }
@@ -183,6 +184,17 @@ impl OnSaleOptions {
             return bad("payment_token", "must not be empty".into());
         }
         Ok(())
+    }
+
+    /// The number of fans to simulate for a venue of `seats` seats (see
+    /// [`Self::fans`]).
+    pub fn fans_for(&self, seats: u64) -> u32 {
+        if self.fans > 0 {
+            return self.fans;
+        }
+        u32::try_from(seats.saturating_mul(6) / 10)
+            .unwrap_or(u32::MAX)
+            .max(1)
     }
 
     /// `d` compressed by [`Self::time_scale`].

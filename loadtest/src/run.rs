@@ -27,7 +27,7 @@ const TIMELINE_SOURCES: &str = "admitted: the waiting room's GetQueueStats (the 
      count when it did not answer); held and sold: the run's own counters of hold and \
      order answers";
 
-/// Simulates `options.fans` fans buying seats of `event` (set up by
+/// Simulates `options.fans` fans (0: 60 % of the venue's seats) buying seats of `event` (set up by
 /// [`crate::setup_event`]) and reports what happened. Progress bars are drawn on
 /// stderr when `progress` is true. The invariant check is not part of the run: call
 /// [`crate::check_invariants`] with the report and store it in
@@ -46,6 +46,10 @@ pub async fn run_onsale(
     options: &OnSaleOptions,
     progress: bool,
 ) -> Result<RunReport> {
+    let options = &OnSaleOptions {
+        fans: options.fans_for(event.seats),
+        ..options.clone()
+    };
     let mut plans = plan_fans(options)?;
     // Start fans in the order they arrive, so the in-flight bound delays the latest.
     plans.sort_by(|a, b| {
@@ -177,7 +181,9 @@ fn build_report(ctx: &Ctx, timeline: Vec<TimelinePoint>) -> RunReport {
         joined: get(&s.joined),
         admitted: get(&s.admitted),
         gave_up: get(&s.gave_up),
-        claims_exhausted: get(&s.claims_exhausted),
+        claim_rounds_lost: get(&s.claim_rounds_lost),
+        admission_expired: get(&s.admission_expired),
+        out_of_time: get(&s.out_of_time),
         claim_attempts,
         seat_taken,
         seat_taken_rate: if claim_attempts == 0 {

@@ -68,7 +68,8 @@ struct SaleArgs {
     /// Sections of the generated stadium.
     #[arg(long, default_value_t = 100)]
     sections: u32,
-    /// Fans to simulate; unset: 60 % of the seats (most buy two or more).
+    /// Fans to simulate; unset: 60 % of the venue's seats (most want two or more, so
+    /// demand exceeds the house).
     #[arg(long)]
     fans: Option<u32>,
     /// Admission rate, fans per minute.
@@ -134,7 +135,7 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs) -> anyhow::Result<bool> {
         venue: sale.venue,
         seats: sale.seats,
         sections: sale.sections,
-        fans: sale.fans.unwrap_or(sale.seats / 10 * 6),
+        fans: sale.fans.unwrap_or(0),
         admission_rate: sale.admission_rate,
         hold_ttl: Duration::from_secs(sale.hold_ttl),
         onsale_lead: Duration::from_secs(sale.onsale_lead),

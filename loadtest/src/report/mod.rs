@@ -12,6 +12,10 @@ use crate::invariants::InvariantCheck;
 use crate::latency::LatencySummary;
 use crate::stats::ErrorCount;
 
+/// gRPC codes (as [`ErrorCount::code`] spells them) that only a fault answers with:
+/// `INTERNAL`, `UNKNOWN`, `DATA_LOSS`.
+pub const SERVER_FAULTS: [&str; 3] = ["Internal", "Unknown", "DataLoss"];
+
 /// One timeline sample.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TimelinePoint {
@@ -75,9 +79,14 @@ pub struct RunReport {
     pub admitted: u64,
     /// Fans who left without a hold (sold out, refused, waited too long).
     pub gave_up: u64,
-    /// Of those, fans who ran out of claim attempts (every try lost to SEAT_TAKEN or
-    /// found nothing) while seats were still shown free.
-    pub claims_exhausted: u64,
+    /// Rounds of `max_claim_attempts` claims that ended without a hold, after which the
+    /// fan stepped back and tried again (the sale was still on).
+    pub claim_rounds_lost: u64,
+    /// Of the fans who left without a hold, those whose admission token was refused
+    /// (lapsed) while they were still trying.
+    pub admission_expired: u64,
+    /// Of the fans who left without a hold, those still trying after `max_queue_wait`.
+    pub out_of_time: u64,
     /// ClaimSeats calls.
     pub claim_attempts: u64,
     /// ClaimSeats answered SEAT_TAKEN.
@@ -133,11 +142,23 @@ impl RunReport {
     }
 
     /// Whether the run found nothing wrong: the invariant check ran and passed, no
-    /// late payment was booked and every double confirm answered one order.
+    /// late payment was booked, every double confirm answered one order, and no
+    /// service answered with a fault ([`SERVER_FAULTS`]).
     pub fn is_ok(&self) -> bool {
         self.invariants.as_ref().is_some_and(InvariantCheck::is_ok)
             && self.late.paid_anyway == 0
             && self.double_confirm.inconsistent == 0
+            && self.server_faults() == 0
+    }
+
+    /// Answers whose gRPC code is one of [`SERVER_FAULTS`]: a bug or a broken
+    /// deployment, never a fan's expected outcome.
+    pub fn server_faults(&self) -> u64 {
+        self.errors
+            .iter()
+            .filter(|e| SERVER_FAULTS.contains(&e.code.as_str()))
+            .map(|e| e.count)
+            .sum()
     }
 }
 
@@ -158,7 +179,9 @@ pub(crate) mod tests {
             joined: 2_000,
             admitted: 900,
             gave_up: 1_200,
-            claims_exhausted: 3,
+            claim_rounds_lost: 5,
+            admission_expired: 3,
+            out_of_time: 1,
             claim_attempts: 1_000,
             seat_taken: 100,
             seat_taken_rate: 0.1,
@@ -253,5 +276,23 @@ pub(crate) mod tests {
         assert!(report.is_ok());
         report.invariants = None;
         assert!(!report.is_ok());
+    }
+
+    #[test]
+    fn a_server_fault_fails_the_run() {
+        let mut report = synthetic();
+        let check = report.invariants.as_mut().unwrap();
+        check.violations.clear();
+        check.disagreements.clear();
+        assert!(report.is_ok());
+        report.errors.push(ErrorCount {
+            rpc: "Holds/ClaimSeats".into(),
+            code: "Internal".into(),
+            reason: "INTERNAL".into(),
+            count: 634,
+        });
+        assert_eq!(report.server_faults(), 634);
+        assert!(!report.is_ok());
+        assert!(report.to_text().contains("SERVER FAULTS 634"));
     }
 }

@@ -43,8 +43,16 @@ impl RunReport {
             out,
             "left without a hold",
             format!(
-                "{} ({} out of claim attempts)",
-                self.gave_up, self.claims_exhausted
+                "{} ({} admission lapsed, {} out of time, the others at the sell-out or refused)",
+                self.gave_up, self.admission_expired, self.out_of_time
+            ),
+        )?;
+        row(
+            out,
+            "claim rounds lost",
+            format!(
+                "{} (the fan stepped back and tried again)",
+                self.claim_rounds_lost
             ),
         )?;
         writeln!(out, "\nSeats ({} in the venue)", self.venue_seats)?;
@@ -158,6 +166,13 @@ impl RunReport {
                     writeln!(out, "  NOT CHECKED {p}")?;
                 }
             }
+        }
+        let faults = self.server_faults();
+        if faults > 0 {
+            writeln!(
+                out,
+                "  SERVER FAULTS {faults} answers were INTERNAL, UNKNOWN or DATA_LOSS (see Errors)"
+            )?;
         }
         writeln!(
             out,
