@@ -13,11 +13,6 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use waiting_room::{Clock, ManualClock, Settings};
 
-/// The Redis server tests use: `REDIS_URL`, else the local default.
-pub fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
-}
-
 /// The event every test configures (the key prefix keeps tests apart).
 pub const EVENT: &str = "1";
 
@@ -29,6 +24,7 @@ pub struct Room {
     pub ticket_keys: QueueTicketKeys,
     clients: Vec<WaitingRoomClient<Channel>>,
     addrs: Vec<std::net::SocketAddr>,
+    redis_url: String,
     shutdown: CancellationToken,
 }
 
@@ -37,7 +33,7 @@ impl Drop for Room {
         self.shutdown.cancel();
         // Leave the shared Redis as found (best effort: a failed cleanup fails nothing).
         if let Ok(mut conn) =
-            redis::Client::open(redis_url()).and_then(|client| client.get_connection())
+            redis::Client::open(self.redis_url.as_str()).and_then(|client| client.get_connection())
         {
             let keys: Vec<String> = redis::cmd("KEYS")
                 .arg(format!("{}*", self.prefix))
@@ -97,11 +93,13 @@ impl Room {
         let ticket_keys = QueueTicketKeys::generate("qt-test").expect("ticket keys");
         let admission_keys = SigningKeyRing::generate("wr-test").expect("admission keys");
         let shutdown = CancellationToken::new();
+        // `REDIS_URL`, else a private Redis started for the tests.
+        let redis_url = stadium_testkit::redis_url().await;
         let mut clients = Vec::new();
         let mut addrs = Vec::new();
         for _ in 0..instances {
             let settings = Settings {
-                redis_url: redis_url(),
+                redis_url: redis_url.clone(),
                 key_prefix: prefix.clone(),
                 redis_response_timeout: Duration::from_secs(30),
                 snapshot_refresh: refresh,
@@ -139,6 +137,7 @@ impl Room {
             ticket_keys,
             clients,
             addrs,
+            redis_url,
             shutdown,
         }
     }
@@ -233,7 +232,7 @@ impl Room {
 
     /// A Redis connection for checking stored data.
     pub async fn redis(&self) -> redis::aio::MultiplexedConnection {
-        redis::Client::open(redis_url())
+        redis::Client::open(self.redis_url.as_str())
             .expect("redis url")
             .get_multiplexed_async_connection()
             .await
