@@ -210,6 +210,7 @@ pub(crate) async fn complete_admission(ctx: &Ctx, session: &str, admission: &str
     for attempt in 0..=TRANSIENT_RETRIES {
         let request = CompleteAdmissionRequest {
             admission_token: admission.to_owned(),
+            ..Default::default()
         };
         let mut client = ctx.clients.waiting_room.clone();
         match ctx

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use loadtest::{Credentials, EventOptions, OnSaleOptions, RunReport, Targets, VenueSource};
+use loadtest::{Credentials, EventOptions, OnSaleOptions, RunReport, VenueSource};
 use sqlx::PgPool;
 
 use crate::stack::Stack;
@@ -103,14 +103,7 @@ pub async fn run(
     stack: &Stack,
     config: &OnSaleConfig,
 ) -> anyhow::Result<(RunReport, DatabaseCheck)> {
-    let e = &stack.endpoints;
-    let targets = Targets {
-        waiting_room: e.waiting_room.clone(),
-        seat_map: e.seat_map.clone(),
-        holds: e.holds.clone(),
-        payments: e.payments.clone(),
-        box_office: e.box_office.clone(),
-    };
+    let targets = stack.endpoints.targets();
     let creds = Credentials::new(Arc::clone(&stack.issuer));
     let venue = match &config.venue {
         Some(path) => VenueSource::from_file(path)?,

@@ -42,6 +42,19 @@ pub struct Endpoints {
     pub box_office: String,
 }
 
+impl Endpoints {
+    /// The same URLs as the load generator's targets.
+    pub fn targets(&self) -> loadtest::Targets {
+        loadtest::Targets {
+            waiting_room: self.waiting_room.clone(),
+            seat_map: self.seat_map.clone(),
+            holds: self.holds.clone(),
+            payments: self.payments.clone(),
+            box_office: self.box_office.clone(),
+        }
+    }
+}
+
 /// A running stack; [`Stack::stop`] shuts the services down and removes a private
 /// PostgreSQL/Redis (dropping it does the same, less gracefully).
 pub struct Stack {
@@ -199,6 +212,8 @@ impl Stack {
             &database_url,
             "--holds-url",
             &holds_url,
+            "--waiting-room-url",
+            &wr_url,
             "--service-token",
             &service_token,
             "--identity-jwks",

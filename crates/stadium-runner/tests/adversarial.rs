@@ -11,8 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::PgPool;
-use stadium_runner::{Stack, StackOptions};
+mod support;
+
+use stadium_runner::Stack;
 use stadium_tokens::{Role, WAITING_ROOM_ISSUER};
+use support::stack_on_fresh_database;
 use tokio_util::bytes::{Buf, BufMut};
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;
@@ -333,14 +336,7 @@ async fn channel(url: &str) -> Channel {
 }
 
 async fn world() -> World {
-    let db = stadium_testkit::fresh_database().await;
-    let stack = Stack::start(StackOptions {
-        database_url: Some(db.url.clone()),
-        redis_url: Some(stadium_testkit::redis_url().await),
-        ..StackOptions::default()
-    })
-    .await
-    .expect("stack starts");
+    let (stack, db) = stack_on_fresh_database().await;
     let e = stack.endpoints.clone();
     let channels = Channels {
         wr: channel(&e.waiting_room).await,

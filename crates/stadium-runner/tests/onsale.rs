@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
-use stadium_runner::{OnSaleConfig, Stack, StackOptions};
+mod support;
+
+use stadium_runner::OnSaleConfig;
+use support::stack_on_fresh_database;
 
 /// A 500-seat arena as a CSV manifest: 4 sections × 5 rows × 25 seats, the front two
 /// rows of each section in category A.
@@ -31,14 +34,7 @@ fn arena_csv() -> tempfile::NamedTempFile {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_small_on_sale_sells_each_seat_once_and_the_report_matches_the_database() {
-    let db = stadium_testkit::fresh_database().await;
-    let stack = Stack::start(StackOptions {
-        database_url: Some(db.url.clone()),
-        redis_url: Some(stadium_testkit::redis_url().await),
-        ..StackOptions::default()
-    })
-    .await
-    .expect("stack starts");
+    let (stack, _db) = stack_on_fresh_database().await;
     let manifest = arena_csv();
     let config = OnSaleConfig {
         venue: Some(manifest.path().to_owned()),

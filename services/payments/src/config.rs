@@ -38,7 +38,14 @@ pub struct Config {
     #[arg(long, env = "HOLDS_URL", value_parser = grpc_url, value_name = "URL")]
     pub holds_url: http::Uri,
 
-    /// Longest wait for one holds call, in milliseconds.
+    /// gRPC address of the waiting room, told when a fan's order is paid so an
+    /// event's cap on active admitted fans gets the place back
+    /// (`CompleteAdmission`, best effort). Unset: not told; places return when
+    /// admission tokens expire.
+    #[arg(long, env = "WAITING_ROOM_URL", value_parser = grpc_url, value_name = "URL")]
+    pub waiting_room_url: Option<http::Uri>,
+
+    /// Longest wait for one holds (or waiting-room) call, in milliseconds.
     #[arg(long, env = "HOLDS_TIMEOUT_MS", default_value_t = 3000,
           value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
     pub holds_timeout_ms: u64,

@@ -16,6 +16,7 @@
 //! client), [`provider`] (the provider trait and the simulated provider), [`auth`],
 //! [`reconciler`], [`metrics`], [`error`] (the one error table).
 
+pub mod admissions;
 pub mod auth;
 pub mod config;
 pub mod domain;
@@ -140,7 +141,7 @@ pub async fn build_with_metrics(
         config.service_token.expose_secret().to_owned(),
         Duration::from_millis(config.holds_timeout_ms),
     );
-    let core = service::PaymentsCore::new(
+    let mut core = service::PaymentsCore::new(
         pool,
         provider,
         holds,
@@ -153,6 +154,16 @@ pub async fn build_with_metrics(
             .as_bytes()
             .to_vec(),
     );
+    if let Some(url) = &config.waiting_room_url {
+        let channel = tonic::transport::Endpoint::from(url.clone())
+            .connect_timeout(Duration::from_secs(2))
+            .connect_lazy();
+        core = core.with_admission_reporter(admissions::AdmissionReporter::new(
+            channel,
+            config.service_token.expose_secret().to_owned(),
+            Duration::from_millis(config.holds_timeout_ms),
+        ));
+    }
     Ok(Parts {
         core: Arc::new(core),
         auth: Arc::new(auth),

@@ -263,6 +263,9 @@ impl PaymentsCore {
                     Ok(moved) => {
                         if moved {
                             tracing::info!(payment_id = %payment.id, seats = seats.len(), "payment captured, tickets issued");
+                            if let Some(admissions) = &self.admissions {
+                                admissions.fan_done(payment.event_id, &payment.fan_id);
+                            }
                         }
                         self.order_by_id(payment.id).await
                     }

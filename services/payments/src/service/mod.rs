@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
+use crate::admissions::AdmissionReporter;
 use crate::domain::ticket_code::TicketSigner;
 use crate::holds::HoldsGateway;
 use crate::metrics::Metrics;
@@ -67,6 +68,8 @@ pub struct PaymentsCore {
     metrics: Arc<Metrics>,
     settings: Settings,
     notice_secret: Vec<u8>,
+    /// Told when a fan's order is paid; `None`: nobody is told.
+    admissions: Option<AdmissionReporter>,
 }
 
 impl PaymentsCore {
@@ -89,7 +92,14 @@ impl PaymentsCore {
             metrics,
             settings,
             notice_secret,
+            admissions: None,
         }
+    }
+
+    /// Tells the waiting room through `reporter` when a fan's order is paid.
+    pub fn with_admission_reporter(mut self, reporter: AdmissionReporter) -> Self {
+        self.admissions = Some(reporter);
+        self
     }
 
     /// The ticket signer (its public half verifies codes offline).

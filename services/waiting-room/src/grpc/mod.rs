@@ -28,6 +28,8 @@ use crate::store::Store;
 const STEER: &[Role] = &[Role::BoxOffice, Role::Sre];
 /// Roles allowed to configure an event's queue (the box office's service identity too).
 const CONFIGURE: &[Role] = &[Role::BoxOffice, Role::Sre, Role::Service];
+/// Roles that may report a fan's completion without the fan's admission token.
+const REPORT_COMPLETION: &[Role] = &[Role::Service];
 
 /// What the service needs, built once by [`crate::serve`].
 pub struct Inner {
@@ -214,18 +216,25 @@ impl WaitingRoom for WaitingRoomService {
         request: Request<pb::CompleteAdmissionRequest>,
     ) -> Result<Response<pb::CompleteAdmissionResponse>, Status> {
         let inner = &self.inner;
-        let token = &request.get_ref().admission_token;
-        if token.is_empty() {
-            return Err(Error::invalid("admission_token", "must not be empty").into());
-        }
-        let claims = inner
-            .admission_verifier
-            .verify(token, inner.clock.now())
-            .map_err(Error::Credential)?;
-        let event = EventId::parse(&claims.event_id)
-            .map_err(|_| Error::Credential(TokenError::MissingClaim("event_id".into())))?;
-        let fan = FanId::parse(claims.fan_id())
-            .map_err(|_| Error::Credential(TokenError::MissingClaim("sub".into())))?;
+        let body = request.get_ref();
+        let (event, fan) = if body.admission_token.is_empty() {
+            // A service reporting for a fan (payments, once the order is paid).
+            inner.admin(request.metadata(), REPORT_COMPLETION, "service")?;
+            let event = convert::event_id(&body.event_id)?;
+            let fan =
+                FanId::parse(&body.fan_id).map_err(|problem| Error::invalid("fan_id", problem))?;
+            (event, fan)
+        } else {
+            let claims = inner
+                .admission_verifier
+                .verify(&body.admission_token, inner.clock.now())
+                .map_err(Error::Credential)?;
+            let event = EventId::parse(&claims.event_id)
+                .map_err(|_| Error::Credential(TokenError::MissingClaim("event_id".into())))?;
+            let fan = FanId::parse(claims.fan_id())
+                .map_err(|_| Error::Credential(TokenError::MissingClaim("sub".into())))?;
+            (event, fan)
+        };
         let freed = inner.store.complete(&event, &fan).await?;
         if freed {
             inner.metrics.completed(&event);

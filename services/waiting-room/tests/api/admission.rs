@@ -10,6 +10,7 @@ use tokio_stream::StreamExt;
 use waiting_room::Clock;
 
 use crate::helpers::{EVENT, Room, with_token};
+use tonic::Code;
 
 /// Joins `fans` fans (`fan-0`…) and returns their queue numbers and tickets.
 async fn join_all(room: &Room, fans: usize) -> HashMap<u64, (String, String)> {
@@ -200,10 +201,12 @@ async fn the_cap_holds_the_frontier_until_fans_are_done() {
     assert_eq!(sixth.state, pb::QueueState::Waiting as i32);
     assert!(sixth.admission_token.is_empty());
 
-    // Two completions (one reported twice) free two places.
+    // Two completions (one reported twice) free two places: fan 1 by its admission
+    // token, fan 2 by a service (as payments does once the order is paid).
     for token in [&first.admission_token, &first.admission_token] {
         let request = pb::CompleteAdmissionRequest {
             admission_token: token.clone(),
+            ..Default::default()
         };
         room.client(2)
             .complete_admission(request)
@@ -211,11 +214,40 @@ async fn the_cap_holds_the_frontier_until_fans_are_done() {
             .expect("complete");
     }
     let second = room.status(1, &fans[&2].0, &fans[&2].1).await.unwrap();
-    let request = pb::CompleteAdmissionRequest {
-        admission_token: second.admission_token.clone(),
+    assert!(!second.admission_token.is_empty());
+    let before = room.stats(0).await;
+    let for_fan_2 = pb::CompleteAdmissionRequest {
+        event_id: EVENT.into(),
+        fan_id: fans[&2].0.clone(),
+        ..Default::default()
     };
+    // Only the service role may speak for a fan; nothing changes when refused.
+    let err = room
+        .client(0)
+        .complete_admission(with_token(
+            for_fan_2.clone(),
+            &room.admin(&[Role::BoxOffice, Role::Sre]),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied);
+    let bad_fan = pb::CompleteAdmissionRequest {
+        fan_id: String::new(),
+        ..for_fan_2.clone()
+    };
+    let err = room
+        .client(0)
+        .complete_admission(with_token(bad_fan, &room.admin(&[Role::Service])))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert_eq!(
+        room.stats(0).await,
+        before,
+        "refused reports change nothing"
+    );
     room.client(0)
-        .complete_admission(request)
+        .complete_admission(with_token(for_fan_2, &room.admin(&[Role::Service])))
         .await
         .expect("complete");
     room.clock.advance(Duration::from_secs(1));

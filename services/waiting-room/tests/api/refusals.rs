@@ -260,6 +260,7 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
     let err = client
         .complete_admission(pb::CompleteAdmissionRequest {
             admission_token: forged,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -290,6 +291,7 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
     let err = client
         .complete_admission(pb::CompleteAdmissionRequest {
             admission_token: admitted.admission_token,
+            ..Default::default()
         })
         .await
         .unwrap_err();

@@ -1,0 +1,66 @@
+//! Reporting to the waiting room that a fan is done once their order is paid
+//! (`CompleteAdmission` with the service's own admin token), so an event's cap on
+//! active admitted fans gets the place back without waiting for the fan's admission
+//! token to expire.
+//!
+//! Best effort and off the confirm path: the report runs in its own task after the
+//! order is stored; a failure is logged and changes nothing (the place returns when
+//! the admission token expires). The waiting room treats repeated reports as one.
+
+use std::time::Duration;
+
+use stadium_proto::waiting_room::v1::CompleteAdmissionRequest;
+use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
+use tonic::Request;
+use tonic::transport::Channel;
+
+/// A client of the waiting room for completion reports.
+#[derive(Debug, Clone)]
+pub struct AdmissionReporter {
+    client: WaitingRoomClient<Channel>,
+    service_token: String,
+    timeout: Duration,
+}
+
+impl AdmissionReporter {
+    /// Reports over `channel`, as the service with `service_token` (an admin token
+    /// with role `service`), each call bounded by `timeout`.
+    pub fn new(channel: Channel, service_token: String, timeout: Duration) -> Self {
+        Self {
+            client: WaitingRoomClient::new(channel),
+            service_token,
+            timeout,
+        }
+    }
+
+    /// Reports in the background that `fan_id` is done with event `event_id`.
+    pub fn fan_done(&self, event_id: i64, fan_id: &str) {
+        let mut client = self.client.clone();
+        let mut request = Request::new(CompleteAdmissionRequest {
+            admission_token: String::new(),
+            event_id: event_id.to_string(),
+            fan_id: fan_id.to_owned(),
+        });
+        request.set_timeout(self.timeout);
+        match format!("Bearer {}", self.service_token).parse() {
+            Ok(value) => {
+                request.metadata_mut().insert("authorization", value);
+            }
+            Err(_) => {
+                tracing::warn!("service token is not valid metadata: completion not reported");
+                return;
+            }
+        }
+        stadium_telemetry::inject_context(request.metadata_mut());
+        tokio::spawn(async move {
+            if let Err(status) = client.complete_admission(request).await {
+                tracing::warn!(
+                    event_id,
+                    code = ?status.code(),
+                    message = status.message(),
+                    "could not report the fan's completion to the waiting room"
+                );
+            }
+        });
+    }
+}
