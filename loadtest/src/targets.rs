@@ -68,6 +68,11 @@ impl Targets {
     }
 }
 
+/// HTTP/2 connection flow-control window of every channel, bytes.
+const CONNECTION_WINDOW: u32 = 8 << 20;
+/// HTTP/2 stream flow-control window of every channel, bytes.
+const STREAM_WINDOW: u32 = 1 << 20;
+
 /// A lazily connected channel to `url`.
 fn channel(name: &'static str, url: &str) -> Result<Channel> {
     let invalid = |reason: String| LoadtestError::InvalidTarget {
@@ -82,7 +87,14 @@ fn channel(name: &'static str, url: &str) -> Result<Channel> {
         .map_err(|e| invalid(e.to_string()))?
         .connect_timeout(Duration::from_secs(5))
         .tcp_nodelay(true)
-        .http2_adaptive_window(true);
+        // Fixed, large flow-control windows rather than the adaptive ones: the adaptive
+        // window starts at 64 KiB, and HTTP/2 (h2 0.4.20 and later) budgets buffered
+        // small DATA frames at half the connection window. Hundreds of small gRPC
+        // answers waiting on a busy client then exhausted it, and the client closed
+        // the whole connection (ENHANCE_YOUR_CALM, seen as RESOURCE_EXHAUSTED and
+        // CANCELLED on every call in flight).
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .initial_stream_window_size(STREAM_WINDOW);
     Ok(endpoint.connect_lazy())
 }
 
