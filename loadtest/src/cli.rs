@@ -92,7 +92,7 @@ pub struct OnSaleArgs {
     /// Sections of the generated stadium (4 to 400).
     #[arg(long, default_value_t = 100)]
     pub sections: u32,
-    /// Fans to simulate; 0: 60 % of the venue's seats.
+    /// Fans to simulate; 0: 75 % of the venue's seats.
     #[arg(long, default_value_t = 2_000)]
     pub fans: u32,
     /// Seed of the fans' choices.

@@ -70,7 +70,7 @@ impl BehaviourShares {
 /// How the simulated crowd behaves during [`crate::run_onsale`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OnSaleOptions {
-    /// Fans to simulate (each one tokio task); 0 = 60 % of the venue's seats (most
+    /// Fans to simulate (each one tokio task); 0 = 75 % of the venue's seats (most
     /// fans want two or more, so demand exceeds the house), at least 1.
     pub fans: u32,
     /// Seed of every random choice: the same seed gives the same fans, behaviours,
@@ -192,7 +192,7 @@ impl OnSaleOptions {
         if self.fans > 0 {
             return self.fans;
         }
-        u32::try_from(seats.saturating_mul(6) / 10)
+        u32::try_from(seats.saturating_mul(3) / 4)
             .unwrap_or(u32::MAX)
             .max(1)
     }
@@ -303,6 +303,22 @@ mod tests {
         .normalised()
         .unwrap();
         assert_eq!(n, [0.5, 0.25, 0.25, 0.0]);
+    }
+
+    #[test]
+    fn unset_fans_follow_the_venue() {
+        let unset = OnSaleOptions {
+            fans: 0,
+            ..OnSaleOptions::default()
+        };
+        assert_eq!(unset.fans_for(1_057), 792);
+        assert_eq!(unset.fans_for(50_000), 37_500);
+        assert_eq!(unset.fans_for(1), 1);
+        let set = OnSaleOptions {
+            fans: 5,
+            ..OnSaleOptions::default()
+        };
+        assert_eq!(set.fans_for(50_000), 5);
     }
 
     #[test]

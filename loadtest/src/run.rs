@@ -27,7 +27,7 @@ const TIMELINE_SOURCES: &str = "admitted: the waiting room's GetQueueStats (the 
      count when it did not answer); held and sold: the run's own counters of hold and \
      order answers";
 
-/// Simulates `options.fans` fans (0: 60 % of the venue's seats) buying seats of `event` (set up by
+/// Simulates `options.fans` fans (0: 75 % of the venue's seats) buying seats of `event` (set up by
 /// [`crate::setup_event`]) and reports what happened. Progress bars are drawn on
 /// stderr when `progress` is true. The invariant check is not part of the run: call
 /// [`crate::check_invariants`] with the report and store it in

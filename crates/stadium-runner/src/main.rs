@@ -68,7 +68,7 @@ struct SaleArgs {
     /// Sections of the generated stadium.
     #[arg(long, default_value_t = 100)]
     sections: u32,
-    /// Fans to simulate; unset: 60 % of the venue's seats (most want two or more, so
+    /// Fans to simulate; unset: 75 % of the venue's seats (most want two or more, so
     /// demand exceeds the house).
     #[arg(long)]
     fans: Option<u32>,

@@ -22,7 +22,7 @@ pub struct OnSaleConfig {
     pub seats: u32,
     /// Sections of the generated stadium.
     pub sections: u32,
-    /// Fans to simulate; 0: 60 % of the venue's seats.
+    /// Fans to simulate; 0: 75 % of the venue's seats.
     pub fans: u32,
     /// Admission rate, fans per minute.
     pub admission_rate: u32,
