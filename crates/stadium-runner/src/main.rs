@@ -1,5 +1,6 @@
 //! `stadium`: run every service locally (`up`), or run an on-sale against them (`onsale`).
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -40,8 +41,8 @@ enum Command {
         #[command(flatten)]
         stores: StoreArgs,
         /// First of five consecutive ports (waiting room, seat map, holds, payments,
-        /// box office); unset: free ports.
-        #[arg(long)]
+        /// box office), 1 to 65531; unset: free ports.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=65_531))]
         base_port: Option<u16>,
     },
     /// Start everything, run an on-sale with simulated fans, print the report, and
@@ -62,27 +63,30 @@ struct SaleArgs {
     /// `section,row,seat,category[,x,y]`); unset: a generated stadium of --seats seats.
     #[arg(long, value_name = "FILE")]
     venue: Option<PathBuf>,
-    /// Seats of the generated stadium.
-    #[arg(long, default_value_t = 50_000)]
+    /// Seats of the generated stadium, 1,000 to 500,000.
+    #[arg(long, default_value_t = 50_000,
+          value_parser = clap::value_parser!(u32).range(1_000..=500_000))]
     seats: u32,
-    /// Sections of the generated stadium.
-    #[arg(long, default_value_t = 100)]
+    /// Sections of the generated stadium, 4 to 400.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(4..=400))]
     sections: u32,
     /// Fans to simulate; unset: 75 % of the venue's seats (most want two or more, so
     /// demand exceeds the house).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     fans: Option<u32>,
-    /// Admission rate, fans per minute.
-    #[arg(long, default_value_t = 60_000)]
+    /// Admission rate, fans per minute, 1 to 1,000,000.
+    #[arg(long, default_value_t = 60_000,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     admission_rate: u32,
-    /// Hold TTL in seconds.
-    #[arg(long, default_value_t = 30)]
+    /// Hold TTL in seconds, 1 to 3,600.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3_600))]
     hold_ttl: u64,
-    /// Seconds between setting the event up and its opening (the pre-queue fills).
-    #[arg(long, default_value_t = 5)]
+    /// Seconds between setting the event up and its opening (the pre-queue fills), 0 to
+    /// 3,600.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=3_600))]
     onsale_lead: u64,
-    /// Compression of the fans' think times (10 = ten times faster than life).
-    #[arg(long, default_value_t = 10.0)]
+    /// Compression of the fans' think times (10 = ten times faster than life); > 0.
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     time_scale: f64,
     /// Seed of every random choice, for a reproducible run.
     #[arg(long, default_value_t = 1)]
@@ -130,6 +134,12 @@ async fn main() -> ExitCode {
 }
 
 async fn onsale(stores: StoreArgs, sale: SaleArgs) -> anyhow::Result<bool> {
+    // Open the report files first: a bad path fails now, not after the whole run.
+    let create = |path: &PathBuf| {
+        std::fs::File::create(path).with_context(|| format!("write {}", path.display()))
+    };
+    let mut svg_file = create(&sale.report_svg)?;
+    let mut json_file = sale.report_json.as_ref().map(create).transpose()?;
     let stack = Stack::start(options(stores, None)?).await?;
     let config = OnSaleConfig {
         venue: sale.venue,
@@ -148,11 +158,12 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs) -> anyhow::Result<bool> {
     let (report, check) = outcome?;
     println!("{}", report.to_text());
     println!("{}", check.to_text());
-    std::fs::write(&sale.report_svg, report.to_svg())
+    svg_file
+        .write_all(report.to_svg().as_bytes())
         .with_context(|| format!("write {}", sale.report_svg.display()))?;
     println!("chart: {}", sale.report_svg.display());
-    if let Some(path) = &sale.report_json {
-        std::fs::write(path, report.to_json()?)
+    if let (Some(path), Some(file)) = (&sale.report_json, json_file.as_mut()) {
+        file.write_all(report.to_json()?.as_bytes())
             .with_context(|| format!("write {}", path.display()))?;
         println!("report: {}", path.display());
     }

@@ -84,7 +84,13 @@ impl std::fmt::Debug for Stack {
 }
 
 async fn listener(base_port: Option<u16>, offset: u16) -> anyhow::Result<(TcpListener, String)> {
-    let port = base_port.map_or(0, |p| p + offset);
+    let port = match base_port {
+        None => 0,
+        Some(0) => anyhow::bail!("base port: must be 1 to 65531 (unset: free ports)"),
+        Some(p) => p
+            .checked_add(offset)
+            .with_context(|| format!("base port {p}: must be 1 to 65531"))?,
+    };
     let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))
         .await
         .with_context(|| format!("bind 127.0.0.1:{port}"))?;
