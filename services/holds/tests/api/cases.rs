@@ -9,8 +9,9 @@ use stadium_tokens::Role;
 use tonic::Code;
 
 use crate::support::{
-    EventSettings, Section, TestApp, active_counts, all_at_once, assert_invariants, bearer, reason,
+    EventSettings, Section, TestApp, active_counts, assert_invariants, bearer, reason,
 };
+use stadium_testkit::all_at_once;
 
 /// C01: 10 free seats, 12 fans each claiming one, all in flight together, 100 times:
 /// exactly 10 holds and 2 SEAT_TAKEN every time.

@@ -2,9 +2,8 @@
 
 use tonic::Code;
 
-use crate::support::{
-    EventSettings, TestApp, active_counts, all_at_once, assert_invariants, reason, seat_list,
-};
+use crate::support::{EventSettings, TestApp, active_counts, assert_invariants, reason, seat_list};
+use stadium_testkit::all_at_once;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ten_claims_of_one_seat_make_one_hold() {

@@ -356,29 +356,3 @@ pub async fn snapshot(pool: &PgPool) -> (i64, String, i64) {
     .await
     .unwrap()
 }
-
-/// Runs `n` tasks made by `make(i)` at once: each waits on a shared barrier, so the
-/// requests are in flight together.
-pub async fn all_at_once<T, F, Fut>(n: usize, make: F) -> Vec<T>
-where
-    F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = T> + Send + 'static,
-    T: Send + 'static,
-{
-    let barrier = Arc::new(tokio::sync::Barrier::new(n));
-    let tasks: Vec<_> = (0..n)
-        .map(|i| {
-            let barrier = barrier.clone();
-            let work = make(i);
-            tokio::spawn(async move {
-                barrier.wait().await;
-                work.await
-            })
-        })
-        .collect();
-    let mut out = Vec::with_capacity(n);
-    for task in tasks {
-        out.push(task.await.expect("task panicked"));
-    }
-    out
-}

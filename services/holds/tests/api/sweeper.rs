@@ -6,6 +6,7 @@ use std::time::Duration;
 use holds::domain::HoldKey;
 
 use crate::support::{EventSettings, TestApp, assert_invariants};
+use stadium_testkit::all_at_once;
 
 /// Inserts `n` lapsed `held` rows of distinct seats for `event` (as abandoned claims
 /// leave them), one hold key per 4 seats.
@@ -76,7 +77,7 @@ async fn several_sweepers_at_once_do_no_harm() {
         .claim(app.sections[1].id, &[app.sections[1].seats[0]])
         .await
         .unwrap();
-    let swept = crate::support::all_at_once(4, |_| {
+    let swept = all_at_once(4, |_| {
         let service = app.parts.service.clone();
         async move { service.sweep(9).await }
     })

@@ -12,7 +12,8 @@ use stadium_proto::payments::v1::{
 use stadium_tokens::Role;
 use tonic::Code;
 
-use crate::support::{NOTICE_SECRET, Stack, all_at_once, bearer, confirm_with, reason};
+use crate::support::{NOTICE_SECRET, Stack, bearer, confirm_with, reason};
+use stadium_testkit::all_at_once;
 
 fn notice_request(stack: &Stack, key: &str) -> ProviderNoticeRequest {
     let (notice, signature) = stack

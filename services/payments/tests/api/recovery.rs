@@ -6,7 +6,8 @@ use payments::provider::sim::Faults;
 use stadium_proto::payments::v1::{OrderStatus, RefundReason};
 use tonic::Code;
 
-use crate::support::{Options, Stack, all_at_once, confirm_with, reason};
+use crate::support::{Options, Stack, confirm_with, reason};
+use stadium_testkit::all_at_once;
 
 #[tokio::test]
 async fn paying_at_minute_11_of_a_reclaimed_hold_refunds_and_the_other_fan_keeps_the_seat() {
