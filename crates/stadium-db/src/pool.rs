@@ -36,6 +36,12 @@ impl Default for PoolOptions {
 
 /// Opens a pool to `url` (`postgres://user@host:port/db`).
 ///
+/// A connection is not pinged before it is handed out (sqlx's `test_before_acquire`
+/// is off): the ping would be one more round trip on every hot-path call. A connection
+/// that died while idle (a database restart) fails its next statement instead, with a
+/// connection error that services answer as `UNAVAILABLE` (safe for the client to
+/// retry), and the pool opens a new connection in its place.
+///
 /// # Errors
 /// The URL does not parse, or no connection could be made within the acquire timeout.
 pub async fn connect(url: &str, options: &PoolOptions) -> Result<PgPool, sqlx::Error> {
@@ -49,6 +55,7 @@ pub async fn connect(url: &str, options: &PoolOptions) -> Result<PgPool, sqlx::E
     PgPoolOptions::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)
+        .test_before_acquire(false)
         .connect_with(connect)
         .await
 }

@@ -15,6 +15,7 @@ use crate::claims::{
 };
 use crate::jwt::{Pins, sign};
 use crate::keys::{SigningKeyRing, VerificationKeys};
+use crate::verified::{Verified, VerifiedTokens};
 use crate::{DEFAULT_LEEWAY, TokenError, audience};
 
 mod sealed {
@@ -334,9 +335,15 @@ impl KeySource {
 ///
 /// Share it behind an `Arc`; [`EdVerifier::replace_keys`] swaps keys in place, e.g.
 /// after a JWKS refresh triggered by [`TokenError::UnknownKeyId`].
+///
+/// A token verified once is kept until its `exp` (at most
+/// [`MAX_VERIFIED_TOKEN_BYTES`](crate::MAX_VERIFIED_TOKEN_BYTES) of them) and later checks of
+/// the same bytes skip the signature while the key that verified it is still trusted;
+/// the time window is checked at every call (see the `verified` module).
 pub struct EdVerifier<K> {
     keys: RwLock<KeySource>,
     pins: Pins,
+    verified: VerifiedTokens,
     kind: PhantomData<fn() -> K>,
 }
 
@@ -401,6 +408,7 @@ impl<K: EdKind> EdVerifier<K> {
                 audience,
                 DEFAULT_LEEWAY.as_secs(),
             ),
+            verified: VerifiedTokens::new(),
             kind: PhantomData,
         })
     }
@@ -426,14 +434,37 @@ impl<K: EdKind> EdVerifier<K> {
         token: &str,
         now: SystemTime,
     ) -> Result<(RegisteredClaims, WireClaims), TokenError> {
+        if let Some(hit) = self.verified.get(token) {
+            if self
+                .lookup(&hit.kid)
+                .is_some_and(|key| Arc::ptr_eq(&key, &hit.key))
+            {
+                let mut wire = hit.wire.clone();
+                let registered = self.pins.registered(&mut wire, now)?;
+                return Ok((registered, wire));
+            }
+            self.verified.forget(token);
+        }
         let kid = self.pins.check_header(token)?;
         let key = self
-            .keys
+            .lookup(&kid)
+            .ok_or(TokenError::UnknownKeyId { kid: kid.clone() })?;
+        let mut wire = self.pins.decode(token, &key)?;
+        let verified = Verified {
+            kid,
+            key,
+            wire: wire.clone(),
+        };
+        let registered = self.pins.registered(&mut wire, now)?;
+        self.verified.insert(token, verified);
+        Ok((registered, wire))
+    }
+
+    fn lookup(&self, kid: &str) -> Option<Arc<DecodingKey>> {
+        self.keys
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .lookup(&kid)
-            .ok_or(TokenError::UnknownKeyId { kid })?;
-        self.pins.verify(token, &key, now)
+            .lookup(kid)
     }
 }
 

@@ -113,6 +113,14 @@ impl Pins {
         key: &DecodingKey,
         now: SystemTime,
     ) -> Result<(RegisteredClaims, WireClaims), TokenError> {
+        let mut wire = self.decode(token, key)?;
+        let registered = self.registered(&mut wire, now)?;
+        Ok((registered, wire))
+    }
+
+    /// Verifies signature, `iss` and `aud`; the payload is still to be checked with
+    /// [`Pins::registered`] (claims present, time window).
+    pub(crate) fn decode(&self, token: &str, key: &DecodingKey) -> Result<WireClaims, TokenError> {
         let data =
             jsonwebtoken::decode::<WireClaims>(token, key, &self.validation).map_err(|e| {
                 match TokenError::from_jwt(&e, &self.issuer, &self.audience) {
@@ -123,9 +131,17 @@ impl Pins {
                     other => other,
                 }
             })?;
-        let mut wire = data.claims;
-        let registered = wire.registered(now, self.leeway_secs)?;
-        Ok((registered, wire))
+        Ok(data.claims)
+    }
+
+    /// Splits the registered claims off a decoded payload, checking that each is
+    /// present and the time window at `now` with this verifier's leeway.
+    pub(crate) fn registered(
+        &self,
+        wire: &mut WireClaims,
+        now: SystemTime,
+    ) -> Result<RegisteredClaims, TokenError> {
+        wire.registered(now, self.leeway_secs)
     }
 }
 

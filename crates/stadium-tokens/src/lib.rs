@@ -52,6 +52,7 @@ mod error;
 mod jwt;
 mod keys;
 mod queue;
+mod verified;
 
 use std::time::Duration;
 
@@ -71,6 +72,7 @@ pub use queue::{
     MIN_HMAC_SECRET_BYTES, QUEUE_TICKET_DEFAULT_TTL, QueueTicketKeys, QueueTickets,
     WAITING_ROOM_ISSUER, random_secret,
 };
+pub use verified::{ENTRY_OVERHEAD_BYTES, MAX_VERIFIED_TOKEN_BYTES};
 
 /// Header `typ` of fan session tokens.
 pub const TYP_FAN_SESSION: &str = "fan-session";

@@ -819,3 +819,42 @@ mod fuzz {
         }
     }
 }
+
+/// Verified tokens are kept (see `EdVerifier`), but never past the key that verified
+/// them: a new key under the same kid, or the kid retired, refuses the very token that
+/// passed a moment before; and a kept token still meets the time window at each call.
+#[test]
+fn a_kept_token_passes_only_while_its_key_is_trusted_and_its_window_is_open() {
+    let ring = ring("wr-1");
+    let (issuer, verifier) = admission_pair(&ring);
+    let token = issuer.issue("fan-1", "ev-1", at(T0)).unwrap().token;
+    for _ in 0..3 {
+        assert_eq!(verifier.verify(&token, at(T0)).unwrap().fan_id(), "fan-1");
+    }
+    assert_eq!(
+        verifier.verify(&token, at(T0 + 605)).map(drop),
+        Err(TokenError::Expired),
+        "a kept token is checked against each call's time"
+    );
+    assert!(verifier.verify(&token, at(T0)).is_ok());
+
+    // Same kid, other key (a replica that generated its own): the kept entry must not
+    // stand in for the signature check.
+    let impostor = SigningKeyRing::generate("wr-1").unwrap();
+    verifier.replace_keys(impostor.verification_keys());
+    assert_eq!(
+        verifier.verify(&token, at(T0)).map(drop),
+        Err(TokenError::BadSignature)
+    );
+    verifier.replace_keys(ring.verification_keys());
+    assert!(verifier.verify(&token, at(T0)).is_ok());
+
+    let live = AdmissionVerifier::for_ring(&ring, WR, audience::HOLDS).unwrap();
+    assert!(live.verify(&token, at(T0)).is_ok());
+    ring.rotate(Ed25519Key::generate("wr-2").unwrap()).unwrap();
+    ring.retire("wr-1").unwrap();
+    assert_eq!(
+        live.verify(&token, at(T0)).map(drop),
+        Err(TokenError::UnknownKeyId { kid: "wr-1".into() })
+    );
+}

@@ -1,12 +1,15 @@
 //! The holds benchmark: 4-seat claims per second over gRPC at several concurrencies,
-//! beside `pgbench` running the same claim transaction against the same database in the
-//! same run (their ratio is the service's overhead: gRPC, token checks, Rust), and the
-//! hot case where most claims aim at the front rows, where most are refused.
+//! beside two `pgbench` floors on the same database in the same run: the service's own
+//! one-statement claim (`ratio`: the overhead of gRPC, token checks and Rust) and the
+//! bare 4-seat `INSERT` into `holds.seat_holds` (`ratio_bare_insert`: the claim against
+//! the least work that claiming can be); and the hot case where most claims aim at the
+//! front rows, where most are refused.
 //!
 //! One run: create a fresh database (or use `--database-url`), migrate, seed a venue and
 //! an on-sale event, start the holds service in this process on a loopback port; then
-//! for each `--clients` value a gRPC phase and a `pgbench` phase, and finally the hot
-//! phase. The holds are emptied before every phase. Prints a table, then one JSON line.
+//! for each `--clients` value a gRPC phase and the two `pgbench` phases, and finally the
+//! hot phase. The holds are emptied before every phase. Prints a table, then one JSON
+//! line.
 
 // A binary's modules sit beside it in `claim_bench/`, which a crate root does not
 // search by itself.
@@ -32,7 +35,7 @@ type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 #[derive(Debug, Parser)]
 #[command(
     name = "claim_bench",
-    about = "4-seat claims per second: the holds service over gRPC beside pgbench running the same SQL"
+    about = "4-seat claims per second: the holds service over gRPC beside pgbench running the same claim and the bare INSERT"
 )]
 struct Args {
     /// Seconds per phase.
@@ -118,6 +121,7 @@ struct Pair {
     clients: usize,
     grpc: PhaseResult,
     pgbench: pgbench::PgbenchResult,
+    bare_insert: pgbench::PgbenchResult,
 }
 
 fn ms(histogram: &hdrhistogram::Histogram<u64>, quantile: f64) -> f64 {
@@ -184,20 +188,27 @@ async fn bench(args: &Args) -> BenchResult<()> {
             )
             .await?;
             check_rows(&db, seeded.event, &grpc).await?;
-            seed::reset(&db, seeded.event).await?;
-            let pg = pgbench::run(
-                &args.pgbench,
-                &db.url,
-                &seeded,
-                clients,
-                args.pgbench_threads,
-                duration,
-            )
-            .await?;
+            let mut floors = Vec::new();
+            for script in [pgbench::Script::Claim, pgbench::Script::BareInsert] {
+                seed::reset(&db, seeded.event).await?;
+                floors.push(
+                    pgbench::run(
+                        script,
+                        &args.pgbench,
+                        &db.url,
+                        &seeded,
+                        clients,
+                        args.pgbench_threads,
+                        duration,
+                    )
+                    .await?,
+                );
+            }
             pairs.push(Pair {
                 clients,
                 grpc,
-                pgbench: pg,
+                pgbench: floors[0],
+                bare_insert: floors[1],
             });
         }
         seed::reset(&db, seeded.event).await?;
@@ -233,22 +244,24 @@ fn report(args: &Args, pairs: &[Pair], hot_clients: usize, hot: &PhaseResult) {
         args.seconds, args.pool, args.channels
     );
     println!(
-        "{:>7}  {:>12}  {:>8}  {:>8}  {:>7}  {:>6}  {:>12}  {:>10}  {:>6}",
+        "{:>7}  {:>12}  {:>8}  {:>8}  {:>7}  {:>6}  {:>10}  {:>6}  {:>10}  {:>6}",
         "clients",
         "grpc claim/s",
         "p50 ms",
         "p99 ms",
         "refused",
         "errors",
-        "pgbench tps",
-        "pg avg ms",
+        "claim tps",
+        "ratio",
+        "insert tps",
         "ratio"
     );
     let mut rows = Vec::new();
     for pair in pairs {
         let ratio = pair.grpc.held_per_second() / pair.pgbench.tps;
+        let ratio_bare_insert = pair.grpc.held_per_second() / pair.bare_insert.tps;
         println!(
-            "{:>7}  {:>12.0}  {:>8.2}  {:>8.2}  {:>7}  {:>6}  {:>12.0}  {:>10.2}  {:>6.2}",
+            "{:>7}  {:>12.0}  {:>8.2}  {:>8.2}  {:>7}  {:>6}  {:>10.0}  {:>6.2}  {:>10.0}  {:>6.2}",
             pair.clients,
             pair.grpc.held_per_second(),
             ms(&pair.grpc.all, 0.5),
@@ -256,8 +269,9 @@ fn report(args: &Args, pairs: &[Pair], hot_clients: usize, hot: &PhaseResult) {
             pair.grpc.taken,
             pair.grpc.error_count(),
             pair.pgbench.tps,
-            pair.pgbench.latency_ms,
-            ratio
+            ratio,
+            pair.bare_insert.tps,
+            ratio_bare_insert
         );
         for (code, n, message) in &pair.grpc.errors {
             println!("         {n} × {code:?}: {message}");
@@ -281,6 +295,10 @@ fn report(args: &Args, pairs: &[Pair], hot_clients: usize, hot: &PhaseResult) {
             "pgbench_transactions": pair.pgbench.transactions,
             "pgbench_latency_avg_ms": pair.pgbench.latency_ms,
             "ratio": ratio,
+            "bare_insert_tps": pair.bare_insert.tps,
+            "bare_insert_transactions": pair.bare_insert.transactions,
+            "bare_insert_latency_avg_ms": pair.bare_insert.latency_ms,
+            "ratio_bare_insert": ratio_bare_insert,
         }));
     }
     println!(

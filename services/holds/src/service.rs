@@ -1,7 +1,7 @@
-//! The holds operations as transactions: each opens one short transaction on the pool,
-//! runs the `store` steps on it, commits, and retries the whole transaction on
-//! 40001/40P01 (counted). Nothing here touches the network but the database; callers
-//! verify tokens before.
+//! The holds operations as transactions: a claim is one statement on the pool (its own
+//! transaction); the others open one short transaction, run the `store` steps on it and
+//! commit. Each is retried whole on 40001/40P01 (counted). Nothing here touches the
+//! network but the database; callers verify tokens before.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,26 +81,35 @@ impl HoldsService {
         &self.metrics
     }
 
-    /// Claims seats (see `store::claim`), all or nothing.
+    /// Claims seats (see `store::claim`), all or nothing, in one statement on the pool
+    /// (its own transaction), retried on 40001/40P01.
     ///
     /// # Errors
     /// As `store::claim`; [`Error::SeatTaken`] names the taken seats and offers
-    /// alternatives, read after the rollback.
+    /// alternatives, from the unavailable seats the refused call returned and the
+    /// section's seats (cached).
     #[tracing::instrument(skip_all, fields(event_id = %claim.event, section_id = %claim.section, seats = claim.seats.len()))]
     pub async fn claim(&self, claim: &Claim) -> Result<Hold, Error> {
         let started = Instant::now();
-        let result = in_tx!(self, |conn| store::claim(conn, claim));
+        let result = retry_transient(
+            self.retry,
+            |failure| self.metrics.retry(failure),
+            || store::claim(&self.pool, claim),
+        )
+        .await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match result {
-            Ok(outcome) => {
+            Ok(store::Claimed::Held(outcome)) => {
                 self.metrics.expired(outcome.expired_on_the_way, true);
                 self.metrics.claim("held", elapsed_ms);
                 tracing::debug!(hold_key = %outcome.hold.key, "claimed");
                 Ok(outcome.hold)
             }
-            Err(Error::SeatTaken { .. }) => {
+            Ok(store::Claimed::Taken { unavailable }) => {
                 self.metrics.claim("seat_taken", elapsed_ms);
-                let (taken, alternatives) = self.refusal(claim).await?;
+                let seats = self.section_seats(claim.event, claim.section).await?;
+                let (taken, alternatives) =
+                    store::refusal(claim.section, &claim.seats, &seats, &unavailable)?;
                 Err(Error::SeatTaken {
                     taken,
                     alternatives,
@@ -117,30 +126,24 @@ impl HoldsService {
         }
     }
 
-    /// The taken seats and the alternatives of a refused `claim` (see
-    /// `store::refusal`); the section's seats come from the cache, read from the
-    /// database on a miss.
+    /// The seats of `section` of `event`, from the cache, read from the database on a
+    /// miss (they are fixed once the event exists).
     ///
     /// # Errors
-    /// [`Error::Database`]; [`Error::CorruptRow`].
-    async fn refusal(
+    /// [`Error::Database`].
+    async fn section_seats(
         &self,
-        claim: &Claim,
-    ) -> Result<(Vec<crate::domain::SeatId>, Vec<crate::domain::SeatId>), Error> {
-        let key = (claim.event, claim.section);
+        event: EventId,
+        section: SectionId,
+    ) -> Result<SectionSeats, Error> {
+        let key = (event, section);
+        if let Some(seats) = self.sections.get(&key).await {
+            return Ok(seats);
+        }
         let mut conn = self.pool.acquire().await?;
-        let seats = match self.sections.get(&key).await {
-            Some(seats) => seats,
-            None => {
-                let seats =
-                    Arc::new(store::section_seats(&mut conn, claim.event, claim.section).await?);
-                self.sections.insert(key, Arc::clone(&seats)).await;
-                seats
-            }
-        };
-        let unavailable =
-            store::unavailable_in_section(&mut conn, claim.event, claim.section).await?;
-        store::refusal(claim.section, &claim.seats, &seats, &unavailable)
+        let seats = Arc::new(store::section_seats(&mut conn, event, section).await?);
+        self.sections.insert(key, Arc::clone(&seats)).await;
+        Ok(seats)
     }
 
     /// The hold `key` of `fan`.

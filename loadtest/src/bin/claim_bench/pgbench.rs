@@ -1,13 +1,15 @@
-//! The same claim transaction as the holds service's store, run by `pgbench`: the floor
-//! the service is measured against (no gRPC, no token checks, no Rust).
+//! The floors the service is measured against, run by `pgbench` on the same database
+//! in the same run (no gRPC, no token checks, no Rust):
 //!
-//! The script repeats the service's statements in the service's order (event settings;
-//! the fan-lock upsert and `FOR UPDATE`; the fan's active count; the seats-in-section
-//! check; lazy expiry; the ordered `INSERT … SELECT FROM unnest`), prepared, like sqlx
-//! prepares them. Every transaction is a new fan with a new admission `jti`, as for the
-//! gRPC clients. Blocks come from `permute` over a per-client counter, so they look
-//! random yet never collide: a unique violation would abort a `pgbench` client, where
-//! the service answers `SEAT_TAKEN` and goes on.
+//! - [`Script::Claim`]: the service's own claim, the one statement `holds.claim(…)`,
+//!   prepared like sqlx prepares it. Its ratio is the service's overhead.
+//! - [`Script::BareInsert`]: the bare 4-seat `INSERT` into `holds.seat_holds` (its
+//!   table and indexes, one statement per transaction, no limits, no checks): the floor
+//!   of the work a claim must do at all.
+//!
+//! Every transaction is a new fan with a new admission `jti`, as for the gRPC clients.
+//! Blocks come from `permute` over a per-client counter, so they look random yet never
+//! collide (a unique violation would abort a `pgbench` client).
 
 use std::io::Write;
 use std::process::Stdio;
@@ -16,9 +18,9 @@ use std::time::Duration;
 use super::BenchResult;
 use super::seed::Seeded;
 
-/// The claim transaction; variables come from `-D` (`event`, `clients`, `blocks`, `bps`,
-/// `first_section`, `first_seat`, `seed`, `k`) and from the script itself.
-const SCRIPT: &str = r"\set k :k + 1
+/// The variables every script sets from `-D` (`event`, `clients`, `blocks`, `bps`,
+/// `first_section`, `first_seat`, `seed`, `k`): the block, its section and seats, the fan.
+const BLOCK: &str = r"\set k :k + 1
 \set blk permute(:client_id + (:k - 1) * :clients, :blocks, :seed)
 \set section :first_section + :blk / :bps
 \set s0 :first_seat + :blk * 4
@@ -26,15 +28,42 @@ const SCRIPT: &str = r"\set k :k + 1
 \set s2 :s0 + 2
 \set s3 :s0 + 3
 \set fan :client_id * 1000000000 + :k
-BEGIN;
-SELECT status, hold_ttl_ms, max_seats_per_claim, max_seats_per_fan FROM catalog.event_settings WHERE event_id = :event \gset
-INSERT INTO holds.fan_claim_locks (event_id, fan_id) VALUES (:event, 'pgb-' || :fan::bigint) ON CONFLICT (event_id, fan_id) DO NOTHING;
-SELECT 1 FROM holds.fan_claim_locks WHERE event_id = :event AND fan_id = 'pgb-' || :fan::bigint FOR UPDATE;
-SELECT count(*) FILTER (WHERE status = 'booked' OR expires_at > now()) AS seats, count(DISTINCT hold_key) FILTER (WHERE status = 'held' AND expires_at > now() AND admission_jti = 'pgb-jti-' || :fan::bigint) AS admission_holds FROM holds.seat_holds WHERE event_id = :event AND fan_id = 'pgb-' || :fan::bigint AND status IN ('held', 'booked') AND kind = 'fan' \gset
-SELECT seat_id FROM catalog.event_seats WHERE event_id = :event AND section_id = :section AND seat_id = ANY(ARRAY[:s0::bigint, :s1::bigint, :s2::bigint, :s3::bigint]);
-SELECT expired, expires_in_ms FROM holds.claim_in_seat_order(gen_random_uuid(), :event, :section, ARRAY[:s0::bigint, :s1::bigint, :s2::bigint, :s3::bigint], 'pgb-' || :fan::bigint, 'pgb-jti-' || :fan::bigint, 'held', 'fan', NULL, :hold_ttl_ms);
-COMMIT;
 ";
+
+/// The service's claim: one statement, its own transaction.
+const CLAIM: &str = "SELECT outcome, detail, limit_max, seat_ids, expires_in_ms, ttl_ms, expired \
+FROM holds.claim(gen_random_uuid(), :event, :section, \
+ARRAY[:s0::bigint, :s1::bigint, :s2::bigint, :s3::bigint], \
+'pgb-' || :fan::bigint, 'pgb-jti-' || :fan::bigint, 'fan', NULL);
+";
+
+/// The bare insert of the same four rows under one hold key.
+const BARE_INSERT: &str = "INSERT INTO holds.seat_holds \
+(hold_key, event_id, section_id, seat_id, fan_id, admission_jti, status, kind, expires_at) \
+SELECT k, :event, :section, s, 'pgb-' || :fan::bigint, 'pgb-jti-' || :fan::bigint, 'held', 'fan', \
+now() + interval '10 minutes' \
+FROM (SELECT gen_random_uuid() AS k) AS key, \
+unnest(ARRAY[:s0::bigint, :s1::bigint, :s2::bigint, :s3::bigint]) AS s;
+";
+
+/// Which floor a `pgbench` run measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Script {
+    /// The service's one-statement claim.
+    Claim,
+    /// The bare 4-seat insert.
+    BareInsert,
+}
+
+impl Script {
+    fn text(self) -> String {
+        let statement = match self {
+            Self::Claim => CLAIM,
+            Self::BareInsert => BARE_INSERT,
+        };
+        format!("{BLOCK}{statement}")
+    }
+}
 
 /// What one `pgbench` run reported.
 #[derive(Debug, Clone, Copy)]
@@ -47,9 +76,10 @@ pub struct PgbenchResult {
     pub transactions: u64,
 }
 
-/// Runs the claim script with `clients` connections and `threads` threads for `duration`
+/// Runs `script` with `clients` connections and `threads` threads for `duration`
 /// against `url`.
 pub async fn run(
+    script_kind: Script,
     program: &str,
     url: &str,
     seeded: &Seeded,
@@ -61,7 +91,7 @@ pub async fn run(
         .prefix("claim-bench-")
         .suffix(".sql")
         .tempfile()?;
-    script.write_all(SCRIPT.as_bytes())?;
+    script.write_all(script_kind.text().as_bytes())?;
     script.flush()?;
     let shape = seeded.shape;
     let defines = [

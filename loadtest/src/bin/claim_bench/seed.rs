@@ -223,7 +223,7 @@ pub async fn seed(pool: &PgPool, shape: Shape) -> BenchResult<Seeded> {
 /// a delete of the event's rows; then `VACUUM ANALYZE`, so every phase starts alike.
 pub async fn reset(db: &Database, event: i64) -> BenchResult<()> {
     if db.created.is_some() {
-        sqlx::query("TRUNCATE holds.seat_holds, holds.fan_claim_locks")
+        sqlx::query("TRUNCATE holds.seat_holds")
             .execute(&db.pool)
             .await?;
     } else {
@@ -231,15 +231,8 @@ pub async fn reset(db: &Database, event: i64) -> BenchResult<()> {
             .bind(event)
             .execute(&db.pool)
             .await?;
-        sqlx::query("DELETE FROM holds.fan_claim_locks WHERE event_id = $1")
-            .bind(event)
-            .execute(&db.pool)
-            .await?;
     }
     sqlx::query("VACUUM ANALYZE holds.seat_holds")
-        .execute(&db.pool)
-        .await?;
-    sqlx::query("VACUUM ANALYZE holds.fan_claim_locks")
         .execute(&db.pool)
         .await?;
     Ok(())

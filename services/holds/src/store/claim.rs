@@ -1,30 +1,24 @@
-//! The claim: one short READ COMMITTED transaction, in this order.
+//! The claim: one call of `holds.claim` (migration `20261201000001`), run as its own
+//! transaction, so a claim costs one round trip to PostgreSQL.
 //!
-//! 1. Event settings (status, TTL, limits) from `catalog.event_settings`.
-//! 2. Fans only: lock the (event, fan) row of `holds.fan_claim_locks`, then count the
-//!    fan's active seats and this admission's active holds. Two claims of one fan run
-//!    one after the other from here on, so the limits are decided on data no concurrent
-//!    claim of that fan can change (C02); other fans never wait on this row.
-//! 3. Every seat must be a seat of the requested section of the event's venue.
-//! 4. Seat by seat in ascending order, in one call of `holds.claim_in_seat_order`
-//!    (migration `20261130010002`): mark a lapsed `held` row of the seat `expired` (lazy
-//!    expiry), then insert the new row. Two claims overlapping in any order take every
-//!    lock of a seat (the lapsed row and the unique-index entry) before the next seat,
-//!    in the same order, so they meet at their lowest common seat: one waits for the
-//!    other and then either proceeds or fails with 23505 on
-//!    [`ONE_ACTIVE_CLAIM`](super::ONE_ACTIVE_CLAIM) before holding anything the other
-//!    needs. No deadlock (C04), never one seat each, even when a hold lapses between
-//!    the starts of the two claims (`now()` is each transaction's start).
+//! Inside that call, in this order: the event's status and limits; for fans, a
+//! transaction-scoped advisory lock on the (event, fan) pair (the claims of one fan run
+//! one after another from there, so the per-fan limit and one hold per admission are
+//! decided on data no concurrent claim of that fan can change, case C02); every seat a seat of
+//! the section (and its price fixed with the hold); then seat by seat in ascending order
+//! a lapsed row of the seat marked `expired` (lazy expiry) and the new row inserted. Two
+//! overlapping claims take every lock of a seat before the next seat, in the same order,
+//! so they meet at their lowest common seat: one waits for the other and then proceeds
+//! or is refused — no deadlock (C04), never one seat each.
 //!
-//! 23505 on that index becomes [`Error::SeatTaken`] (without seat lists: the caller
-//! rolls back and reads them with [`super::refusal`]).
+//! A 23505 on [`ONE_ACTIVE_CLAIM`](super::ONE_ACTIVE_CLAIM) is caught inside the call,
+//! which writes nothing and answers with the section's unavailable seats
+//! ([`Claimed::Taken`]), so a refusal needs no second read.
 
-use sqlx::{FromRow, PgConnection};
+use sqlx::{FromRow, PgExecutor};
 
-use super::ONE_ACTIVE_CLAIM;
-use crate::domain::{Claim, Claimant, Hold, HoldKey, HoldStatus, Limit};
+use crate::domain::{Claim, Claimant, Hold, HoldKey, HoldStatus, Limit, SeatId};
 use crate::error::Error;
-use stadium_db::{DbFailure, classify};
 
 /// A successful claim.
 #[derive(Debug, Clone)]
@@ -35,185 +29,105 @@ pub struct ClaimOutcome {
     pub expired_on_the_way: u64,
 }
 
-#[derive(Debug, FromRow)]
-struct Settings {
-    status: String,
-    hold_ttl_ms: i32,
-    max_seats_per_claim: i32,
-    max_seats_per_fan: i32,
+/// What a claim that reached the seats came to.
+#[derive(Debug, Clone)]
+pub enum Claimed {
+    /// Every seat is claimed.
+    Held(ClaimOutcome),
+    /// Some seat has an active claim; nothing was written. `unavailable`: every seat id
+    /// of the section with an active claim when the call looked, ascending.
+    Taken {
+        /// Unavailable seat ids of the section, ascending.
+        unavailable: Vec<i64>,
+    },
 }
 
+/// One row of `holds.claim`.
 #[derive(Debug, FromRow)]
-struct FanCounts {
-    seats: i64,
-    admission_holds: i64,
+struct ClaimRow {
+    outcome: String,
+    detail: Option<String>,
+    limit_max: Option<i32>,
+    seat_ids: Option<Vec<i64>>,
+    expires_in_ms: i64,
+    ttl_ms: i32,
+    expired: i64,
 }
 
-fn limit(limit: Limit, max: i32) -> Error {
-    Error::LimitExceeded {
-        limit,
-        max: u64::try_from(max).unwrap_or(0),
+/// The `p_kind`, owner, admission jti and note of a claimant.
+fn parameters(claimant: &Claimant) -> (&'static str, &str, Option<&str>, Option<&str>) {
+    match claimant {
+        Claimant::Fan { fan, admission_jti } => {
+            ("fan", fan.as_str(), Some(admission_jti.as_str()), None)
+        }
+        Claimant::Block { admin, reason } => ("block", admin.as_str(), None, Some(reason)),
+        Claimant::Comp { admin, recipient } => ("comp", admin.as_str(), None, Some(recipient)),
     }
 }
 
-/// Claims `claim.seats` as described in the module documentation.
+/// Claims `claim.seats` in one statement, as described in the module documentation.
 ///
 /// # Errors
 /// [`Error::EventNotFound`]; [`Error::EventNotOnSale`] (fans only);
 /// [`Error::LimitExceeded`]; [`Error::SeatsNotInSection`] naming the seats that are not
-/// there; [`Error::SeatTaken`] with empty lists on 23505; [`Error::Database`] for the
-/// rest (40001/40P01 among them, for the caller to retry). On any error the caller must
-/// roll back: a failed statement has aborted the transaction.
-pub async fn claim(conn: &mut PgConnection, claim: &Claim) -> Result<ClaimOutcome, Error> {
-    let event = claim.event.get();
-    let seats = claim.seats.raw();
-    let settings: Settings = sqlx::query_as(
-        "SELECT status, hold_ttl_ms, max_seats_per_claim, max_seats_per_fan \
-         FROM catalog.event_settings WHERE event_id = $1",
-    )
-    .bind(event)
-    .fetch_optional(&mut *conn)
-    .await?
-    .ok_or(Error::EventNotFound)?;
-
-    let (owner, jti, status, kind, note, ttl_ms) = match &claim.claimant {
-        Claimant::Fan { fan, admission_jti } => {
-            if settings.status != "on_sale" {
-                return Err(Error::EventNotOnSale(settings.status));
-            }
-            let wanted = i64::try_from(claim.seats.len()).unwrap_or(i64::MAX);
-            if wanted > i64::from(settings.max_seats_per_claim) {
-                return Err(limit(Limit::SeatsPerClaim, settings.max_seats_per_claim));
-            }
-            lock_fan(conn, event, fan.as_str()).await?;
-            let counts: FanCounts = sqlx::query_as(
-                "SELECT count(*) FILTER (WHERE status = 'booked' OR expires_at > now()) AS seats, \
-                        count(DISTINCT hold_key) FILTER ( \
-                            WHERE status = 'held' AND expires_at > now() AND admission_jti = $3 \
-                        ) AS admission_holds \
-                 FROM holds.seat_holds \
-                 WHERE event_id = $1 AND fan_id = $2 AND status IN ('held', 'booked') AND kind = 'fan'",
-            )
-            .bind(event)
-            .bind(fan.as_str())
-            .bind(admission_jti)
-            .fetch_one(&mut *conn)
-            .await?;
-            if counts.admission_holds > 0 {
-                return Err(limit(Limit::HoldsPerAdmission, 1));
-            }
-            if counts.seats.saturating_add(wanted) > i64::from(settings.max_seats_per_fan) {
-                return Err(limit(Limit::SeatsPerFan, settings.max_seats_per_fan));
-            }
-            (
-                fan.as_str(),
-                Some(admission_jti.as_str()),
-                "held",
-                "fan",
-                None,
-                settings.hold_ttl_ms,
-            )
-        }
-        Claimant::Block { admin, reason } => (
-            admin.as_str(),
-            None,
-            "blocked",
-            "block",
-            Some(reason.as_str()),
-            0,
-        ),
-        Claimant::Comp { admin, recipient } => (
-            admin.as_str(),
-            None,
-            "booked",
-            "comp",
-            Some(recipient.as_str()),
-            0,
-        ),
-    };
-
-    let present: Vec<i64> = sqlx::query_scalar(
-        "SELECT seat_id FROM catalog.event_seats \
-         WHERE event_id = $1 AND section_id = $2 AND seat_id = ANY($3)",
-    )
-    .bind(event)
-    .bind(claim.section.get())
-    .bind(&seats)
-    .fetch_all(&mut *conn)
-    .await?;
-    if present.len() != seats.len() {
-        let missing = claim
-            .seats
-            .as_slice()
-            .iter()
-            .copied()
-            .filter(|s| !present.contains(&s.get()))
-            .collect();
-        return Err(Error::SeatsNotInSection(missing));
-    }
-
+/// there; [`Error::Database`] for the rest (40001/40P01 among them, for the caller to
+/// retry); [`Error::CorruptRow`] for an outcome this code does not know.
+pub async fn claim<'e>(db: impl PgExecutor<'e>, claim: &Claim) -> Result<Claimed, Error> {
+    let (kind, owner, jti, note) = parameters(&claim.claimant);
     let key = HoldKey::generate();
-    let (expired, expires_in_ms) = sqlx::query_as::<_, (i64, i64)>(
-        "SELECT expired, expires_in_ms FROM holds.claim_in_seat_order( \
-             $1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    let row: ClaimRow = sqlx::query_as(
+        "SELECT outcome, detail, limit_max, seat_ids, expires_in_ms, ttl_ms, expired \
+         FROM holds.claim($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(key.uuid())
-    .bind(event)
+    .bind(claim.event.get())
     .bind(claim.section.get())
-    .bind(&seats)
+    .bind(claim.seats.raw())
     .bind(owner)
     .bind(jti)
-    .bind(status)
     .bind(kind)
     .bind(note)
-    .bind(ttl_ms)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(|e| match classify(&e) {
-        DbFailure::UniqueViolation { constraint }
-            if constraint.as_deref() == Some(ONE_ACTIVE_CLAIM) =>
-        {
-            Error::SeatTaken {
-                taken: Vec::new(),
-                alternatives: Vec::new(),
-            }
-        }
-        _ => Error::Database(e),
-    })?;
-
-    Ok(ClaimOutcome {
-        hold: Hold {
-            key,
-            event: claim.event,
-            section: claim.section,
-            seats: claim.seats.as_slice().to_vec(),
-            status: HoldStatus::from_db(status).unwrap_or(HoldStatus::Held),
-            expires_in_ms: u64::try_from(expires_in_ms).unwrap_or(0),
-            ttl_ms: u64::try_from(ttl_ms).unwrap_or(0),
-            owner: owner.to_owned(),
+    .fetch_one(db)
+    .await?;
+    let limit = |limit: Limit| Error::LimitExceeded {
+        limit,
+        max: row
+            .limit_max
+            .and_then(|m| u64::try_from(m).ok())
+            .unwrap_or(0),
+    };
+    match row.outcome.as_str() {
+        "held" | "blocked" | "booked" => Ok(Claimed::Held(ClaimOutcome {
+            hold: Hold {
+                key,
+                event: claim.event,
+                section: claim.section,
+                seats: claim.seats.as_slice().to_vec(),
+                status: HoldStatus::from_db(&row.outcome).unwrap_or(HoldStatus::Held),
+                expires_in_ms: u64::try_from(row.expires_in_ms).unwrap_or(0),
+                ttl_ms: u64::try_from(row.ttl_ms).unwrap_or(0),
+                owner: owner.to_owned(),
+            },
+            expired_on_the_way: u64::try_from(row.expired).unwrap_or(0),
+        })),
+        "seat_taken" => Ok(Claimed::Taken {
+            unavailable: row.seat_ids.unwrap_or_default(),
+        }),
+        "event_not_found" => Err(Error::EventNotFound),
+        "event_not_on_sale" => Err(Error::EventNotOnSale(row.detail.unwrap_or_default())),
+        "limit_exceeded" => match row.detail.as_deref() {
+            Some("seats_per_claim") => Err(limit(Limit::SeatsPerClaim)),
+            Some("seats_per_fan") => Err(limit(Limit::SeatsPerFan)),
+            Some("holds_per_admission") => Err(limit(Limit::HoldsPerAdmission)),
+            other => Err(Error::CorruptRow(format!("claim: unknown limit {other:?}"))),
         },
-        expired_on_the_way: u64::try_from(expired).unwrap_or(0),
-    })
-}
-
-/// Serialises the claims of one fan for one event (see the module documentation). The
-/// insert is a no-op after the fan's first claim; a concurrent first insert waits for
-/// the other's commit and then does nothing.
-async fn lock_fan(conn: &mut PgConnection, event: i64, fan: &str) -> Result<(), Error> {
-    sqlx::query(
-        "INSERT INTO holds.fan_claim_locks (event_id, fan_id) VALUES ($1, $2) \
-         ON CONFLICT (event_id, fan_id) DO NOTHING",
-    )
-    .bind(event)
-    .bind(fan)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "SELECT 1 FROM holds.fan_claim_locks WHERE event_id = $1 AND fan_id = $2 FOR UPDATE",
-    )
-    .bind(event)
-    .bind(fan)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
+        "seats_not_in_section" => Err(Error::SeatsNotInSection(
+            row.seat_ids
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|s| SeatId::try_from(s).ok())
+                .collect(),
+        )),
+        other => Err(Error::CorruptRow(format!("claim: unknown outcome {other}"))),
+    }
 }

@@ -11,7 +11,7 @@ mod holds;
 mod refusal;
 mod sweep;
 
-pub use claim::{ClaimOutcome, claim};
+pub use claim::{ClaimOutcome, Claimed, claim};
 pub use holds::{ReleaseScope, admin_release, confirm, get, release};
 pub use refusal::{SectionSeatRow, refusal, section_seats, unavailable_in_section};
 pub use sweep::sweep_expired;

@@ -1,12 +1,11 @@
 //! What a `SEAT_TAKEN` answer says: which of the wanted seats are unavailable now, and
-//! free seats of the section offered instead. Read after the claim's rollback, outside
-//! any transaction.
+//! free seats of the section offered instead.
 //!
 //! The section's seats (ids, rows, labels, plan positions) are fixed once the event
-//! exists, so the caller may keep them ([`section_seats`]) and read only the section's
-//! unavailable seat ids per refusal ([`unavailable_in_section`]): on a contested
-//! section every loser of a race pays for a refusal, and that read is an index-only
-//! range of `seat_holds_section_active_idx`.
+//! exists, so the caller keeps them ([`section_seats`]); the section's unavailable seat
+//! ids come with the refused claim itself (an index-only range of
+//! `seat_holds_section_active_idx` read inside `holds.claim`), or from
+//! [`unavailable_in_section`] when no claim was made.
 
 use sqlx::{FromRow, PgConnection};
 

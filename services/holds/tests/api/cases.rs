@@ -2,6 +2,7 @@
 
 use holds::domain::{Claim, Claimant, EventId, FanId, SeatSet, SectionId};
 use holds::error::Error;
+use holds::store::Claimed;
 use stadium_proto::holds::v1::{
     ConfirmHoldRequest, GetHoldRequest, HoldStatus, ReleaseHoldRequest, SweepExpiredRequest,
 };
@@ -355,13 +356,13 @@ async fn a_hold_lapsing_between_two_claims_neither_deadlocks_nor_splits() {
         .await;
         let early_claim = claim("fan-early", [a2, a1], round);
         let early_task = tokio::spawn(async move {
-            let result = holds::store::claim(&mut early, &early_claim).await;
+            let result = holds::store::claim(&mut *early, &early_claim).await;
             (result, early)
         });
         let mut late = app.pool().begin().await.unwrap();
         let late_claim = claim("fan-late", [a1, a2], round);
         let late_task = tokio::spawn(async move {
-            let result = holds::store::claim(&mut late, &late_claim).await;
+            let result = holds::store::claim(&mut *late, &late_claim).await;
             (result, late)
         });
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -379,12 +380,12 @@ async fn a_hold_lapsing_between_two_claims_neither_deadlocks_nor_splits() {
             tasks = rest;
             let (result, tx) = finished.unwrap();
             match result {
-                Ok(outcome) => {
+                Ok(Claimed::Held(outcome)) => {
                     assert_eq!(outcome.hold.seats.len(), 2, "round {round}");
                     won += 1;
                     tx.commit().await.unwrap();
                 }
-                Err(Error::SeatTaken { .. }) => tx.rollback().await.unwrap(),
+                Ok(Claimed::Taken { .. }) => tx.rollback().await.unwrap(),
                 Err(other) => panic!("round {round}: {other:?}"),
             }
         }

@@ -53,7 +53,11 @@ async fn hot_path_statements_use_indexes() {
                 count(DISTINCT hold_key) FILTER (WHERE status = 'held' AND admission_jti = 'jti-7') \
          FROM holds.seat_holds \
          WHERE event_id = 7 AND fan_id = 'fan-7' AND status IN ('held', 'booked') AND kind = 'fan'",
-        // Lazy expiry inside a claim (per seat, in `holds.claim_in_seat_order`).
+        // Whether any wanted seat has a lapsed hold, inside a claim.
+        "SELECT 1 FROM holds.seat_holds \
+         WHERE event_id = 7 AND seat_id = ANY(ARRAY[10, 11, 12]::bigint[]) \
+           AND status = 'held' AND expires_at <= now()",
+        // Lazy expiry inside a claim (per seat, in `holds.claim`).
         "UPDATE holds.seat_holds SET status = 'expired', updated_at = now() \
          WHERE event_id = 7 AND seat_id = 10 AND status = 'held' AND expires_at <= now()",
         // A hold by key (get, release, confirm).

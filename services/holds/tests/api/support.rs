@@ -345,12 +345,11 @@ pub async fn assert_invariants(pool: &PgPool) {
 }
 
 /// A fingerprint of every stored hold row, to show that a refusal wrote nothing.
-pub async fn snapshot(pool: &PgPool) -> (i64, String, i64) {
+pub async fn snapshot(pool: &PgPool) -> (i64, String) {
     sqlx::query_as(
         "SELECT (SELECT count(*) FROM holds.seat_holds), \
                 (SELECT coalesce(string_agg(seat_hold_id::text || status || expires_at::text, ',' \
-                     ORDER BY seat_hold_id), '') FROM holds.seat_holds), \
-                (SELECT count(*) FROM holds.fan_claim_locks)",
+                     ORDER BY seat_hold_id), '') FROM holds.seat_holds)",
     )
     .fetch_one(pool)
     .await
