@@ -173,6 +173,8 @@ service!(Holds {
 } unimplemented {
     get_hold(ho::GetHoldRequest) -> ho::GetHoldResponse;
     release_hold(ho::ReleaseHoldRequest) -> ho::ReleaseHoldResponse;
+    extend_hold(ho::ExtendHoldRequest) -> ho::ExtendHoldResponse;
+    start_payment(ho::StartPaymentRequest) -> ho::StartPaymentResponse;
     confirm_hold(ho::ConfirmHoldRequest) -> ho::ConfirmHoldResponse;
     block_seats(ho::BlockSeatsRequest) -> ho::BlockSeatsResponse;
     claim_comp(ho::ClaimCompRequest) -> ho::ClaimCompResponse;

@@ -78,6 +78,21 @@ pub enum Error {
     /// The hold is booked and can no longer be released by the fan.
     #[error("the hold is booked")]
     HoldBooked,
+    /// The fan released the hold (or the box office ended it).
+    #[error("the hold was released")]
+    HoldReleased,
+    /// The fan is paying for the hold: it can no longer be released or extended.
+    #[error("the payment for this hold has started")]
+    PaymentStarted,
+    /// An extension would pass the hold's absolute lifetime; nothing changed.
+    #[error("the hold has reached its maximum lifetime of {max_hold_lifetime_ms} ms")]
+    HoldLifetimeReached {
+        /// The event's absolute hold lifetime, milliseconds from the claim.
+        max_hold_lifetime_ms: u64,
+    },
+    /// A seat of the hold has no price, so it cannot be paid for.
+    #[error("a seat of the hold has no price")]
+    PriceMissing,
     /// Box-office staff may end blocks only; bookings and comps end through a refund.
     #[error("only blocks can be released here; refund the order instead")]
     ReleaseNotAllowed,
@@ -120,6 +135,10 @@ impl Error {
             Self::HoldNotFound => (Code::NotFound, "HOLD_NOT_FOUND"),
             Self::HoldExpired => (Code::FailedPrecondition, "HOLD_EXPIRED"),
             Self::HoldBooked => (Code::FailedPrecondition, "HOLD_BOOKED"),
+            Self::HoldReleased => (Code::FailedPrecondition, "HOLD_RELEASED"),
+            Self::PaymentStarted => (Code::FailedPrecondition, "PAYMENT_STARTED"),
+            Self::HoldLifetimeReached { .. } => (Code::FailedPrecondition, "HOLD_LIFETIME_REACHED"),
+            Self::PriceMissing => (Code::FailedPrecondition, "PRICE_MISSING"),
             Self::ReleaseNotAllowed => (Code::FailedPrecondition, "RELEASE_NOT_ALLOWED"),
             Self::KeysUnavailable(_) => (Code::Unavailable, "KEYS_UNAVAILABLE"),
             Self::Database(e) => match classify(e) {
@@ -160,6 +179,12 @@ impl Error {
             ],
             Self::RoleRequired(roles) => vec![("roles".into(), (*roles).into())],
             Self::EventNotOnSale(status) => vec![("status".into(), status.clone())],
+            Self::HoldLifetimeReached {
+                max_hold_lifetime_ms,
+            } => vec![(
+                "max_hold_lifetime_ms".into(),
+                max_hold_lifetime_ms.to_string(),
+            )],
             Self::Token { which, .. } => vec![("token".into(), (*which).into())],
             _ => Vec::new(),
         }

@@ -164,13 +164,53 @@ impl HoldsService {
         in_tx!(self, |conn| store::release(conn, key, fan))
     }
 
-    /// Books the hold `key` of `fan`.
+    /// Books the hold `key` of `fan`: one statement on the pool (its own transaction).
     ///
     /// # Errors
     /// As `store::confirm`.
     #[tracing::instrument(skip_all, fields(hold_key = %key))]
     pub async fn confirm(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-        in_tx!(self, |conn| store::confirm(conn, key, fan))
+        retry_transient(
+            self.retry,
+            |failure| self.metrics.retry(failure),
+            || store::confirm(&self.pool, key, fan),
+        )
+        .await
+    }
+
+    /// Moves the hold `key` of `fan` into its payment window of `window_ms`: one
+    /// statement on the pool.
+    ///
+    /// # Errors
+    /// As `store::start_payment`.
+    #[tracing::instrument(skip_all, fields(hold_key = %key))]
+    pub async fn start_payment(
+        &self,
+        key: HoldKey,
+        fan: &str,
+        window_ms: u32,
+    ) -> Result<store::PaymentStarted, Error> {
+        retry_transient(
+            self.retry,
+            |failure| self.metrics.retry(failure),
+            || store::start_payment(&self.pool, key, fan, window_ms),
+        )
+        .await
+    }
+
+    /// Extends the hold `key` of `fan` within its absolute lifetime: one statement on
+    /// the pool.
+    ///
+    /// # Errors
+    /// As `store::extend`.
+    #[tracing::instrument(skip_all, fields(hold_key = %key))]
+    pub async fn extend(&self, key: HoldKey, fan: &str) -> Result<store::Extended, Error> {
+        retry_transient(
+            self.retry,
+            |failure| self.metrics.retry(failure),
+            || store::extend(&self.pool, key, fan),
+        )
+        .await
     }
 
     /// Ends the hold `key` whoever owns it (box office, service).

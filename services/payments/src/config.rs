@@ -107,6 +107,13 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
     pub provider_timeout_ms: u64,
 
+    /// The payment window, in milliseconds: when a Confirm starts on a live hold, the
+    /// hold is kept at least this long from then, so a slow charge or booking cannot
+    /// let a timely payment lapse. Set it above the provider timeout plus a holds call.
+    #[arg(long, env = "PAYMENT_WINDOW_MS", default_value_t = 60_000,
+          value_parser = clap::value_parser!(u64).range(1_000..=900_000), value_name = "MS")]
+    pub payment_window_ms: u64,
+
     /// How long one worker owns an unfinished payment, in milliseconds; must exceed a
     /// provider call plus a holds call. A crashed worker's payments are taken over after.
     #[arg(long, env = "PAYMENT_LEASE_MS", default_value_t = 30_000,
@@ -156,6 +163,7 @@ impl Config {
             lease: Duration::from_millis(self.lease_ms),
             duplicate_wait: Duration::from_millis(self.duplicate_wait_ms),
             provider_timeout: Duration::from_millis(self.provider_timeout_ms),
+            payment_window: Duration::from_millis(self.payment_window_ms),
             abandon_after: Duration::from_millis(self.abandon_after_ms),
         }
     }

@@ -51,9 +51,9 @@ pub enum Error {
     /// reconciler finishes it.
     #[error("payment provider unavailable: {0}")]
     ProviderUnavailable(String),
-    /// A seat of the hold has no price in the event's price categories.
-    #[error("seat {0} has no price")]
-    PriceMissing(i64),
+    /// A seat of the hold had no price when it was claimed.
+    #[error("a seat of the hold has no price")]
+    PriceMissing,
     /// No such order, or not the caller's.
     #[error("order not found")]
     OrderNotFound,
@@ -105,7 +105,7 @@ impl Error {
             Self::InProgress => (Code::Aborted, "IN_PROGRESS"),
             Self::PaymentDeclined(_) => (Code::FailedPrecondition, "PAYMENT_DECLINED"),
             Self::ProviderUnavailable(_) => (Code::Unavailable, "PROVIDER_UNAVAILABLE"),
-            Self::PriceMissing(_) => (Code::FailedPrecondition, "PRICE_MISSING"),
+            Self::PriceMissing => (Code::FailedPrecondition, "PRICE_MISSING"),
             Self::OrderNotFound => (Code::NotFound, "ORDER_NOT_FOUND"),
             Self::NotRefundable(_) => (Code::FailedPrecondition, "NOT_REFUNDABLE"),
             Self::NoticeSignatureInvalid => (Code::Unauthenticated, "NOTICE_SIGNATURE_INVALID"),

@@ -1,7 +1,7 @@
-//! The holds service as payments uses it, over gRPC: reading a fan's hold with the
-//! fan's own session (holds answers NOT_FOUND for another fan's), booking it and
-//! releasing seats with the payments service's own admin token (role `service`), and
-//! comps with the box office's token. Answers are sorted here into what the payment
+//! The holds service as payments uses it, over gRPC: starting the payment of a fan's
+//! hold (holds answers NOT_FOUND for another fan's), booking it and releasing seats
+//! with the payments service's own admin token (role `service`), and comps with the box
+//! office's token. Answers are sorted here into what the payment
 //! flow must tell apart: the hold is gone (refund), or holds could not be asked (leave
 //! the payment pending for the reconciler).
 
@@ -9,14 +9,28 @@ use std::time::Duration;
 
 use stadium_kit::status::error_info;
 use stadium_proto::holds::v1::{
-    ClaimCompRequest, ConfirmHoldRequest, GetHoldRequest, Hold, HoldStatus, ReleaseSeatsRequest,
-    holds_client::HoldsClient,
+    ClaimCompRequest, ConfirmHoldRequest, Hold, HoldStatus, ReleaseSeatsRequest,
+    StartPaymentRequest, holds_client::HoldsClient,
 };
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 
-use crate::domain::{HoldKey, HoldState, HoldView};
+use crate::domain::{HoldKey, HoldState, HoldView, Money};
 use crate::error::Error;
+
+/// What `StartPayment` said, short of a refusal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaymentStart {
+    /// The hold is in its payment window; `amount` is its price.
+    Started {
+        /// The hold.
+        hold: HoldView,
+        /// The sum of its seats' prices fixed at the claim.
+        amount: Money,
+    },
+    /// Already booked: a concurrent or earlier confirm got there; its payment answers.
+    Booked,
+}
 
 /// What `ConfirmHold` said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,24 +119,48 @@ impl HoldsGateway {
         }
     }
 
-    /// The fan's hold, read with the fan's own session token.
+    /// Starts paying for `fan`'s hold `key`: holds keeps it at least `window` from now
+    /// (once; a retried start changes nothing) and answers its price, fixed when the
+    /// seats were claimed.
     ///
     /// # Errors
-    /// [`Error::HoldNotFound`] (absent or another fan's); [`Error::Holds`] for a refused
-    /// session; [`Error::Dependency`].
-    pub async fn get_hold(&self, session: &str, key: HoldKey) -> Result<HoldView, Error> {
+    /// [`Error::HoldNotFound`] (absent or another fan's); [`Error::HoldExpired`];
+    /// [`Error::HoldReleased`]; [`Error::PriceMissing`]; [`Error::Dependency`].
+    pub async fn start_payment(
+        &self,
+        key: HoldKey,
+        fan: &str,
+        window: Duration,
+    ) -> Result<PaymentStart, Error> {
         let request = with_token(
-            GetHoldRequest {
+            StartPaymentRequest {
                 hold_key: key.to_string(),
+                fan_id: fan.to_owned(),
+                window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
             },
-            session,
+            &self.service_token,
             self.timeout,
         )?;
-        match self.client.clone().get_hold(request).await {
-            Ok(response) => view(response.into_inner().hold),
-            Err(status) if status.code() == Code::NotFound => Err(Error::HoldNotFound),
-            Err(status) if status.code() == Code::Unauthenticated => Err(Error::Holds(status)),
-            Err(status) => Err(unavailable(&status)),
+        let status = match self.client.clone().start_payment(request).await {
+            Ok(response) => {
+                let body = response.into_inner();
+                return Ok(PaymentStart::Started {
+                    hold: view(body.hold)?,
+                    amount: Money {
+                        amount_minor: body.total_minor,
+                        currency: body.currency,
+                    },
+                });
+            }
+            Err(status) => status,
+        };
+        match (status.code(), reason(&status).as_str()) {
+            (Code::NotFound, "HOLD_NOT_FOUND") => Err(Error::HoldNotFound),
+            (Code::FailedPrecondition, "HOLD_EXPIRED") => Err(Error::HoldExpired),
+            (Code::FailedPrecondition, "HOLD_RELEASED") => Err(Error::HoldReleased),
+            (Code::FailedPrecondition, "HOLD_BOOKED") => Ok(PaymentStart::Booked),
+            (Code::FailedPrecondition, "PRICE_MISSING") => Err(Error::PriceMissing),
+            _ => Err(unavailable(&status)),
         }
     }
 

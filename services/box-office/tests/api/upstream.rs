@@ -108,6 +108,18 @@ impl Holds for Fake {
     ) -> Result<Response<holds::ReleaseHoldResponse>, Status> {
         unused()
     }
+    async fn extend_hold(
+        &self,
+        _: Request<holds::ExtendHoldRequest>,
+    ) -> Result<Response<holds::ExtendHoldResponse>, Status> {
+        unused()
+    }
+    async fn start_payment(
+        &self,
+        _: Request<holds::StartPaymentRequest>,
+    ) -> Result<Response<holds::StartPaymentResponse>, Status> {
+        unused()
+    }
     async fn confirm_hold(
         &self,
         _: Request<holds::ConfirmHoldRequest>,

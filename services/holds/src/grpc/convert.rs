@@ -34,6 +34,23 @@ pub(super) fn hold_key(raw: &str) -> Result<HoldKey, Error> {
     HoldKey::try_from(raw).map_err(|e| Error::invalid("hold_key", e))
 }
 
+/// Shortest payment window a caller may ask for, in milliseconds.
+pub(super) const MIN_PAYMENT_WINDOW_MS: u64 = 1_000;
+/// Longest payment window a caller may ask for, in milliseconds (15 min).
+pub(super) const MAX_PAYMENT_WINDOW_MS: u64 = 900_000;
+
+/// The `window_ms` field of StartPayment, within
+/// [`MIN_PAYMENT_WINDOW_MS`]..=[`MAX_PAYMENT_WINDOW_MS`].
+pub(super) fn payment_window(raw: u64) -> Result<u32, Error> {
+    if !(MIN_PAYMENT_WINDOW_MS..=MAX_PAYMENT_WINDOW_MS).contains(&raw) {
+        return Err(Error::invalid(
+            "window_ms",
+            format!("must be within {MIN_PAYMENT_WINDOW_MS}..={MAX_PAYMENT_WINDOW_MS} ms"),
+        ));
+    }
+    u32::try_from(raw).map_err(|_| Error::invalid("window_ms", "out of range"))
+}
+
 /// A required free-text field of at most `max` characters.
 pub(super) fn text(field: &str, raw: &str, max: usize) -> Result<String, Error> {
     let trimmed = raw.trim();

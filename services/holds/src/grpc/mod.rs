@@ -11,8 +11,9 @@ use std::time::SystemTime;
 use stadium_kit::auth::bearer_token;
 use stadium_proto::holds::v1::{
     BlockSeatsRequest, BlockSeatsResponse, ClaimCompRequest, ClaimCompResponse, ClaimSeatsRequest,
-    ClaimSeatsResponse, ConfirmHoldRequest, ConfirmHoldResponse, GetHoldRequest, GetHoldResponse,
-    ReleaseHoldRequest, ReleaseHoldResponse, ReleaseSeatsRequest, ReleaseSeatsResponse,
+    ClaimSeatsResponse, ConfirmHoldRequest, ConfirmHoldResponse, ExtendHoldRequest,
+    ExtendHoldResponse, GetHoldRequest, GetHoldResponse, ReleaseHoldRequest, ReleaseHoldResponse,
+    ReleaseSeatsRequest, ReleaseSeatsResponse, StartPaymentRequest, StartPaymentResponse,
     SweepExpiredRequest, SweepExpiredResponse, holds_server::Holds,
 };
 use stadium_tokens::Role;
@@ -22,7 +23,7 @@ use crate::auth::Authenticator;
 use crate::domain::{Claim, Claimant, EventId};
 use crate::error::Error;
 use crate::service::{DEFAULT_SWEEP_BATCH, HoldsService};
-use convert::{admin_seats, hold_key, seats_of, text, to_wire};
+use convert::{admin_seats, hold_key, payment_window, seats_of, text, to_wire};
 
 /// The gRPC face of [`HoldsService`].
 #[derive(Debug, Clone)]
@@ -105,6 +106,43 @@ impl Holds for HoldsApi {
         let hold = self.service.release(key, fan.as_str()).await?;
         Ok(Response::new(ReleaseHoldResponse {
             hold: Some(to_wire(&hold)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn extend_hold(
+        &self,
+        request: Request<ExtendHoldRequest>,
+    ) -> Result<Response<ExtendHoldResponse>, Status> {
+        let fan = self.auth.fan(bearer(&request)?, SystemTime::now())?;
+        let key = hold_key(&request.get_ref().hold_key)?;
+        let extended = self.service.extend(key, fan.as_str()).await?;
+        Ok(Response::new(ExtendHoldResponse {
+            hold: Some(to_wire(&extended.hold)),
+            max_hold_lifetime_ms: extended.max_hold_lifetime_ms,
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn start_payment(
+        &self,
+        request: Request<StartPaymentRequest>,
+    ) -> Result<Response<StartPaymentResponse>, Status> {
+        self.auth.admin(
+            bearer(&request)?,
+            &[Role::Service],
+            "service",
+            SystemTime::now(),
+        )?;
+        let body = request.get_ref();
+        let key = hold_key(&body.hold_key)?;
+        let fan = text("fan_id", &body.fan_id, 200)?;
+        let window_ms = payment_window(body.window_ms)?;
+        let started = self.service.start_payment(key, &fan, window_ms).await?;
+        Ok(Response::new(StartPaymentResponse {
+            hold: Some(to_wire(&started.hold)),
+            total_minor: started.total_minor,
+            currency: started.currency,
         }))
     }
 

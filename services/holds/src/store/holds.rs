@@ -1,4 +1,4 @@
-//! Reading, releasing and booking existing holds. Each locks the hold's rows in seat
+//! Reading and releasing existing holds. Each locks the hold's rows in seat
 //! order first, then decides on what it locked: a concurrent claim, sweep or confirm of
 //! the same rows waits or is waited for, and the decision cannot rest on a stale read.
 
@@ -37,7 +37,8 @@ pub async fn get(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result<Hol
 ///
 /// # Errors
 /// [`Error::HoldNotFound`] (absent or another fan's); [`Error::HoldBooked`];
-/// [`Error::HoldExpired`] (lapsed, swept, or reclaimed); [`Error::Database`].
+/// [`Error::HoldExpired`] (lapsed, swept, or reclaimed); [`Error::PaymentStarted`];
+/// [`Error::Database`].
 pub async fn release(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result<Hold, Error> {
     let rows = hold_rows(conn, key, true).await?;
     if !owned_by(&rows, Some(fan)) {
@@ -52,6 +53,9 @@ pub async fn release(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result
     if rows.any_lapsed() || !rows.all("held") {
         return Err(Error::HoldExpired);
     }
+    if rows.in_payment() {
+        return Err(Error::PaymentStarted);
+    }
     sqlx::query(
         "UPDATE holds.seat_holds SET status = 'released', updated_at = now() \
          WHERE hold_key = $1 AND status = 'held'",
@@ -59,37 +63,6 @@ pub async fn release(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result
     .bind(key.uuid())
     .execute(&mut *conn)
     .await?;
-    reported(&hold_rows(conn, key, false).await?)
-}
-
-/// Books the held, unexpired hold `key` of `fan` (payments calls this once the money
-/// is in). Booking a hold already booked under this key returns the same seats.
-///
-/// # Errors
-/// [`Error::HoldNotFound`] (absent, another fan's, or a block/comp);
-/// [`Error::HoldExpired`] when not every seat is still held and unexpired (the caller
-/// refunds); [`Error::Database`].
-pub async fn confirm(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-    let rows = hold_rows(conn, key, true).await?;
-    if !owned_by(&rows, Some(fan)) {
-        return Err(Error::HoldNotFound);
-    }
-    if rows.all("booked") {
-        return reported(&rows);
-    }
-    let booked = sqlx::query(
-        "UPDATE holds.seat_holds SET status = 'booked', updated_at = now() \
-         WHERE hold_key = $1 AND status = 'held' AND expires_at > now()",
-    )
-    .bind(key.uuid())
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-    // All or nothing (invariant 2): a hold one of whose seats lapsed or was reclaimed
-    // must not become half booked. The caller rolls the transaction back.
-    if usize::try_from(booked).ok() != Some(rows.rows.len()) {
-        return Err(Error::HoldExpired);
-    }
     reported(&hold_rows(conn, key, false).await?)
 }
 

@@ -8,11 +8,13 @@
 
 mod claim;
 mod holds;
+mod payment;
 mod refusal;
 mod sweep;
 
 pub use claim::{ClaimOutcome, Claimed, claim};
-pub use holds::{ReleaseScope, admin_release, confirm, get, release};
+pub use holds::{ReleaseScope, admin_release, get, release};
+pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};
 pub use refusal::{SectionSeatRow, refusal, section_seats, unavailable_in_section};
 pub use sweep::sweep_expired;
 
@@ -40,6 +42,8 @@ pub(crate) struct HoldRow {
     ttl_ms: i64,
     /// Held, but its `expires_at` is not after the transaction's `now()`.
     lapsed: bool,
+    /// Its payment has started (`payment_started_at` set).
+    in_payment: bool,
 }
 
 /// Columns of [`HoldRow`], shared by every read of a hold.
@@ -50,7 +54,8 @@ pub(crate) const HOLD_COLUMNS: &str = "hold_key, event_id, section_id, seat_id, 
      CASE WHEN kind = 'fan' \
           THEN round(extract(epoch FROM (expires_at - created_at)) * 1000)::bigint \
           ELSE 0 END AS ttl_ms, \
-     (status = 'held' AND expires_at <= now()) AS lapsed";
+     (status = 'held' AND expires_at <= now()) AS lapsed, \
+     payment_started_at IS NOT NULL AS in_payment";
 
 /// What the rows of one hold say, taken together.
 #[derive(Debug)]
@@ -73,6 +78,10 @@ impl HoldRows {
 
     pub(crate) fn any(&self, status: &str) -> bool {
         self.rows.iter().any(|r| r.status == status)
+    }
+
+    pub(crate) fn in_payment(&self) -> bool {
+        self.rows.iter().any(|r| r.in_payment)
     }
 
     pub(crate) fn any_lapsed(&self) -> bool {

@@ -6,6 +6,7 @@ mod cases;
 mod claims;
 mod keys;
 mod lifecycle;
+mod payment_window;
 mod plans;
 mod refusals;
 mod support;

@@ -66,7 +66,7 @@ impl Payments for PaymentsApi {
                 .map_or("", |m| m.token.as_str()),
             200,
         )?;
-        let order = self.core.confirm(&session, &fan, key, &method).await?;
+        let order = self.core.confirm(&fan, key, &method).await?;
         Ok(Response::new(ConfirmResponse {
             order: Some(convert::order(&order)),
         }))

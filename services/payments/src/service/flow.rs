@@ -6,9 +6,9 @@ use stadium_db::{RetryPolicy, retry_transient};
 use uuid::Uuid;
 
 use super::PaymentsCore;
-use crate::domain::{HoldKey, HoldState, Order, Payment, PaymentStatus, RefundReason};
+use crate::domain::{HoldKey, Order, Payment, PaymentStatus, RefundReason};
 use crate::error::Error;
-use crate::holds::Booking;
+use crate::holds::{Booking, PaymentStart};
 use crate::provider::{ChargeOutcome, ChargeRequest, RefundRequest};
 use crate::store::{self, BookedSeat, Lease, NewPayment, NoticeMark};
 
@@ -16,12 +16,19 @@ use crate::store::{self, BookedSeat, Lease, NewPayment, NoticeMark};
 const DUPLICATE_POLL: Duration = Duration::from_millis(25);
 
 impl PaymentsCore {
-    /// Confirms and pays `fan`'s hold `key` with the payment method `method`, using the
-    /// fan's `session` token to read the hold from holds.
+    /// Confirms and pays `fan`'s hold `key` with the payment method `method`.
     ///
-    /// Returns the order: paid with tickets, or refunded (reason hold expired) when the
-    /// hold died between the charge and the booking. A repeated call returns the first
-    /// outcome without charging again.
+    /// Before any charge, holds moves the hold into its payment window (at least
+    /// [`super::Settings::payment_window`] from now) and answers its price, fixed at the
+    /// claim: a payment that starts while the hold is alive is never refunded for our own
+    /// latency. Returns the order: paid with tickets, or refunded (reason hold expired)
+    /// when the hold died between the charge and the booking anyway. A repeated call
+    /// returns the first outcome without charging again.
+    ///
+    /// PostgreSQL round trips, each one statement in its own transaction: a first
+    /// confirm 5 (the payment by hold key, StartPayment in holds, the intent, ConfirmHold
+    /// in holds, the capture with its tickets), whatever the number of seats; a replay
+    /// of a finished confirm 2 (the payment, its tickets).
     ///
     /// # Errors
     /// [`Error::HoldNotFound`] (absent or another fan's); [`Error::HoldReleased`] and
@@ -30,38 +37,30 @@ impl PaymentsCore {
     /// [`super::Settings::duplicate_wait`]); [`Error::ProviderUnavailable`] and
     /// [`Error::Dependency`] (the payment stays pending and is finished later);
     /// [`Error::Database`].
-    pub async fn confirm(
-        &self,
-        session: &str,
-        fan: &str,
-        key: HoldKey,
-        method: &str,
-    ) -> Result<Order, Error> {
+    pub async fn confirm(&self, fan: &str, key: HoldKey, method: &str) -> Result<Order, Error> {
         if let Some(existing) = self.payment_by_hold(key).await? {
             return self.duplicate(existing, fan, method).await;
         }
-        let hold = self.holds.get_hold(session, key).await?;
-        match hold.status {
-            HoldState::Held if hold.expires_in_ms > 0 => {}
-            HoldState::Held | HoldState::Expired => {
-                self.metrics.confirm("hold_expired");
-                return Err(Error::HoldExpired);
-            }
-            HoldState::Released => {
-                self.metrics.confirm("hold_released");
-                return Err(Error::HoldReleased);
-            }
+        let started = self
+            .holds
+            .start_payment(key, fan, self.settings.payment_window)
+            .await
+            .inspect_err(|error| match error {
+                Error::HoldExpired => self.metrics.confirm("hold_expired"),
+                Error::HoldReleased => self.metrics.confirm("hold_released"),
+                _ => {}
+            })?;
+        let (hold, amount) = match started {
+            PaymentStart::Started { hold, amount } => (hold, amount),
             // Booked with no payment read above: a concurrent confirm got there in
             // between; its row answers.
-            HoldState::Booked | HoldState::Other => {
+            PaymentStart::Booked => {
                 return match self.payment_by_hold(key).await? {
                     Some(existing) => self.duplicate(existing, fan, method).await,
                     None => Err(Error::HoldNotFound),
                 };
             }
-        }
-        let mut conn = self.pool.acquire().await?;
-        let amount = store::price(&mut conn, hold.event_id, &hold.seat_ids).await?;
+        };
         let lease = Lease::new(self.settings.lease);
         let new = NewPayment {
             id: Uuid::new_v4(),
@@ -70,18 +69,13 @@ impl PaymentsCore {
             fan_id: fan.to_owned(),
             amount,
         };
-        if !store::insert_intent(&mut conn, &new, lease).await? {
-            drop(conn);
+        let Some(payment) = store::insert_intent(&self.pool, &new, lease).await? else {
             let existing = self
                 .payment_by_hold(key)
                 .await?
                 .ok_or_else(|| Error::CorruptRow(format!("payment for hold {key} vanished")))?;
             return self.duplicate(existing, fan, method).await;
-        }
-        let payment = store::by_id(&mut conn, new.id)
-            .await?
-            .ok_or_else(|| Error::CorruptRow(format!("payment {} vanished", new.id)))?;
-        drop(conn);
+        };
         self.metrics.confirm("new");
         tracing::info!(payment_id = %payment.id, amount_minor = payment.amount.amount_minor, "payment intent recorded");
         self.charge_and_book(payment, method, lease).await
@@ -245,30 +239,18 @@ impl PaymentsCore {
                 let captured = retry_transient(
                     RetryPolicy::default(),
                     |_| {},
-                    || async {
-                        let mut tx = self.pool.begin().await?;
-                        let moved =
-                            store::capture(&mut tx, &payment, charge_id, &seats, &self.signer)
-                                .await?;
-                        if let Some(mark) = notice {
-                            let outcome = if moved { "captured" } else { "already_done" };
-                            store::mark_notice(&mut tx, mark, Some(payment.id), outcome).await?;
-                        }
-                        tx.commit().await?;
-                        Ok::<_, Error>(moved)
-                    },
+                    || self.capture(&payment, charge_id, &seats, notice),
                 )
                 .await;
                 match captured {
-                    Ok(moved) => {
-                        if moved {
-                            tracing::info!(payment_id = %payment.id, seats = seats.len(), "payment captured, tickets issued");
-                            if let Some(admissions) = &self.admissions {
-                                admissions.fan_done(payment.event_id, &payment.fan_id);
-                            }
+                    Ok(Some(order)) => {
+                        tracing::info!(payment_id = %payment.id, seats = seats.len(), "payment captured, tickets issued");
+                        if let Some(admissions) = &self.admissions {
+                            admissions.fan_done(payment.event_id, &payment.fan_id);
                         }
-                        self.order_by_id(payment.id).await
+                        Ok(order)
                     }
+                    Ok(None) => self.order_by_id(payment.id).await,
                     Err(error) => {
                         self.give_back(payment.id, lease).await;
                         Err(error)
@@ -290,6 +272,31 @@ impl PaymentsCore {
                 .await
             }
         }
+    }
+
+    /// Captures `payment` with tickets for `seats`: one statement, or with `notice` a
+    /// transaction that also marks the notice applied. `None` when another path moved
+    /// the payment first.
+    async fn capture(
+        &self,
+        payment: &Payment,
+        charge_id: &str,
+        seats: &[BookedSeat],
+        notice: Option<&NoticeMark>,
+    ) -> Result<Option<Order>, Error> {
+        let Some(mark) = notice else {
+            return store::capture(&self.pool, payment, charge_id, seats, &self.signer).await;
+        };
+        let mut tx = self.pool.begin().await?;
+        let captured = store::capture(&mut *tx, payment, charge_id, seats, &self.signer).await?;
+        let outcome = if captured.is_some() {
+            "captured"
+        } else {
+            "already_done"
+        };
+        store::mark_notice(&mut tx, mark, Some(payment.id), outcome).await?;
+        tx.commit().await?;
+        Ok(captured)
     }
 
     /// Decides a refund (`from` → refund_pending, tickets void) and carries it out. When

@@ -42,6 +42,9 @@ pub struct Settings {
     /// Bound of every provider call; past it the outcome is unknown and the payment
     /// stays pending.
     pub provider_timeout: Duration,
+    /// How long a hold is kept from the start of its payment (holds' StartPayment),
+    /// 1 s to 15 min.
+    pub payment_window: Duration,
     /// A pending payment with no charge at the provider this old is marked failed by
     /// the reconciler (the confirm died before charging).
     pub abandon_after: Duration,
@@ -53,6 +56,7 @@ impl Default for Settings {
             lease: Duration::from_secs(30),
             duplicate_wait: Duration::from_secs(2),
             provider_timeout: Duration::from_secs(10),
+            payment_window: Duration::from_secs(60),
             abandon_after: Duration::from_secs(600),
         }
     }

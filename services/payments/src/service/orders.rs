@@ -139,8 +139,8 @@ impl PaymentsCore {
             )
             .await?;
         let recorded = async {
-            let mut tx = self.pool.begin().await?;
-            let currency = store::event_currency(&mut tx, hold.event_id)
+            let mut conn = self.pool.acquire().await?;
+            let currency = store::event_currency(&mut conn, hold.event_id)
                 .await?
                 .ok_or_else(|| Error::CorruptRow(format!("event {} vanished", hold.event_id)))?;
             let new = NewPayment {
@@ -161,14 +161,11 @@ impl PaymentsCore {
                     seat_id,
                 })
                 .collect();
-            let payment =
-                store::insert_comp(&mut tx, &new, &comp.recipient, &seats, &self.signer).await?;
-            tx.commit().await?;
-            Ok::<_, Error>(payment)
+            store::insert_comp(&mut *conn, &new, &comp.recipient, &seats, &self.signer).await
         }
         .await;
         match recorded {
-            Ok(payment) => self.order(payment).await,
+            Ok(order) => Ok(order),
             Err(error) => {
                 // No order without seats and no seats without an order.
                 if let Err(release) = self.holds.release(hold.key, "comp not recorded").await {

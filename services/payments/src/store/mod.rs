@@ -1,7 +1,7 @@
 //! PostgreSQL access for payments (`payments.payments`, `payments.tickets`,
-//! `payments.provider_notices`; prices read from the catalog's `price_categories` and
-//! `event_seats`). Every function takes `&mut PgConnection`; the caller owns the
-//! transaction. Every state change is a conditional `UPDATE … WHERE status = …`, so of
+//! `payments.provider_notices`; an event's currency from the catalog). Every function
+//! takes an executor or `&mut PgConnection`; the caller owns the transaction, and the
+//! hot path's steps are each one statement run as its own transaction. Every state change is a conditional `UPDATE … WHERE status = …`, so of
 //! two paths racing to move one payment, exactly one moves it and the other sees zero
 //! rows; time comes from the database clock.
 
@@ -12,7 +12,7 @@ mod payments;
 mod tickets;
 mod transitions;
 
-pub use catalog::{event_currency, price};
+pub use catalog::event_currency;
 pub use leases::{Lease, release_lease, take_lease, unfinished};
 pub use notices::{NoticeMark, mark_notice, notice_seen};
 pub use payments::{

@@ -3,13 +3,13 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::{FromRow, PgConnection};
+use sqlx::{FromRow, PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::leases::Lease;
-use super::tickets::{BookedSeat, insert_tickets};
+use super::tickets::{BookedSeat, NewTickets, with_tickets};
 use crate::domain::ticket_code::TicketSigner;
-use crate::domain::{HoldKey, Money, Payment, PaymentStatus, RefundReason};
+use crate::domain::{HoldKey, Money, Order, Payment, PaymentStatus, RefundReason};
 use crate::error::Error;
 
 pub(super) const PAYMENT_COLUMNS: &str = "payment_id, hold_key, event_id, fan_id, amount_minor, \
@@ -90,34 +90,34 @@ pub struct NewPayment {
     pub amount: Money,
 }
 
-/// Records the intent with a lease for the caller, unless the hold already has one.
-/// Returns whether this call recorded it.
+/// Records the intent with a lease for the caller, unless the hold already has one:
+/// one statement. Returns the recorded payment, `None` when another intent for the hold
+/// was there first.
 ///
 /// # Errors
-/// [`Error::Database`].
-pub async fn insert_intent(
-    conn: &mut PgConnection,
+/// [`Error::Database`]; [`Error::CorruptRow`].
+pub async fn insert_intent<'e>(
+    db: impl PgExecutor<'e>,
     new: &NewPayment,
     lease: Lease,
-) -> Result<bool, Error> {
-    let inserted = sqlx::query(
+) -> Result<Option<Payment>, Error> {
+    let sql = format!(
         "INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id, amount_minor, \
              currency, status, lease_owner, lease_until, attempts) \
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, now() + $8 * interval '1 millisecond', 1) \
-         ON CONFLICT (hold_key) DO NOTHING",
-    )
-    .bind(new.id)
-    .bind(new.hold_key.uuid())
-    .bind(new.event_id)
-    .bind(&new.fan_id)
-    .bind(new.amount.amount_minor)
-    .bind(&new.amount.currency)
-    .bind(lease.owner)
-    .bind(millis(lease.ttl))
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-    Ok(inserted == 1)
+         ON CONFLICT (hold_key) DO NOTHING RETURNING {PAYMENT_COLUMNS}"
+    );
+    one(sqlx::query_as::<_, PaymentRow>(&sql)
+        .bind(new.id)
+        .bind(new.hold_key.uuid())
+        .bind(new.event_id)
+        .bind(&new.fan_id)
+        .bind(new.amount.amount_minor)
+        .bind(&new.amount.currency)
+        .bind(lease.owner)
+        .bind(millis(lease.ttl))
+        .fetch_optional(db)
+        .await?)
 }
 
 /// The payment for hold `key`.
@@ -144,34 +144,39 @@ pub async fn by_id(conn: &mut PgConnection, id: Uuid) -> Result<Option<Payment>,
         .await?)
 }
 
-/// Records a comp (price 0, status comp) with its tickets, in the caller's transaction.
+/// Records a comp (price 0, status comp) with its tickets, in one statement. Returns
+/// the comp's order.
 ///
 /// # Errors
 /// [`Error::Database`]; [`Error::CorruptRow`].
-pub async fn insert_comp(
-    conn: &mut PgConnection,
+pub async fn insert_comp<'e>(
+    db: impl PgExecutor<'e>,
     new: &NewPayment,
     recipient: &str,
     seats: &[BookedSeat],
     signer: &TicketSigner,
-) -> Result<Payment, Error> {
-    let sql = format!(
-        "INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id, amount_minor, \
-             currency, status, comp_recipient) \
-         VALUES ($1, $2, $3, $4, 0, $5, 'comp', $6) RETURNING {PAYMENT_COLUMNS}"
+) -> Result<Order, Error> {
+    let tickets = NewTickets::sign(new.event_id, seats, signer);
+    let sql = with_tickets(
+        &format!(
+            "INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id, \
+                 amount_minor, currency, status, comp_recipient) \
+             VALUES ($1, $2, $3, $4, 0, $5, 'comp', $6) RETURNING {PAYMENT_COLUMNS}"
+        ),
+        7,
     );
-    let row = sqlx::query_as::<_, PaymentRow>(&sql)
+    let query = sqlx::query_as::<_, PaymentRow>(&sql)
         .bind(new.id)
         .bind(new.hold_key.uuid())
         .bind(new.event_id)
         .bind(&new.fan_id)
         .bind(&new.amount.currency)
-        .bind(recipient)
-        .fetch_one(&mut *conn)
-        .await?;
-    let payment = Payment::try_from(row)?;
-    insert_tickets(conn, &payment, seats, signer).await?;
-    Ok(payment)
+        .bind(recipient);
+    let row = tickets.bind(query).fetch_one(db).await?;
+    Ok(Order {
+        payment: Payment::try_from(row)?,
+        tickets: tickets.issued(),
+    })
 }
 
 /// A page position: the last order of the previous page.

@@ -3,8 +3,8 @@
 use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
 
+use crate::domain::Ticket;
 use crate::domain::ticket_code::{TicketClaims, TicketSigner};
-use crate::domain::{Payment, Ticket};
 use crate::error::Error;
 
 #[derive(Debug, FromRow)]
@@ -62,33 +62,90 @@ pub struct BookedSeat {
     pub seat_id: i64,
 }
 
-pub(super) async fn insert_tickets(
-    conn: &mut PgConnection,
-    payment: &Payment,
-    seats: &[BookedSeat],
-    signer: &TicketSigner,
-) -> Result<(), Error> {
-    for seat in seats {
-        let id = Uuid::new_v4();
-        let code = signer.sign(&TicketClaims {
-            ticket_id: id,
-            event_id: payment.event_id,
-            section_id: seat.section_id,
-            seat_id: seat.seat_id,
-        });
-        sqlx::query(
-            "INSERT INTO payments.tickets (ticket_id, payment_id, event_id, section_id, seat_id, \
-                 fan_id, code) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(id)
-        .bind(payment.id)
-        .bind(payment.event_id)
-        .bind(seat.section_id)
-        .bind(seat.seat_id)
-        .bind(&payment.fan_id)
-        .bind(code)
-        .execute(&mut *conn)
-        .await?;
+/// The tickets of one payment about to be issued: an id and a signed code per seat.
+#[derive(Debug)]
+pub(super) struct NewTickets {
+    ids: Vec<Uuid>,
+    section_ids: Vec<i64>,
+    seat_ids: Vec<i64>,
+    codes: Vec<String>,
+}
+
+impl NewTickets {
+    /// One new ticket per seat of `event_id`, its code signed by `signer`.
+    pub(super) fn sign(event_id: i64, seats: &[BookedSeat], signer: &TicketSigner) -> Self {
+        let mut new = Self {
+            ids: Vec::with_capacity(seats.len()),
+            section_ids: Vec::with_capacity(seats.len()),
+            seat_ids: Vec::with_capacity(seats.len()),
+            codes: Vec::with_capacity(seats.len()),
+        };
+        for seat in seats {
+            let id = Uuid::new_v4();
+            new.codes.push(signer.sign(&TicketClaims {
+                ticket_id: id,
+                event_id,
+                section_id: seat.section_id,
+                seat_id: seat.seat_id,
+            }));
+            new.ids.push(id);
+            new.section_ids.push(seat.section_id);
+            new.seat_ids.push(seat.seat_id);
+        }
+        new
     }
-    Ok(())
+
+    /// Binds the four arrays, in the order of [`NewTickets::ROWS`]'s parameters.
+    pub(super) fn bind<'q, O>(
+        &'q self,
+        query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+        query
+            .bind(&self.ids)
+            .bind(&self.section_ids)
+            .bind(&self.seat_ids)
+            .bind(&self.codes)
+    }
+
+    /// The tickets as issued (valid), by seat.
+    pub(super) fn issued(self) -> Vec<Ticket> {
+        let mut tickets: Vec<Ticket> = self
+            .ids
+            .into_iter()
+            .zip(self.section_ids)
+            .zip(self.seat_ids)
+            .zip(self.codes)
+            .map(|(((id, section_id), seat_id), code)| Ticket {
+                id,
+                section_id,
+                seat_id,
+                code,
+                valid: true,
+            })
+            .collect();
+        tickets.sort_by_key(|t| t.seat_id);
+        tickets
+    }
+}
+
+/// One statement that runs `payment` (a data-modifying CTE body returning
+/// `PAYMENT_COLUMNS` for at most one payment) and issues the new tickets for the payment
+/// it returned, from four arrays bound at `$first..=$first+3` by [`NewTickets::bind`];
+/// the statement answers the payment row.
+pub(super) fn with_tickets(payment: &str, first: usize) -> String {
+    format!(
+        "WITH p AS ({payment}), \
+         issued AS ( \
+             INSERT INTO payments.tickets (ticket_id, payment_id, event_id, section_id, \
+                 seat_id, fan_id, code) \
+             SELECT t.ticket_id, p.payment_id, p.event_id, t.section_id, t.seat_id, \
+                    p.fan_id, t.code \
+             FROM p, unnest(${}::uuid[], ${}::bigint[], ${}::bigint[], ${}::text[]) \
+                 AS t(ticket_id, section_id, seat_id, code)) \
+         SELECT * FROM p",
+        first,
+        first + 1,
+        first + 2,
+        first + 3
+    )
 }

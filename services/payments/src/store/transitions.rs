@@ -3,48 +3,54 @@
 
 use std::time::Duration;
 
-use sqlx::PgConnection;
+use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::leases::Lease;
 use super::payments::{PAYMENT_COLUMNS, PaymentRow, millis, one};
-use super::tickets::{BookedSeat, insert_tickets};
+use super::tickets::{BookedSeat, NewTickets, with_tickets};
 use crate::domain::ticket_code::TicketSigner;
-use crate::domain::{Payment, PaymentStatus, RefundReason};
+use crate::domain::{Order, Payment, PaymentStatus, RefundReason};
 use crate::error::Error;
 
-/// Pending → captured, with one ticket per seat, in the caller's transaction. Returns
-/// false (and writes nothing) when the payment was no longer pending.
+/// Pending → captured, with one ticket per seat, in one statement. Returns the
+/// captured order, or `None` (and writes nothing) when the payment was no longer
+/// pending.
 ///
 /// # Errors
 /// [`Error::Database`] (e.g. 23505 on `tickets_one_valid_per_seat` if a seat somehow
-/// still has a valid ticket: the transaction must then roll back).
+/// still has a valid ticket: the statement then writes nothing).
 ///
 /// A `failed` payment is captured too: only a payment the provider charged reaches
 /// here, so `failed` then means the reconciler gave it up while the charge was still
 /// landing, and the booked seats and the money belong together.
-pub async fn capture(
-    conn: &mut PgConnection,
+pub async fn capture<'e>(
+    db: impl PgExecutor<'e>,
     payment: &Payment,
     charge_id: &str,
     seats: &[BookedSeat],
     signer: &TicketSigner,
-) -> Result<bool, Error> {
-    let moved = sqlx::query(
-        "UPDATE payments.payments SET status = 'captured', provider_charge_id = $2, \
-             lease_owner = NULL, lease_until = NULL, updated_at = now() \
-         WHERE payment_id = $1 AND status IN ('pending', 'failed')",
-    )
-    .bind(payment.id)
-    .bind(charge_id)
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-    if moved != 1 {
-        return Ok(false);
-    }
-    insert_tickets(conn, payment, seats, signer).await?;
-    Ok(true)
+) -> Result<Option<Order>, Error> {
+    let tickets = NewTickets::sign(payment.event_id, seats, signer);
+    let sql = with_tickets(
+        &format!(
+            "UPDATE payments.payments SET status = 'captured', provider_charge_id = $2, \
+                 lease_owner = NULL, lease_until = NULL, updated_at = now() \
+             WHERE payment_id = $1 AND status IN ('pending', 'failed') \
+             RETURNING {PAYMENT_COLUMNS}"
+        ),
+        3,
+    );
+    let query = sqlx::query_as::<_, PaymentRow>(&sql)
+        .bind(payment.id)
+        .bind(charge_id);
+    let Some(row) = tickets.bind(query).fetch_optional(db).await? else {
+        return Ok(None);
+    };
+    Ok(Some(Order {
+        payment: Payment::try_from(row)?,
+        tickets: tickets.issued(),
+    }))
 }
 
 /// Any of `from` → refund_pending with `reason`, the tickets voided, under the caller's lease,

@@ -9,3 +9,4 @@ mod metrics;
 mod recovery;
 mod standalone;
 mod support;
+mod window;

@@ -19,7 +19,7 @@ use stadium_proto::holds::v1::ClaimSeatsRequest;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::payments::v1::payments_client::PaymentsClient;
 use stadium_proto::payments::v1::{ConfirmRequest, Order, PaymentMethod};
-use stadium_testkit::TestDatabase;
+use stadium_testkit::{RoundTrips, TestDatabase};
 use stadium_tokens::{AdmissionIssuer, DevIssuer, Role, SigningKeyRing, WAITING_ROOM_ISSUER};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -52,6 +52,9 @@ pub struct Options {
     pub remote_provider: bool,
     /// Record the service's metrics with this meter instead of the global one.
     pub meter: Option<opentelemetry::metrics::Meter>,
+    /// Connect holds and payments to PostgreSQL through a [`RoundTrips`] counter, one
+    /// connection each (so a statement prepared once stays prepared).
+    pub count_round_trips: bool,
 }
 
 impl Default for Options {
@@ -61,6 +64,7 @@ impl Default for Options {
             duplicate_wait_ms: 10_000,
             remote_provider: false,
             meter: None,
+            count_round_trips: false,
         }
     }
 }
@@ -78,6 +82,8 @@ pub struct Stack {
     pub payments: PaymentsServer,
     /// The provider server's channel, when payments charges through it.
     pub provider_channel: Option<Channel>,
+    /// The round-trip counter both services connect through, when asked for.
+    pub round_trips: Option<RoundTrips>,
     provider: Arc<dyn PaymentProvider>,
     holds_shutdown: CancellationToken,
     holds_task: JoinHandle<Result<(), holds::ServeError>>,
@@ -96,12 +102,20 @@ impl Stack {
         let admission = AdmissionIssuer::new(ring.clone(), WAITING_ROOM_ISSUER).unwrap();
         let identity_jwks = identity.jwks_json().unwrap();
         let admission_jwks = ring.jwks_json().unwrap();
+        let round_trips = match options.count_round_trips {
+            true => Some(RoundTrips::start(&db.url).await),
+            false => None,
+        };
+        let service_db_url = round_trips
+            .as_ref()
+            .map_or(db.url.clone(), |r| r.url().to_owned());
+        let connections = if round_trips.is_some() { "1" } else { "8" };
         let holds_config = holds::Config::try_parse_from([
             "holds",
             "--database-url",
-            db.url.as_str(),
+            service_db_url.as_str(),
             "--database-max-connections",
-            "8",
+            connections,
             "--identity-jwks",
             identity_jwks.as_str(),
             "--admission-jwks",
@@ -147,8 +161,15 @@ impl Stack {
         } else {
             (Arc::new(sim.clone()), None)
         };
-        let payments =
-            start_payments(&db, &identity, provider.clone(), &holds_url, &seed, options).await;
+        let payments = start_payments(
+            &service_db_url,
+            &identity,
+            provider.clone(),
+            &holds_url,
+            &seed,
+            options,
+        )
+        .await;
         Self {
             db,
             identity,
@@ -161,6 +182,7 @@ impl Stack {
             seats,
             payments,
             provider_channel,
+            round_trips,
             provider,
             holds_shutdown,
             holds_task,
@@ -190,8 +212,12 @@ impl Stack {
         self.payments.task.abort();
         let _ = (&mut self.payments.task).await;
         self.payments.shutdown.cancel();
+        let url = self
+            .round_trips
+            .as_ref()
+            .map_or(self.db.url.clone(), |r| r.url().to_owned());
         self.payments = start_payments(
-            &self.db,
+            &url,
             &self.identity,
             self.provider.clone(),
             &self.holds_url,
@@ -462,7 +488,7 @@ fn hex_seed() -> String {
 }
 
 async fn start_payments(
-    db: &TestDatabase,
+    database_url: &str,
     identity: &DevIssuer,
     provider: Arc<dyn PaymentProvider>,
     holds_url: &str,
@@ -476,12 +502,13 @@ async fn start_payments(
     let jwks = identity.jwks_json().unwrap();
     let reconcile = options.reconcile_interval_ms.to_string();
     let wait = options.duplicate_wait_ms.to_string();
+    let connections = if options.count_round_trips { "1" } else { "12" };
     let config = payments::Config::try_parse_from([
         "payments",
         "--database-url",
-        db.url.as_str(),
+        database_url,
         "--database-max-connections",
-        "12",
+        connections,
         "--holds-url",
         holds_url,
         "--service-token",
