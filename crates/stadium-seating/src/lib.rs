@@ -16,4 +16,4 @@ mod suggest;
 pub use availability::Availability;
 pub use error::{AvailabilityError, LayoutError, SuggestError};
 pub use layout::{Point, RowLayout, SeatPlace, SectionLayout};
-pub use suggest::{Preference, Suggestion, suggest};
+pub use suggest::{Overlap, Preference, Suggestion, rank, suggest};

@@ -70,6 +70,31 @@ pub fn suggest(
     preference: Preference,
     limit: usize,
 ) -> Result<Vec<Suggestion>, SuggestError> {
+    rank(sections, quantity, preference, limit, Overlap::Disjoint)
+}
+
+/// Whether ranked blocks may share seats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlap {
+    /// Each block is a real alternative to the others: none shares a seat.
+    Disjoint,
+    /// The disjoint blocks first (as [`Overlap::Disjoint`]), then every other window,
+    /// best first: the order in which to try blocks when some may be gone, so that a
+    /// lost block is followed by the next best that does not depend on it.
+    DisjointFirst,
+}
+
+/// Best `limit` blocks of `quantity` adjacent available seats across `sections`, ranked
+/// as [`suggest`] ranks them, with `overlap` deciding whether blocks may share seats.
+///
+/// Errors: as [`suggest`].
+pub fn rank(
+    sections: &[(&SectionLayout, &Availability)],
+    quantity: u32,
+    preference: Preference,
+    limit: usize,
+    overlap: Overlap,
+) -> Result<Vec<Suggestion>, SuggestError> {
     if quantity == 0 {
         return Err(SuggestError::ZeroQuantity);
     }
@@ -174,12 +199,7 @@ pub fn suggest(
             })
             .then_with(|| a.first_seat_id.cmp(&b.first_seat_id))
     });
-    let mut taken = HashSet::new();
-    let mut out = Vec::new();
-    for candidate in &candidates {
-        if out.len() >= limit {
-            break;
-        }
+    let block = |candidate: &Candidate| {
         let layout = sections[candidate.section].0;
         let row = &layout.rows()[candidate.row];
         let mut seat_ids: Vec<u64> = row.offsets()[candidate.start..candidate.start + quantity]
@@ -187,19 +207,34 @@ pub fn suggest(
             .map(|o| layout.first_seat_id() + u64::from(*o))
             .collect();
         seat_ids.sort_unstable();
-        if seat_ids.iter().any(|id| taken.contains(id)) {
-            continue;
-        }
-        taken.extend(seat_ids.iter().copied());
-        out.push(Suggestion {
+        Suggestion {
             section_id: layout.section_id(),
             row_index: row.row_index,
             row_label: row.label.clone(),
             seat_ids,
             score: score(candidate),
             stranded: candidate.stranded,
-        });
+        }
+    };
+    let mut taken = HashSet::new();
+    let mut out = Vec::new();
+    let mut overlapping = Vec::new();
+    for candidate in &candidates {
+        if out.len() >= limit {
+            break;
+        }
+        let suggestion = block(candidate);
+        if suggestion.seat_ids.iter().any(|id| taken.contains(id)) {
+            if overlap == Overlap::DisjointFirst {
+                overlapping.push(suggestion);
+            }
+            continue;
+        }
+        taken.extend(suggestion.seat_ids.iter().copied());
+        out.push(suggestion);
     }
+    let room = limit.saturating_sub(out.len());
+    out.extend(overlapping.into_iter().take(room));
     Ok(out)
 }
 
@@ -296,6 +331,22 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn disjoint_first_then_the_overlapping_windows() {
+        let layout = rows(1, &[4]);
+        let availability = Availability::all_available(1, 4).unwrap();
+        let got = rank(
+            &[(&layout, &availability)],
+            2,
+            Preference::BestView,
+            10,
+            Overlap::DisjointFirst,
+        )
+        .unwrap();
+        let blocks: Vec<Vec<u64>> = got.into_iter().map(|s| s.seat_ids).collect();
+        assert_eq!(blocks, vec![vec![1, 2], vec![3, 4], vec![2, 3]]);
     }
 
     #[test]

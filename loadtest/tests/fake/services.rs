@@ -171,6 +171,7 @@ service!(Holds {
         }))
     }
 } unimplemented {
+    claim_best_available(ho::ClaimBestAvailableRequest) -> ho::ClaimBestAvailableResponse;
     get_hold(ho::GetHoldRequest) -> ho::GetHoldResponse;
     release_hold(ho::ReleaseHoldRequest) -> ho::ReleaseHoldResponse;
     extend_hold(ho::ExtendHoldRequest) -> ho::ExtendHoldResponse;

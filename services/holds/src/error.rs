@@ -10,7 +10,7 @@ use stadium_kit::status::{error_status, invalid_field};
 use stadium_tokens::TokenError;
 use tonic::{Code, Status};
 
-use crate::domain::{Limit, SeatId};
+use crate::domain::{Limit, SeatId, SectionId};
 
 /// Everything a holds operation can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +61,20 @@ pub enum Error {
         /// Free seats of the section offered instead (ascending; may be empty).
         alternatives: Vec<SeatId>,
     },
+    /// Best available: no block that fits is left (decided on fresh availability);
+    /// nothing was claimed.
+    #[error("no block of the requested seats is left")]
+    NoBlockLeft {
+        /// The most adjacent seats still free in one row of the target (0: none).
+        fewer_seats: u32,
+        /// The quantity is still free in one section of the target, not side by side.
+        not_together: bool,
+        /// Other sections of the event with at least the quantity free (at most 1 s old).
+        other_sections: Vec<SectionId>,
+    },
+    /// Best available lost every round to concurrent claims while blocks still fitted.
+    #[error("seats are being claimed faster than this request could; retry")]
+    Contention,
     /// A per-claim, per-fan or per-admission limit would be exceeded.
     #[error("limit {} exceeded (max {max})", limit.as_str())]
     LimitExceeded {
@@ -130,7 +144,10 @@ impl Error {
             Self::SeatsNotInSection(_) => (Code::InvalidArgument, "SEAT_NOT_IN_SECTION"),
             Self::EventNotFound => (Code::NotFound, "EVENT_NOT_FOUND"),
             Self::EventNotOnSale(_) => (Code::FailedPrecondition, "EVENT_NOT_ON_SALE"),
-            Self::SeatTaken { .. } => (Code::AlreadyExists, "SEAT_TAKEN"),
+            Self::SeatTaken { .. } | Self::NoBlockLeft { .. } => {
+                (Code::AlreadyExists, "SEAT_TAKEN")
+            }
+            Self::Contention => (Code::Aborted, "CONTENTION"),
             Self::LimitExceeded { .. } => (Code::ResourceExhausted, "LIMIT_EXCEEDED"),
             Self::HoldNotFound => (Code::NotFound, "HOLD_NOT_FOUND"),
             Self::HoldExpired => (Code::FailedPrecondition, "HOLD_EXPIRED"),
@@ -171,6 +188,22 @@ impl Error {
             } => vec![
                 ("taken_seat_ids".into(), list(taken)),
                 ("alternative_seat_ids".into(), list(alternatives)),
+            ],
+            Self::NoBlockLeft {
+                fewer_seats,
+                not_together,
+                other_sections,
+            } => vec![
+                ("fewer_seats".into(), fewer_seats.to_string()),
+                ("not_together".into(), not_together.to_string()),
+                (
+                    "other_section_ids".into(),
+                    other_sections
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
             ],
             Self::SeatsNotInSection(seats) => vec![("seat_ids".into(), list(seats))],
             Self::LimitExceeded { limit, max } => vec![

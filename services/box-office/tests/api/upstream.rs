@@ -96,6 +96,12 @@ impl Holds for Fake {
     ) -> Result<Response<holds::ClaimSeatsResponse>, Status> {
         unused()
     }
+    async fn claim_best_available(
+        &self,
+        _: Request<holds::ClaimBestAvailableRequest>,
+    ) -> Result<Response<holds::ClaimBestAvailableResponse>, Status> {
+        unused()
+    }
     async fn get_hold(
         &self,
         _: Request<holds::GetHoldRequest>,

@@ -3,6 +3,7 @@
 //! the service reports it.
 
 pub mod alternatives;
+pub mod best;
 mod ids;
 
 pub use ids::{EventId, FanId, HoldKey, IdError, SeatId, SectionId};

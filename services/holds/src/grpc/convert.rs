@@ -2,6 +2,7 @@
 
 use stadium_proto::holds::v1 as pb;
 
+use crate::domain::best::{BestRequest, Target};
 use crate::domain::{EventId, Hold, HoldKey, HoldStatus, SeatSet, SeatSetError, SectionId};
 use crate::error::Error;
 
@@ -27,6 +28,38 @@ pub(super) fn admin_seats(
     let event = EventId::try_from(event_id).map_err(|e| Error::invalid("event_id", e))?;
     let (section, seats) = seats_of(section_id, seat_ids)?;
     Ok((event, section, seats))
+}
+
+/// Longest price category code accepted, in characters (the catalog's own bound).
+const MAX_CATEGORY_LEN: usize = 100;
+
+/// A best-available request, but for the event's own limits (checked with its layout).
+pub(super) fn best_request(body: &pb::ClaimBestAvailableRequest) -> Result<BestRequest, Error> {
+    let event =
+        EventId::try_from(body.event_id.as_str()).map_err(|e| Error::invalid("event_id", e))?;
+    let target = match &body.target {
+        Some(pb::claim_best_available_request::Target::SectionId(id)) => {
+            Target::Section(SectionId::try_from(*id).map_err(|e| Error::invalid("section_id", e))?)
+        }
+        Some(pb::claim_best_available_request::Target::PriceCategory(code)) => {
+            Target::Category(text("price_category", code, MAX_CATEGORY_LEN)?)
+        }
+        None => {
+            return Err(Error::invalid(
+                "target",
+                "give a section_id or a price_category",
+            ));
+        }
+    };
+    if body.quantity == 0 {
+        return Err(Error::invalid("quantity", "must be at least 1"));
+    }
+    Ok(BestRequest {
+        event,
+        target,
+        quantity: body.quantity,
+        together: body.together,
+    })
 }
 
 /// A hold key field.

@@ -10,11 +10,12 @@ use std::time::SystemTime;
 
 use stadium_kit::auth::bearer_token;
 use stadium_proto::holds::v1::{
-    BlockSeatsRequest, BlockSeatsResponse, ClaimCompRequest, ClaimCompResponse, ClaimSeatsRequest,
-    ClaimSeatsResponse, ConfirmHoldRequest, ConfirmHoldResponse, ExtendHoldRequest,
-    ExtendHoldResponse, GetHoldRequest, GetHoldResponse, ReleaseHoldRequest, ReleaseHoldResponse,
-    ReleaseSeatsRequest, ReleaseSeatsResponse, StartPaymentRequest, StartPaymentResponse,
-    SweepExpiredRequest, SweepExpiredResponse, holds_server::Holds,
+    BlockSeatsRequest, BlockSeatsResponse, ClaimBestAvailableRequest, ClaimBestAvailableResponse,
+    ClaimCompRequest, ClaimCompResponse, ClaimSeatsRequest, ClaimSeatsResponse, ConfirmHoldRequest,
+    ConfirmHoldResponse, ExtendHoldRequest, ExtendHoldResponse, GetHoldRequest, GetHoldResponse,
+    ReleaseHoldRequest, ReleaseHoldResponse, ReleaseSeatsRequest, ReleaseSeatsResponse,
+    StartPaymentRequest, StartPaymentResponse, SweepExpiredRequest, SweepExpiredResponse,
+    holds_server::Holds,
 };
 use stadium_tokens::Role;
 use tonic::{Request, Response, Status};
@@ -23,7 +24,7 @@ use crate::auth::Authenticator;
 use crate::domain::{Claim, Claimant, EventId};
 use crate::error::Error;
 use crate::service::{DEFAULT_SWEEP_BATCH, HoldsService};
-use convert::{admin_seats, hold_key, payment_window, seats_of, text, to_wire};
+use convert::{admin_seats, best_request, hold_key, payment_window, seats_of, text, to_wire};
 
 /// The gRPC face of [`HoldsService`].
 #[derive(Debug, Clone)]
@@ -78,6 +79,32 @@ impl Holds for HoldsApi {
         };
         let hold = self.service.claim(&claim).await?;
         Ok(Response::new(ClaimSeatsResponse {
+            hold: Some(to_wire(&hold)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id))]
+    async fn claim_best_available(
+        &self,
+        request: Request<ClaimBestAvailableRequest>,
+    ) -> Result<Response<ClaimBestAvailableResponse>, Status> {
+        let now = SystemTime::now();
+        let fan = self.auth.fan(bearer(&request)?, now)?;
+        let body = request.into_inner();
+        let best = best_request(&body)?;
+        tracing::Span::current().record("event_id", best.event.get());
+        let admitted = self
+            .auth
+            .admitted_fan(fan, &body.admission_token, now)
+            .await?;
+        if EventId::try_from(admitted.event_id.as_str()).ok() != Some(best.event) {
+            return Err(Error::WrongEvent.into());
+        }
+        let hold = self
+            .service
+            .claim_best(&best, &admitted.fan, &admitted.admission_jti)
+            .await?;
+        Ok(Response::new(ClaimBestAvailableResponse {
             hold: Some(to_wire(&hold)),
         }))
     }

@@ -17,7 +17,9 @@
 
 use sqlx::{FromRow, PgExecutor};
 
-use crate::domain::{Claim, Claimant, Hold, HoldKey, HoldStatus, Limit, SeatId};
+use crate::domain::{
+    Claim, Claimant, EventId, Hold, HoldKey, HoldStatus, Limit, SeatId, SectionId,
+};
 use crate::error::Error;
 
 /// A successful claim.
@@ -42,9 +44,9 @@ pub enum Claimed {
     },
 }
 
-/// One row of `holds.claim`.
+/// One row of `holds.claim` (and the same columns of `holds.claim_best`).
 #[derive(Debug, FromRow)]
-struct ClaimRow {
+pub(super) struct ClaimRow {
     outcome: String,
     detail: Option<String>,
     limit_max: Option<i32>,
@@ -89,6 +91,29 @@ pub async fn claim<'e>(db: impl PgExecutor<'e>, claim: &Claim) -> Result<Claimed
     .bind(note)
     .fetch_one(db)
     .await?;
+    decide(
+        row,
+        key,
+        claim.event,
+        claim.section,
+        claim.seats.as_slice(),
+        owner,
+    )
+}
+
+/// The answer a claim's row gives for the hold `key` of `seats` of `section` of `event`
+/// claimed by `owner`.
+///
+/// # Errors
+/// As [`claim`].
+pub(super) fn decide(
+    row: ClaimRow,
+    key: HoldKey,
+    event: EventId,
+    section: SectionId,
+    seats: &[SeatId],
+    owner: &str,
+) -> Result<Claimed, Error> {
     let limit = |limit: Limit| Error::LimitExceeded {
         limit,
         max: row
@@ -100,9 +125,9 @@ pub async fn claim<'e>(db: impl PgExecutor<'e>, claim: &Claim) -> Result<Claimed
         "held" | "blocked" | "booked" => Ok(Claimed::Held(ClaimOutcome {
             hold: Hold {
                 key,
-                event: claim.event,
-                section: claim.section,
-                seats: claim.seats.as_slice().to_vec(),
+                event,
+                section,
+                seats: seats.to_vec(),
                 status: HoldStatus::from_db(&row.outcome).unwrap_or(HoldStatus::Held),
                 expires_in_ms: u64::try_from(row.expires_in_ms).unwrap_or(0),
                 ttl_ms: u64::try_from(row.ttl_ms).unwrap_or(0),

@@ -6,14 +6,18 @@
 //! Time always comes from the database clock (`now()`, the transaction's start), so
 //! replicas with skewed clocks agree on what has expired.
 
+mod best;
 mod claim;
 mod holds;
+mod layout;
 mod payment;
 mod refusal;
 mod sweep;
 
+pub use best::{BestOutcome, claim_best};
 pub use claim::{ClaimOutcome, Claimed, claim};
 pub use holds::{ReleaseScope, admin_release, get, release};
+pub use layout::{event_layout, unavailable_counts};
 pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};
 pub use refusal::{SectionSeatRow, refusal, section_seats, unavailable_in_section};
 pub use sweep::sweep_expired;

@@ -2,6 +2,7 @@
 //! gRPC server on a loopback port, the generated client, truly parallel requests; after
 //! each concurrent run the stored rows are checked against the invariants by SQL.
 
+mod best;
 mod cases;
 mod claims;
 mod keys;

@@ -264,42 +264,55 @@ async fn seed_venue(pool: &PgPool) -> (i64, Vec<Section>) {
     .unwrap();
     let mut sections = Vec::new();
     for (order, (code, rows, per_row)) in [("A", 5, 20), ("B", 2, 10)].into_iter().enumerate() {
-        let section: i64 = sqlx::query_scalar(
-            "INSERT INTO catalog.sections (venue_id, code, name, sort_order) \
-             VALUES ($1, $2, $2, $3) RETURNING section_id",
-        )
-        .bind(venue)
-        .bind(code)
-        .bind(order as i32)
-        .fetch_one(pool)
-        .await
-        .unwrap();
-        sqlx::query(
-            "INSERT INTO catalog.seats (venue_id, section_id, row_label, seat_label, row_index, \
-                 seat_index, x, y, category_code) \
-             SELECT $1, $2, r::text, i::text, r, i, i, r, 'std' \
-             FROM generate_series(0, $3 - 1) AS g1(r), generate_series(0, $4 - 1) AS g2(i) ORDER BY g1.r, g2.i",
-        )
-        .bind(venue)
-        .bind(section)
-        .bind(rows)
-        .bind(per_row)
-        .execute(pool)
-        .await
-        .unwrap();
-        let seats: Vec<i64> = sqlx::query_scalar(
-            "SELECT seat_id FROM catalog.seats WHERE section_id = $1 ORDER BY seat_id",
-        )
-        .bind(section)
-        .fetch_all(pool)
-        .await
-        .unwrap();
-        sections.push(Section {
-            id: section as u64,
-            seats: seats.into_iter().map(|s| s as u64).collect(),
-        });
+        sections.push(seed_section(pool, venue, code, order as i32, rows, per_row).await);
     }
     (venue, sections)
+}
+
+/// Adds section `code` of `rows` × `per_row` seats (category `std`, x = seat index,
+/// y = row index, focus at the origin: the front left) to `venue`.
+pub async fn seed_section(
+    pool: &PgPool,
+    venue: i64,
+    code: &str,
+    sort_order: i32,
+    rows: i32,
+    per_row: i32,
+) -> Section {
+    let section: i64 = sqlx::query_scalar(
+        "INSERT INTO catalog.sections (venue_id, code, name, sort_order) \
+         VALUES ($1, $2, $2, $3) RETURNING section_id",
+    )
+    .bind(venue)
+    .bind(code)
+    .bind(sort_order)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO catalog.seats (venue_id, section_id, row_label, seat_label, row_index, \
+             seat_index, x, y, category_code) \
+         SELECT $1, $2, r::text, i::text, r, i, i, r, 'std' \
+         FROM generate_series(0, $3 - 1) AS g1(r), generate_series(0, $4 - 1) AS g2(i) ORDER BY g1.r, g2.i",
+    )
+    .bind(venue)
+    .bind(section)
+    .bind(rows)
+    .bind(per_row)
+    .execute(pool)
+    .await
+    .unwrap();
+    let seats: Vec<i64> = sqlx::query_scalar(
+        "SELECT seat_id FROM catalog.seats WHERE section_id = $1 ORDER BY seat_id",
+    )
+    .bind(section)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    Section {
+        id: section as u64,
+        seats: seats.into_iter().map(|s| s as u64).collect(),
+    }
 }
 
 /// Active (held-unexpired, booked, blocked) seat rows of `event`, by status.

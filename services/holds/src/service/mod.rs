@@ -3,6 +3,8 @@
 //! commit. Each is retried whole on 40001/40P01 (counted). Nothing here touches the
 //! network but the database; callers verify tokens before.
 
+mod best;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,6 +36,8 @@ pub struct HoldsService {
     retry: RetryPolicy,
     /// Seats of (event, section), read once per section for `SEAT_TAKEN` answers.
     sections: moka::future::Cache<(EventId, SectionId), SectionSeats>,
+    /// Layouts and availability hints for best available.
+    best: Arc<best::BestState>,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) in a transaction,
@@ -73,6 +77,7 @@ impl HoldsService {
                 .max_capacity(SECTION_CACHE_CAPACITY)
                 .time_to_live(SECTION_CACHE_TTL)
                 .build(),
+            best: Arc::new(best::BestState::new()),
         }
     }
 

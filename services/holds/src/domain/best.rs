@@ -1,0 +1,294 @@
+//! Best available, decided by the server: the event's layout (each section's seats in
+//! rows, its best-view point, each seat's price category), the blocks that fit a
+//! request ranked best first by the shared seating engine (`stadium-seating`: adjacent
+//! in a row, no stranded single seat when avoidable, nearest the section's focus), and
+//! what is still possible when none fits.
+//!
+//! Availability here is a hint (what this process last learned from the database); the
+//! claim itself decides, and a refusal brings the fresh list back.
+
+use std::collections::{BTreeMap, HashMap};
+
+use stadium_seating::{Availability, Overlap, Preference, SectionLayout, rank};
+
+use super::{EventId, SeatId, SectionId};
+use crate::error::Error;
+
+/// What the fan asks best available for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Seats of this section.
+    Section(SectionId),
+    /// Seats of this price category, in any section that has it.
+    Category(String),
+}
+
+/// A best-available request, validated at the edge but for the event's own limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BestRequest {
+    /// The event.
+    pub event: EventId,
+    /// Where.
+    pub target: Target,
+    /// How many seats, at least 1.
+    pub quantity: u32,
+    /// Side by side in one row only; otherwise a block is still preferred, and the best
+    /// single seats of one section are taken when no block fits.
+    pub together: bool,
+}
+
+/// What a fan can still get when no block fits, from fresh availability.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Possible {
+    /// The largest number of adjacent seats still free in one row of the target (0:
+    /// none), below the quantity asked for.
+    pub fewer_seats: u32,
+    /// Whether the quantity is still free in one section of the target, not side by
+    /// side.
+    pub not_together: bool,
+}
+
+/// One section laid out, with each seat's price category by offset.
+#[derive(Debug, Clone)]
+struct Section {
+    layout: SectionLayout,
+    categories: Vec<String>,
+}
+
+/// An event's sections as best available ranks them.
+#[derive(Debug, Clone)]
+pub struct EventLayout {
+    max_seats_per_claim: u32,
+    sections: BTreeMap<SectionId, Section>,
+}
+
+/// A block to try: seats of one section, ascending (adjacent in a row, except the
+/// scattered fallback of a request that is not `together`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// Its section.
+    pub section: SectionId,
+    /// Its seats, ascending; every block of one call has the same number.
+    pub seats: Vec<SeatId>,
+}
+
+/// Availability hints by section.
+pub type Hints = HashMap<SectionId, Availability>;
+
+impl EventLayout {
+    /// An event whose claims take at most `max_seats_per_claim` seats, with its
+    /// sections, each with its seats' price categories by offset.
+    ///
+    /// # Errors
+    /// [`Error::CorruptRow`] for a section id out of range.
+    pub fn new(
+        max_seats_per_claim: u32,
+        sections: Vec<(SectionLayout, Vec<String>)>,
+    ) -> Result<Self, Error> {
+        let mut out = BTreeMap::new();
+        for (layout, categories) in sections {
+            out.insert(layout_id(&layout)?, Section { layout, categories });
+        }
+        Ok(Self {
+            max_seats_per_claim,
+            sections: out,
+        })
+    }
+
+    /// The event's `max_seats_per_claim`.
+    pub fn max_seats_per_claim(&self) -> u32 {
+        self.max_seats_per_claim
+    }
+
+    /// The sections `target` covers, ascending.
+    ///
+    /// # Errors
+    /// [`Error::InvalidField`] naming `section_id` (not a section of the event's venue)
+    /// or `price_category` (no seat of the venue has it).
+    pub fn sections_for(&self, target: &Target) -> Result<Vec<SectionId>, Error> {
+        match target {
+            Target::Section(id) if self.sections.contains_key(id) => Ok(vec![*id]),
+            Target::Section(id) => Err(Error::invalid(
+                "section_id",
+                format!("section {id} is not a section of the event's venue"),
+            )),
+            Target::Category(code) => {
+                let ids: Vec<SectionId> = self
+                    .sections
+                    .iter()
+                    .filter(|(_, s)| s.categories.iter().any(|c| c == code))
+                    .map(|(id, _)| *id)
+                    .collect();
+                if ids.is_empty() {
+                    return Err(Error::invalid(
+                        "price_category",
+                        "no seat of the event's venue has this price category",
+                    ));
+                }
+                Ok(ids)
+            }
+        }
+    }
+
+    /// Seats per section, for free counts.
+    pub fn seat_counts(&self) -> impl Iterator<Item = (SectionId, u32)> + '_ {
+        self.sections
+            .iter()
+            .map(|(id, s)| (*id, s.layout.seat_count()))
+    }
+
+    /// The availability of `section` per `unavailable` (ids of other sections ignored).
+    pub fn availability(&self, section: SectionId, unavailable: &[i64]) -> Option<Availability> {
+        let layout = &self.sections.get(&section)?.layout;
+        let mut availability =
+            Availability::all_available(layout.first_seat_id(), layout.seat_count()).ok()?;
+        for &seat in unavailable {
+            if let Ok(seat) = u64::try_from(seat)
+                && layout.contains(seat)
+            {
+                let _ = availability.set(seat, false);
+            }
+        }
+        Some(availability)
+    }
+
+    /// Per section of `sections`: its layout and its availability for `request` (the
+    /// hint, else all free; seats of other categories unavailable for a category).
+    fn candidates<'a>(
+        &'a self,
+        request: &BestRequest,
+        sections: &[SectionId],
+        hints: &Hints,
+    ) -> Vec<(&'a SectionLayout, Availability)> {
+        sections
+            .iter()
+            .filter_map(|id| {
+                let section = self.sections.get(id)?;
+                let layout = &section.layout;
+                let mut availability = match hints.get(id) {
+                    Some(hint) => hint.clone(),
+                    None => {
+                        Availability::all_available(layout.first_seat_id(), layout.seat_count())
+                            .ok()?
+                    }
+                };
+                if let Target::Category(code) = &request.target {
+                    for (offset, category) in section.categories.iter().enumerate() {
+                        if category != code {
+                            let _ = availability.set(layout.first_seat_id() + offset as u64, false);
+                        }
+                    }
+                }
+                Some((layout, availability))
+            })
+            .collect()
+    }
+
+    /// Up to `limit` blocks for `request` over `sections`, best first: disjoint blocks
+    /// first, then the overlapping windows (the order to try them in). When none is
+    /// adjacent and the fan does not insist on `together`, the best `quantity` single
+    /// seats of one section, as one block.
+    pub fn blocks(
+        &self,
+        request: &BestRequest,
+        sections: &[SectionId],
+        hints: &Hints,
+        limit: usize,
+    ) -> Vec<Block> {
+        let candidates = self.candidates(request, sections, hints);
+        let refs: Vec<(&SectionLayout, &Availability)> =
+            candidates.iter().map(|(l, a)| (*l, a)).collect();
+        let ranked = rank(
+            &refs,
+            request.quantity,
+            Preference::BestView,
+            limit,
+            Overlap::DisjointFirst,
+        )
+        .unwrap_or_default();
+        let blocks: Vec<Block> = ranked.into_iter().filter_map(to_block).collect();
+        if !blocks.is_empty() || request.together {
+            return blocks;
+        }
+        self.scattered(&refs, request.quantity)
+            .into_iter()
+            .collect()
+    }
+
+    /// The best `quantity` single seats of the one section whose best seats score best.
+    fn scattered(
+        &self,
+        sections: &[(&SectionLayout, &Availability)],
+        quantity: u32,
+    ) -> Option<Block> {
+        let wanted = usize::try_from(quantity).ok()?;
+        sections
+            .iter()
+            .filter_map(|section| {
+                let singles = rank(
+                    &[*section],
+                    1,
+                    Preference::BestView,
+                    wanted,
+                    Overlap::Disjoint,
+                )
+                .ok()?;
+                if singles.len() < wanted {
+                    return None;
+                }
+                let score: f64 = singles.iter().map(|s| s.score).sum();
+                let mut seats: Vec<SeatId> = singles
+                    .iter()
+                    .flat_map(|s| s.seat_ids.iter())
+                    .filter_map(|&id| SeatId::try_from(id).ok())
+                    .collect();
+                seats.sort_unstable();
+                let section = SectionId::try_from(section.0.section_id()).ok()?;
+                Some((score, Block { section, seats }))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, block)| block)
+    }
+
+    /// What is still possible for `request` over `sections` with fresh `hints`.
+    pub fn possible(
+        &self,
+        request: &BestRequest,
+        sections: &[SectionId],
+        hints: &Hints,
+    ) -> Possible {
+        let candidates = self.candidates(request, sections, hints);
+        let refs: Vec<(&SectionLayout, &Availability)> =
+            candidates.iter().map(|(l, a)| (*l, a)).collect();
+        let fewer_seats = (1..request.quantity)
+            .rev()
+            .find(|&n| {
+                rank(&refs, n, Preference::BestView, 1, Overlap::Disjoint)
+                    .is_ok_and(|r| !r.is_empty())
+            })
+            .unwrap_or(0);
+        let not_together = refs
+            .iter()
+            .any(|(_, availability)| availability.available() >= request.quantity);
+        Possible {
+            fewer_seats,
+            not_together,
+        }
+    }
+}
+
+fn layout_id(layout: &SectionLayout) -> Result<SectionId, Error> {
+    SectionId::try_from(layout.section_id())
+        .map_err(|_| Error::CorruptRow(format!("section id {}", layout.section_id())))
+}
+
+fn to_block(suggestion: stadium_seating::Suggestion) -> Option<Block> {
+    Some(Block {
+        section: SectionId::try_from(suggestion.section_id).ok()?,
+        seats: suggestion
+            .seat_ids
+            .iter()
+            .map(|&id| SeatId::try_from(id).ok())
+            .collect::<Option<Vec<_>>>()?,
+    })
+}

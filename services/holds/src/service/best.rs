@@ -1,0 +1,301 @@
+//! Best available in the service: the event's layout kept per process, availability
+//! hints learned from every answer, and the rounds of one request. Each round ranks the
+//! blocks that fit on the latest hint and sends the best ones to `holds.claim_best`,
+//! which tries them in order in one round trip; a round that loses every block brings
+//! the section's fresh availability back, and the next round ranks on that. Only a
+//! request for which the fresh availability has no fitting block is answered
+//! `SEAT_TAKEN`, with what is still possible.
+//!
+//! The hints and the in-flight count only order the attempts (concurrent requests start
+//! on different blocks instead of all on the best one); every decision is the
+//! database's.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use stadium_db::retry_transient;
+use stadium_seating::Availability;
+
+use super::HoldsService;
+use crate::domain::best::{BestRequest, Block, EventLayout, Hints};
+use crate::domain::{EventId, FanId, Hold, SectionId};
+use crate::error::Error;
+use crate::store;
+
+/// Blocks sent to the database per round.
+const BLOCKS_PER_CALL: usize = 24;
+/// Rounds before a request gives up with `ABORTED/CONTENTION` while blocks still fit.
+const MAX_ROUNDS: usize = 8;
+/// How long an event's layout is kept (it is fixed once the event is on sale; the bound
+/// lets memory go and a corrected plan show).
+const LAYOUT_TTL: Duration = Duration::from_secs(60);
+/// How long an availability hint or a free count is trusted before it is dropped.
+const HINT_TTL: Duration = Duration::from_secs(1);
+
+/// What best available keeps between requests.
+#[derive(Debug)]
+pub(super) struct BestState {
+    layouts: moka::future::Cache<EventId, Arc<EventLayout>>,
+    hints: moka::sync::Cache<(EventId, SectionId), Arc<Availability>>,
+    free: moka::future::Cache<EventId, Arc<Vec<(SectionId, u32)>>>,
+    in_flight: AtomicUsize,
+    turns: AtomicUsize,
+}
+
+impl BestState {
+    pub(super) fn new() -> Self {
+        Self {
+            layouts: moka::future::Cache::builder()
+                .max_capacity(64)
+                .time_to_live(LAYOUT_TTL)
+                .build(),
+            hints: moka::sync::Cache::builder()
+                .max_capacity(20_000)
+                .time_to_live(HINT_TTL)
+                .build(),
+            free: moka::future::Cache::builder()
+                .max_capacity(64)
+                .time_to_live(HINT_TTL)
+                .build(),
+            in_flight: AtomicUsize::new(0),
+            turns: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// Counts a request in flight while it lives.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl HoldsService {
+    /// Claims the best block that fits `request` for `fan` (admitted with
+    /// `admission_jti`), all or nothing, as described in the module documentation.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::InvalidField`] for a quantity above the
+    /// event's per-claim limit, an unknown section or price category (nothing written);
+    /// as `store::claim` ([`Error::EventNotOnSale`], [`Error::LimitExceeded`], …);
+    /// [`Error::NoBlockLeft`] when the fresh availability has no fitting block;
+    /// [`Error::Contention`] after [`MAX_ROUNDS`] lost rounds.
+    #[tracing::instrument(skip_all, fields(event_id = %request.event, quantity = request.quantity))]
+    pub async fn claim_best(
+        &self,
+        request: &BestRequest,
+        fan: &FanId,
+        admission_jti: &str,
+    ) -> Result<Hold, Error> {
+        let started = Instant::now();
+        let result = self.best_rounds(request, fan, admission_jti).await;
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let outcome = match &result {
+            Ok(hold) => {
+                tracing::debug!(hold_key = %hold.key, "claimed best available");
+                "held"
+            }
+            Err(Error::NoBlockLeft { .. }) => "seat_taken",
+            Err(Error::Database(_) | Error::Contention) => "error",
+            Err(_) => "refused",
+        };
+        self.metrics.claim(outcome, elapsed_ms);
+        result
+    }
+
+    async fn best_rounds(
+        &self,
+        request: &BestRequest,
+        fan: &FanId,
+        admission_jti: &str,
+    ) -> Result<Hold, Error> {
+        let layout = self.event_layout(request.event).await?;
+        let max = layout.max_seats_per_claim();
+        if request.quantity > max {
+            return Err(Error::invalid(
+                "quantity",
+                format!("must be at most {max}, the event's seats per claim"),
+            ));
+        }
+        let sections = layout.sections_for(&request.target)?;
+        let best = &self.best;
+        let crowd = best.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        let _counted = InFlight(&best.in_flight);
+        let turn = best.turns.fetch_add(1, Ordering::Relaxed);
+        let mut fresh = false;
+        for _ in 0..MAX_ROUNDS {
+            let hints = self.hints(request.event, &sections);
+            let mut blocks = layout.blocks(request, &sections, &hints, BLOCKS_PER_CALL);
+            if blocks.is_empty() && fresh {
+                let possible = layout.possible(request, &sections, &hints);
+                let other_sections = self
+                    .sections_with_room(request.event, &layout, &sections, request.quantity)
+                    .await?;
+                return Err(Error::NoBlockLeft {
+                    fewer_seats: possible.fewer_seats,
+                    not_together: possible.not_together,
+                    other_sections,
+                });
+            }
+            spread(&mut blocks, turn, crowd);
+            let outcome = retry_transient(
+                self.retry,
+                |failure| self.metrics.retry(failure),
+                || {
+                    store::claim_best(
+                        &self.pool,
+                        request.event,
+                        &sections,
+                        &blocks,
+                        fan,
+                        admission_jti,
+                    )
+                },
+            )
+            .await?;
+            match outcome.claimed {
+                store::Claimed::Held(held) => {
+                    self.metrics.expired(held.expired_on_the_way, true);
+                    self.mark_taken(request.event, &held.hold);
+                    return Ok(held.hold);
+                }
+                store::Claimed::Taken { unavailable } => {
+                    for &section in &sections {
+                        if let Some(availability) = layout.availability(section, &unavailable) {
+                            best.hints
+                                .insert((request.event, section), Arc::new(availability));
+                        }
+                    }
+                    fresh = true;
+                }
+            }
+        }
+        Err(Error::Contention)
+    }
+
+    /// The event's layout, read once and kept.
+    async fn event_layout(&self, event: EventId) -> Result<Arc<EventLayout>, Error> {
+        if let Some(layout) = self.best.layouts.get(&event).await {
+            return Ok(layout);
+        }
+        let mut conn = self.pool.acquire().await?;
+        let layout = store::event_layout(&mut conn, event)
+            .await?
+            .ok_or(Error::EventNotFound)?;
+        let layout = Arc::new(layout);
+        self.best.layouts.insert(event, Arc::clone(&layout)).await;
+        Ok(layout)
+    }
+
+    fn hints(&self, event: EventId, sections: &[SectionId]) -> Hints {
+        sections
+            .iter()
+            .filter_map(|&section| {
+                let hint = self.best.hints.get(&(event, section))?;
+                Some((section, Availability::clone(&hint)))
+            })
+            .collect()
+    }
+
+    /// Marks a new hold's seats taken in the hint of its section.
+    fn mark_taken(&self, event: EventId, hold: &Hold) {
+        let key = (event, hold.section);
+        if let Some(hint) = self.best.hints.get(&key) {
+            let mut next = Availability::clone(&hint);
+            for seat in &hold.seats {
+                let _ = next.set(seat.wire(), false);
+            }
+            self.best.hints.insert(key, Arc::new(next));
+        }
+    }
+
+    /// Sections of the event other than `asked` with at least `quantity` free seats, as
+    /// counted at most [`HINT_TTL`] ago.
+    async fn sections_with_room(
+        &self,
+        event: EventId,
+        layout: &EventLayout,
+        asked: &[SectionId],
+        quantity: u32,
+    ) -> Result<Vec<SectionId>, Error> {
+        let free = match self.best.free.get(&event).await {
+            Some(free) => free,
+            None => {
+                let mut conn = self.pool.acquire().await?;
+                let taken = store::unavailable_counts(&mut conn, event).await?;
+                let free: Vec<(SectionId, u32)> = layout
+                    .seat_counts()
+                    .map(|(section, seats)| {
+                        let unavailable = taken
+                            .iter()
+                            .find(|(id, _)| *id == section.get())
+                            .map_or(0, |(_, n)| u32::try_from(*n).unwrap_or(u32::MAX));
+                        (section, seats.saturating_sub(unavailable))
+                    })
+                    .collect();
+                let free = Arc::new(free);
+                self.best.free.insert(event, Arc::clone(&free)).await;
+                free
+            }
+        };
+        Ok(free
+            .iter()
+            .filter(|(section, n)| *n >= quantity && !asked.contains(section))
+            .map(|(section, _)| *section)
+            .collect())
+    }
+}
+
+/// Starts this request on a different one of the leading disjoint blocks than the
+/// requests running beside it: the first `min(crowd, disjoint)` blocks are rotated by
+/// `turn`, so `crowd` concurrent requests begin on distinct blocks instead of all
+/// waiting on the best one. The rest keeps its rank order.
+fn spread(blocks: &mut [Block], turn: usize, crowd: usize) {
+    let mut seen = std::collections::HashSet::new();
+    let disjoint = blocks
+        .iter()
+        .take_while(|b| b.seats.iter().all(|s| seen.insert(*s)))
+        .count();
+    let lead = crowd.min(disjoint);
+    if lead > 1 {
+        blocks[..lead].rotate_left(turn % lead);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::SeatId;
+
+    fn block(seats: &[u64]) -> Block {
+        Block {
+            section: SectionId::try_from(1u64).unwrap(),
+            seats: seats
+                .iter()
+                .map(|&s| SeatId::try_from(s).unwrap())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn spreading_rotates_only_the_disjoint_lead() {
+        let mut blocks = vec![
+            block(&[1, 2]),
+            block(&[3, 4]),
+            block(&[5, 6]),
+            block(&[2, 3]),
+        ];
+        spread(&mut blocks, 1, 2);
+        assert_eq!(blocks[0], block(&[3, 4]));
+        assert_eq!(blocks[1], block(&[1, 2]));
+        let mut alone = blocks.clone();
+        spread(&mut alone, 7, 1);
+        assert_eq!(alone, blocks);
+        let mut crowded = vec![block(&[1, 2]), block(&[2, 3]), block(&[5, 6])];
+        spread(&mut crowded, 1, 10);
+        assert_eq!(crowded[0], block(&[1, 2]));
+    }
+}

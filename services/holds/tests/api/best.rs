@@ -1,0 +1,222 @@
+//! Best available, decided by the server: truly parallel requests on one section,
+//! blocks by price category across sections, the fallback when seats need not be
+//! together, and bad requests that write nothing.
+
+use std::collections::BTreeMap;
+
+use stadium_kit::status::error_info;
+use stadium_proto::holds::v1::claim_best_available_request::Target;
+use stadium_proto::holds::v1::holds_client::HoldsClient;
+use stadium_proto::holds::v1::{ClaimBestAvailableRequest, Hold};
+use stadium_testkit::all_at_once;
+use tonic::{Code, Status};
+
+use crate::support::{
+    EventSettings, Fan, TestApp, assert_invariants, bearer, reason, seed_section, snapshot,
+};
+
+async fn best(
+    fan: &mut Fan,
+    target: Target,
+    quantity: u32,
+    together: bool,
+) -> Result<Hold, Status> {
+    let request = ClaimBestAvailableRequest {
+        admission_token: fan.admission.clone(),
+        event_id: fan.event.clone(),
+        target: Some(target),
+        quantity,
+        together,
+    };
+    fan.client
+        .claim_best_available(bearer(request, &fan.session))
+        .await
+        .map(|r| r.into_inner().hold.expect("a hold"))
+}
+
+/// (row, seat index) of each seat of the venue.
+async fn places(app: &TestApp) -> BTreeMap<u64, (i32, i32)> {
+    let rows: Vec<(i64, i32, i32)> = sqlx::query_as(
+        "SELECT seat_id, row_index, seat_index FROM catalog.seats WHERE venue_id = $1",
+    )
+    .bind(app.venue)
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    rows.into_iter()
+        .map(|(seat, row, index)| (seat as u64, (row, index)))
+        .collect()
+}
+
+fn adjacent(seats: &[u64], places: &BTreeMap<u64, (i32, i32)>) -> bool {
+    seats.windows(2).all(|w| {
+        let (a, b) = (places[&w[0]], places[&w[1]]);
+        a.0 == b.0 && b.1 == a.1 + 1
+    })
+}
+
+/// 200 concurrent best-available claims of 2 seats on a section of 100 free seats in
+/// rows of 10: exactly 100 seats held, every hold adjacent, and no answer but
+/// `SEAT_TAKEN` once the section is full — each refusal saw no free seat at all, so
+/// none came while a block of 2 was still free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_concurrent_fans_fill_a_section_in_adjacent_pairs() {
+    let app = TestApp::start().await;
+    let section = seed_section(app.pool(), app.venue, "C", 3, 10, 10).await;
+    let event = app.event(EventSettings::default()).await;
+    let fans: Vec<Fan> = (0..200)
+        .map(|i| app.fan(&format!("fan-{i}"), &event))
+        .collect();
+    let fans = std::sync::Arc::new(std::sync::Mutex::new(
+        fans.into_iter().map(Some).collect::<Vec<_>>(),
+    ));
+    let results = all_at_once(200, move |i| {
+        let mut fan = fans.lock().unwrap()[i].take().expect("one task per fan");
+        async move { best(&mut fan, Target::SectionId(section.id), 2, true).await }
+    })
+    .await;
+
+    let places = places(&app).await;
+    let mut held = 0;
+    for result in &results {
+        match result {
+            Ok(hold) => {
+                held += 1;
+                assert_eq!(hold.section_id, section.id);
+                assert_eq!(hold.seat_ids.len(), 2);
+                assert!(adjacent(&hold.seat_ids, &places), "{hold:?}");
+            }
+            Err(status) => {
+                assert_eq!(
+                    reason(status, Code::AlreadyExists),
+                    "SEAT_TAKEN",
+                    "{status:?}"
+                );
+                let info = error_info(status).unwrap();
+                assert_eq!(info.metadata["fewer_seats"], "0", "{status:?}");
+                assert_eq!(info.metadata["not_together"], "false", "{status:?}");
+            }
+        }
+    }
+    assert_eq!(held, 50);
+    let in_section: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM holds.seat_holds WHERE event_id = $1::bigint AND section_id = $2 \
+           AND status = 'held'",
+    )
+    .bind(&event)
+    .bind(section.id as i64)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(in_section, 100);
+    let split: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT hold_key FROM holds.seat_holds s \
+             JOIN catalog.seats c USING (seat_id) WHERE s.event_id = $1::bigint \
+             GROUP BY hold_key \
+             HAVING count(DISTINCT c.row_index) <> 1 \
+                 OR max(c.seat_index) - min(c.seat_index) <> count(*) - 1) x",
+    )
+    .bind(&event)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(split, 0, "holds that are not one adjacent block");
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn best_seats_first_by_category_and_scattered_when_not_together() {
+    let app = TestApp::start().await;
+    let b = app.sections[1].clone();
+    sqlx::query("UPDATE catalog.seats SET category_code = 'vip' WHERE section_id = $1")
+        .bind(b.id as i64)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let event = app.event(EventSettings::default()).await;
+    let mut fan = app.fan("fan-1", &event);
+    // The front left of B is its best view (focus at the origin).
+    let vip = best(&mut fan, Target::PriceCategory("vip".into()), 3, true)
+        .await
+        .unwrap();
+    assert_eq!(vip.section_id, b.id);
+    assert_eq!(vip.seat_ids, b.seats[0..3].to_vec());
+
+    // Leave only single seats in B: every other seat taken.
+    let others: Vec<u64> = b.seats[3..].iter().copied().step_by(2).collect();
+    let staff = app.admin(&[stadium_tokens::Role::BoxOffice]);
+    app.client()
+        .block_seats(bearer(
+            stadium_proto::holds::v1::BlockSeatsRequest {
+                event_id: event.clone(),
+                section_id: b.id,
+                seat_ids: others,
+                reason: "camera".into(),
+            },
+            &staff,
+        ))
+        .await
+        .unwrap();
+    let mut blocker = app.fan("blocker", &event);
+    let refused = best(&mut blocker, Target::SectionId(b.id), 2, true)
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&refused, Code::AlreadyExists), "SEAT_TAKEN");
+    let info = error_info(&refused).unwrap();
+    assert_eq!(info.metadata["fewer_seats"], "1");
+    assert_eq!(info.metadata["not_together"], "true");
+    assert_eq!(
+        info.metadata["other_section_ids"],
+        app.sections[0].id.to_string()
+    );
+    let scattered = best(&mut blocker, Target::SectionId(b.id), 2, false)
+        .await
+        .unwrap();
+    assert_eq!(scattered.section_id, b.id);
+    assert_eq!(scattered.seat_ids.len(), 2);
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_best_available_requests_name_the_field_and_write_nothing() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let mut fan = app.fan("fan-1", &event);
+    let a = app.sections[0].id;
+    let before = snapshot(app.pool()).await;
+    let cases = [
+        (Some(Target::SectionId(a)), 0, "quantity"),
+        (Some(Target::SectionId(a)), 9, "quantity"),
+        (Some(Target::SectionId(999_999)), 2, "section_id"),
+        (Some(Target::SectionId(0)), 2, "section_id"),
+        (
+            Some(Target::PriceCategory("nope".into())),
+            2,
+            "price_category",
+        ),
+        (Some(Target::PriceCategory(" ".into())), 2, "price_category"),
+        (None, 2, "target"),
+    ];
+    for (target, quantity, field) in cases {
+        let request = ClaimBestAvailableRequest {
+            admission_token: fan.admission.clone(),
+            event_id: event.clone(),
+            target,
+            quantity,
+            together: true,
+        };
+        let status = HoldsClient::new(app.channel.clone())
+            .claim_best_available(bearer(request, &fan.session))
+            .await
+            .unwrap_err();
+        assert_eq!(reason(&status, Code::InvalidArgument), "INVALID_FIELD");
+        assert_eq!(error_info(&status).unwrap().metadata["field"], field);
+    }
+    assert_eq!(snapshot(app.pool()).await, before);
+    // A good request still works afterwards.
+    best(&mut fan, Target::SectionId(a), 2, true).await.unwrap();
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
