@@ -1,12 +1,15 @@
-//! Picking and claiming seats: a section skewed toward the best, the seat map's
-//! best-view suggestion in it, and after `SEAT_TAKEN` the alternatives the holds
-//! service offers (or a fresh pick, in another section if this one ran out).
+//! Picking and claiming seats: a section skewed toward the best; in it, most fans press
+//! "best available" (holds picks and claims the block, `ClaimBestAvailable`), the
+//! others pick seats from the seat map's suggestions. After `SEAT_TAKEN` a fan takes
+//! what it is offered: the alternatives of a picked claim, another section named by a
+//! best-available refusal, or a fresh pick.
 
 use std::time::{Duration, Instant};
 
 use rand::Rng;
 use rand::rngs::StdRng;
-use stadium_proto::holds::v1::{ClaimSeatsRequest, Hold};
+use stadium_proto::holds::v1::claim_best_available_request::Target;
+use stadium_proto::holds::v1::{ClaimBestAvailableRequest, ClaimSeatsRequest, Hold};
 use stadium_proto::seat_map::v1::suggest_seats_request::Scope;
 use stadium_proto::seat_map::v1::{Preference, SuggestSeatsRequest};
 use tonic::Code;
@@ -56,10 +59,19 @@ pub(crate) fn parse_seat_ids(list: &str) -> Option<Vec<u64>> {
         .collect()
 }
 
-/// What [`pick`] found.
-enum Pick {
+/// What to claim next.
+#[derive(Debug, Clone)]
+enum Want {
     /// These seats of this section.
     Seats(u64, Vec<u64>),
+    /// The best block holds finds in this section.
+    Best(u64),
+}
+
+/// What [`pick`] found.
+enum Pick {
+    /// Claim this.
+    Claim(Want),
     /// Nothing this time (no suggestion, an error): pick again.
     Retry,
     /// Every seat is held or sold, but some holds may lapse: look again later.
@@ -95,6 +107,9 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
             }
         }
     };
+    if rng.gen_bool(ctx.options.best_available_share) {
+        return Pick::Claim(Want::Best(section));
+    }
     // Each fan aims at its own spot (front rows favoured), as people do on a map.
     let point = ctx.map.preferred_point(section, rng);
     let request = SuggestSeatsRequest {
@@ -126,7 +141,7 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
                 rng.gen_range(0..response.suggestions.len())
             };
             let s = &response.suggestions[i];
-            Pick::Seats(s.section_id, s.seat_ids.clone())
+            Pick::Claim(Want::Seats(s.section_id, s.seat_ids.clone()))
         }
         Ok(_) => {
             ctx.map.mark_short(section, *quantity);
@@ -190,7 +205,7 @@ async fn claim_round(
     give_up_at: Instant,
     rng: &mut StdRng,
 ) -> Round {
-    let mut next: Option<(u64, Vec<u64>)> = None;
+    let mut next: Option<Want> = None;
     let mut tries = 0;
     // Empty suggestions or failed picks count too, so a round always ends.
     let mut picks = 0;
@@ -198,10 +213,10 @@ async fn claim_round(
         if ctx.is_sold_out() {
             return Round::Stop;
         }
-        let (section_id, seat_ids) = match next.take() {
-            Some(seats) => seats,
+        let want = match next.take() {
+            Some(want) => want,
             None => match pick(ctx, session, quantity, rng).await {
-                Pick::Seats(section, seats) => (section, seats),
+                Pick::Claim(want) => want,
                 Pick::Retry => {
                     picks += 1;
                     continue;
@@ -219,41 +234,40 @@ async fn claim_round(
         };
         tries += 1;
         inc(&ctx.stats.claim_attempts);
-        let request = ClaimSeatsRequest {
-            admission_token: admission.to_owned(),
-            event_id: ctx.event.event_id.clone(),
-            section_id,
-            seat_ids: seat_ids.clone(),
-        };
-        let mut client = ctx.clients.holds.clone();
-        let status = match ctx
-            .call(
-                "Holds/ClaimSeats",
-                client.claim_seats(authed(request, session)),
-            )
-            .await
-        {
-            Ok(response) => {
-                let Some(hold) = response.hold else {
-                    return Round::Stop;
-                };
+        let answer = claim(ctx, session, admission, &want, *quantity).await;
+        let status = match answer {
+            Ok(Some(hold)) => {
                 let expires_at = Instant::now() + Duration::from_millis(hold.expires_in_ms);
                 return Round::Held(HeldSeats { hold, expires_at });
             }
+            Ok(None) => return Round::Stop,
             Err(status) => status,
         };
         let info = stadium_kit::status::error_info(&status);
         match reason(&status).as_str() {
             "SEAT_TAKEN" => {
                 inc(&ctx.stats.seat_taken);
-                let alternatives = info
-                    .as_ref()
-                    .and_then(|i| i.metadata.get("alternative_seat_ids"))
-                    .and_then(|list| parse_seat_ids(list))
-                    .unwrap_or_default();
-                if alternatives.len() == seat_ids.len() && rng.gen_bool(TAKE_ALTERNATIVES) {
-                    next = Some((section_id, alternatives));
-                } else {
+                let listed = |key: &str| {
+                    info.as_ref()
+                        .and_then(|i| i.metadata.get(key))
+                        .and_then(|list| parse_seat_ids(list))
+                        .unwrap_or_default()
+                };
+                next = match &want {
+                    Want::Seats(section, seats) => {
+                        let alternatives = listed("alternative_seat_ids");
+                        (alternatives.len() == seats.len() && rng.gen_bool(TAKE_ALTERNATIVES))
+                            .then_some(Want::Seats(*section, alternatives))
+                    }
+                    // Best available already tried every block there: another section
+                    // it named, if any, else look at the map again.
+                    Want::Best(_) => {
+                        let others = listed("other_section_ids");
+                        (!others.is_empty())
+                            .then(|| Want::Best(others[rng.gen_range(0..others.len())]))
+                    }
+                };
+                if next.is_none() {
                     let pause = Duration::from_millis(rng.gen_range(REACTION_MS));
                     tokio::time::sleep(ctx.options.scaled(pause)).await;
                 }
@@ -284,6 +298,48 @@ async fn claim_round(
         }
     }
     Round::Lost
+}
+
+/// One claim of `want`: `Ok(None)` when the answer carried no hold.
+async fn claim(
+    ctx: &Ctx,
+    session: &str,
+    admission: &str,
+    want: &Want,
+    quantity: u32,
+) -> Result<Option<Hold>, tonic::Status> {
+    let mut client = ctx.clients.holds.clone();
+    match want {
+        Want::Seats(section_id, seat_ids) => {
+            let request = ClaimSeatsRequest {
+                admission_token: admission.to_owned(),
+                event_id: ctx.event.event_id.clone(),
+                section_id: *section_id,
+                seat_ids: seat_ids.clone(),
+            };
+            ctx.call(
+                "Holds/ClaimSeats",
+                client.claim_seats(authed(request, session)),
+            )
+            .await
+            .map(|r| r.hold)
+        }
+        Want::Best(section_id) => {
+            let request = ClaimBestAvailableRequest {
+                admission_token: admission.to_owned(),
+                event_id: ctx.event.event_id.clone(),
+                target: Some(Target::SectionId(*section_id)),
+                quantity,
+                together: true,
+            };
+            ctx.call(
+                "Holds/ClaimBestAvailable",
+                client.claim_best_available(authed(request, session)),
+            )
+            .await
+            .map(|r| r.hold)
+        }
+    }
 }
 
 #[cfg(test)]

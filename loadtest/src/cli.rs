@@ -101,6 +101,10 @@ pub struct OnSaleArgs {
     /// Compression of the fans' timing (10 = ten times faster than life).
     #[arg(long, default_value_t = 1.0)]
     pub time_scale: f64,
+    /// Share of claims made with "best available" (holds picks the block); the others
+    /// pick seats on the map. 0 to 1.
+    #[arg(long, default_value_t = 0.8)]
+    pub best_available_share: f64,
     /// Hold TTL of the event, seconds.
     #[arg(long, default_value_t = 120)]
     pub hold_ttl: u64,
@@ -157,6 +161,7 @@ impl OnSaleArgs {
             fans: self.fans,
             seed: self.seed,
             time_scale: self.time_scale,
+            best_available_share: self.best_available_share,
             max_in_flight: self.max_in_flight,
             max_concurrent_rpcs: self.max_concurrent_rpcs,
             ..OnSaleOptions::default()

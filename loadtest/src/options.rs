@@ -102,6 +102,9 @@ pub struct OnSaleOptions {
     /// Exponent of the section skew: section of rank r (0 = best) is picked with
     /// weight 1 / (r + 1)^skew. 0 = uniform.
     pub section_skew: f64,
+    /// Share of claims made with "best available" (holds picks the block); the others
+    /// pick seats from the seat map's suggestions. 0 to 1.
+    pub best_available_share: f64,
     /// How long the shared seat map snapshot is reused before it is read again.
     pub map_refresh: Duration,
     /// Timeline sampling interval.
@@ -128,6 +131,7 @@ impl Default for OnSaleOptions {
             max_concurrent_rpcs: 256,
             max_claim_attempts: 10,
             section_skew: 1.0,
+            best_available_share: 0.8,
             map_refresh: Duration::from_secs(1),
             sample_every: Duration::from_millis(250),
             max_queue_wait: Duration::from_secs(30 * 60),
@@ -176,6 +180,12 @@ impl OnSaleOptions {
         }
         if !self.section_skew.is_finite() || self.section_skew < 0.0 {
             return bad("section_skew", format!("{} is not >= 0", self.section_skew));
+        }
+        if !(0.0..=1.0).contains(&self.best_available_share) {
+            return bad(
+                "best_available_share",
+                format!("{} is not within 0..=1", self.best_available_share),
+            );
         }
         if self.sample_every.is_zero() {
             return bad("sample_every", "must be > 0".into());

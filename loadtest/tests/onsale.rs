@@ -82,6 +82,12 @@ async fn a_small_onsale_sells_out_and_agrees_with_the_services() {
     );
     assert!(!report.timeline.is_empty());
     assert!(report.latency.iter().any(|l| l.rpc == "Holds/ClaimSeats"));
+    assert!(
+        report
+            .latency
+            .iter()
+            .any(|l| l.rpc == "Holds/ClaimBestAvailable")
+    );
 
     let state = fake.state.lock().unwrap();
     // One charge per hold confirmed, however often it was confirmed.

@@ -91,6 +91,10 @@ struct SaleArgs {
     /// Seed of every random choice, for a reproducible run.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Share of claims made with "best available" (holds picks the block); the others
+    /// pick seats on the map. 0 to 1.
+    #[arg(long, default_value_t = 0.8)]
+    best_available_share: f64,
     /// Write the report as JSON here.
     #[arg(long, value_name = "FILE")]
     report_json: Option<PathBuf>,
@@ -134,6 +138,11 @@ async fn main() -> ExitCode {
 }
 
 async fn onsale(stores: StoreArgs, sale: SaleArgs) -> anyhow::Result<bool> {
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&sale.best_available_share),
+        "--best-available-share {} is not within 0..=1",
+        sale.best_available_share
+    );
     // Open the report files first: a bad path fails now, not after the whole run.
     let create = |path: &PathBuf| {
         std::fs::File::create(path).with_context(|| format!("write {}", path.display()))
@@ -150,6 +159,7 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs) -> anyhow::Result<bool> {
         hold_ttl: Duration::from_secs(sale.hold_ttl),
         onsale_lead: Duration::from_secs(sale.onsale_lead),
         time_scale: sale.time_scale,
+        best_available_share: sale.best_available_share,
         seed: sale.seed,
         progress: !sale.no_progress,
     };

@@ -32,6 +32,8 @@ pub struct OnSaleConfig {
     pub onsale_lead: Duration,
     /// Compression of the fans' think times (10 = ten times faster than life).
     pub time_scale: f64,
+    /// Share of claims made with "best available", 0 to 1.
+    pub best_available_share: f64,
     /// Seed of every random choice of the fans.
     pub seed: u64,
     /// Progress bars on stderr.
@@ -119,6 +121,7 @@ pub async fn run(
         fans: config.fans,
         seed: config.seed,
         time_scale: config.time_scale,
+        best_available_share: config.best_available_share,
         ..OnSaleOptions::default()
     };
     let report = loadtest::run_scenario(

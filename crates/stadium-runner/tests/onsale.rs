@@ -45,6 +45,7 @@ async fn a_small_on_sale_sells_each_seat_once_and_the_report_matches_the_databas
         hold_ttl: Duration::from_secs(20),
         onsale_lead: Duration::from_secs(2),
         time_scale: 20.0,
+        best_available_share: 0.8,
         seed: 7,
         progress: false,
     };

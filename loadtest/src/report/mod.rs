@@ -87,9 +87,9 @@ pub struct RunReport {
     pub admission_expired: u64,
     /// Of the fans who left without a hold, those still trying after `max_queue_wait`.
     pub out_of_time: u64,
-    /// ClaimSeats calls.
+    /// Claims made (ClaimSeats and ClaimBestAvailable calls).
     pub claim_attempts: u64,
-    /// ClaimSeats answered SEAT_TAKEN.
+    /// Claims answered SEAT_TAKEN.
     pub seat_taken: u64,
     /// `seat_taken / claim_attempts` (0 without claims).
     pub seat_taken_rate: f64,

@@ -170,8 +170,37 @@ service!(Holds {
             }),
         }))
     }
+
+    async fn claim_best_available(&self, r: Request<ho::ClaimBestAvailableRequest>) -> Result<Response<ho::ClaimBestAvailableResponse>, Status> {
+        let Some(ho::claim_best_available_request::Target::SectionId(section)) = r.get_ref().target.clone() else {
+            return Err(error_status(Code::InvalidArgument, "INVALID_FIELD", "target", []));
+        };
+        let quantity = r.get_ref().quantity as usize;
+        let free = self.lock().free_in(section, Instant::now());
+        if quantity == 0 || free.len() < quantity {
+            return Err(error_status(
+                Code::AlreadyExists,
+                "SEAT_TAKEN",
+                "no block left",
+                [
+                    ("fewer_seats".to_owned(), free.len().min(quantity.saturating_sub(1)).to_string()),
+                    ("not_together".to_owned(), "false".to_owned()),
+                    ("other_section_ids".to_owned(), String::new()),
+                ],
+            ));
+        }
+        // The fake takes the first free seats: the shape of the answer is what matters.
+        let mut claim = Request::new(ho::ClaimSeatsRequest {
+            admission_token: r.get_ref().admission_token.clone(),
+            event_id: r.get_ref().event_id.clone(),
+            section_id: section,
+            seat_ids: free[..quantity].to_vec(),
+        });
+        *claim.metadata_mut() = r.metadata().clone();
+        let hold = self.claim_seats(claim).await?.into_inner().hold;
+        Ok(Response::new(ho::ClaimBestAvailableResponse { hold }))
+    }
 } unimplemented {
-    claim_best_available(ho::ClaimBestAvailableRequest) -> ho::ClaimBestAvailableResponse;
     get_hold(ho::GetHoldRequest) -> ho::GetHoldResponse;
     release_hold(ho::ReleaseHoldRequest) -> ho::ReleaseHoldResponse;
     extend_hold(ho::ExtendHoldRequest) -> ho::ExtendHoldResponse;
