@@ -16,8 +16,9 @@ use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use stadium_proto::holds::v1::ClaimSeatsRequest;
+use stadium_proto::holds::v1::claim_best_available_request::Target as BestTarget;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
+use stadium_proto::holds::v1::{ClaimBestAvailableRequest, ClaimSeatsRequest};
 use stadium_tokens::{AdmissionIssuer, DevIssuer, SigningKeyRing, WAITING_ROOM_ISSUER};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -26,7 +27,7 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request};
 
 use super::BenchResult;
-use super::seed::Seeded;
+use super::seed::{SEATS_PER_CLAIM, Seeded};
 
 /// The holds service running in this process, and the issuers its keys trust.
 pub struct Service {
@@ -127,6 +128,15 @@ pub enum Target {
         /// Sections with hot front rows.
         sections: u64,
         /// Share of claims aimed at the front rows, 0 to 1.
+        share: f64,
+    },
+    /// As `Hot`, but the hot claims press "best available" (`ClaimBestAvailable` for
+    /// the claim's seats in a random hot section): holds picks the block, nearest the
+    /// front, and takes the next one itself when it loses.
+    HotBest {
+        /// Hot sections.
+        sections: u64,
+        /// Share of claims that are best-available claims in a hot section, 0 to 1.
         share: f64,
     },
 }
@@ -241,7 +251,7 @@ pub async fn run(
     // uniform case, and the cold blocks of the hot case are fresh too.
     let (pool_start, pool_len) = match phase.target {
         Target::Uniform => (0, shape.blocks()),
-        Target::Hot { sections, .. } => {
+        Target::Hot { sections, .. } | Target::HotBest { sections, .. } => {
             let start = sections.min(shape.sections) * shape.blocks_per_section();
             (start, shape.blocks() - start)
         }
@@ -290,35 +300,54 @@ pub async fn run(
                         }
                     }
                 };
-                let fresh = || order[(client + k * clients) % order.len()];
-                let block = match target {
-                    Target::Uniform => fresh(),
-                    Target::Hot { sections, share } => {
-                        if rng.gen_bool(share.clamp(0.0, 1.0)) {
-                            let section =
-                                rng.gen_range(0..sections.clamp(1, seeded.shape.sections));
-                            let front = 2 * seeded.shape.blocks_per_row();
-                            section * seeded.shape.blocks_per_section() + rng.gen_range(0..front)
-                        } else {
-                            fresh()
-                        }
+                let fresh = order[(client + k * clients) % order.len()];
+                let hot = |share: f64, rng: &mut StdRng| rng.gen_bool(share.clamp(0.0, 1.0));
+                let hot_section = |sections: u64, rng: &mut StdRng| {
+                    rng.gen_range(0..sections.clamp(1, seeded.shape.sections))
+                };
+                // A block of seats to claim (`Ok`), or a section to press best available
+                // in (`Err`).
+                let ask: Result<u64, u64> = match target {
+                    Target::Uniform => Ok(fresh),
+                    Target::Hot { sections, share } if hot(share, &mut rng) => {
+                        let section = hot_section(sections, &mut rng);
+                        let front = 2 * seeded.shape.blocks_per_row();
+                        Ok(section * seeded.shape.blocks_per_section() + rng.gen_range(0..front))
                     }
+                    Target::HotBest { sections, share } if hot(share, &mut rng) => {
+                        Err(seeded.section_id(hot_section(sections, &mut rng)))
+                    }
+                    Target::Hot { .. } | Target::HotBest { .. } => Ok(fresh),
                 };
                 k += 1;
-                let (section_id, seat_ids) = seeded.block(block);
-                let mut request = Request::new(ClaimSeatsRequest {
-                    admission_token: cred.admission,
-                    event_id: event.clone(),
-                    section_id,
-                    seat_ids,
-                });
-                request
-                    .metadata_mut()
-                    .insert("authorization", format!("Bearer {}", cred.session).parse()?);
+                let bearer = format!("Bearer {}", cred.session).parse()?;
                 let sent = Instant::now();
-                let answer = grpc.claim_seats(request).await;
+                let answer = match ask {
+                    Ok(block) => {
+                        let (section_id, seat_ids) = seeded.block(block);
+                        let mut request = Request::new(ClaimSeatsRequest {
+                            admission_token: cred.admission,
+                            event_id: event.clone(),
+                            section_id,
+                            seat_ids,
+                        });
+                        request.metadata_mut().insert("authorization", bearer);
+                        grpc.claim_seats(request).await.map(|_| ())
+                    }
+                    Err(section_id) => {
+                        let mut request = Request::new(ClaimBestAvailableRequest {
+                            admission_token: cred.admission,
+                            event_id: event.clone(),
+                            target: Some(BestTarget::SectionId(section_id)),
+                            quantity: u32::try_from(SEATS_PER_CLAIM)?,
+                            together: true,
+                        });
+                        request.metadata_mut().insert("authorization", bearer);
+                        grpc.claim_best_available(request).await.map(|_| ())
+                    }
+                };
                 let micros = u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX);
-                out.record(answer.map(|_| ()), micros);
+                out.record(answer, micros);
             }
             out.finished = started.elapsed();
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>(out)

@@ -54,6 +54,11 @@ pub struct Seeded {
 }
 
 impl Seeded {
+    /// The id of section `index` (0-based) of the venue.
+    pub fn section_id(&self, index: u64) -> u64 {
+        self.first_section as u64 + index
+    }
+
     /// Section id and the four seat ids of block `block`.
     pub fn block(&self, block: u64) -> (u64, Vec<u64>) {
         let section = self.first_section as u64 + block / self.shape.blocks_per_section();

@@ -65,12 +65,21 @@ async fn hot_path_statements_use_indexes() {
          WHERE hold_key = md5('7-3')::uuid ORDER BY seat_id FOR UPDATE",
         "UPDATE holds.seat_holds SET status = 'booked' \
          WHERE hold_key = md5('7-3')::uuid AND status = 'held' AND expires_at > now()",
+        // StartPayment, ExtendHold, ConfirmHold: the hold's rows, all of them.
+        "UPDATE holds.seat_holds h SET expires_at = now() + interval '1 minute' \
+         WHERE h.hold_key = md5('7-3')::uuid",
         // The sweeper's batch.
         "UPDATE holds.seat_holds SET status = 'expired' WHERE seat_hold_id IN ( \
              SELECT seat_hold_id FROM holds.seat_holds WHERE status = 'held' AND expires_at <= now() \
              ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED) AND status = 'held'",
         // Availability of one section (refusal alternatives, the seat map's view).
         "SELECT seat_id FROM holds.unavailable_seats WHERE event_id = 7 AND section_id = 3",
+        // Best available: the unavailable seats of every section tried, after a lost call.
+        "SELECT seat_id FROM holds.unavailable_seats \
+         WHERE event_id = 7 AND section_id = ANY(ARRAY[3, 4]::bigint[]) ORDER BY seat_id",
+        // Best available's free counts per section (at most once a second per event).
+        "SELECT section_id, count(*) FROM holds.unavailable_seats WHERE event_id = 7 \
+         GROUP BY section_id",
     ];
     for sql in statements {
         let scans = seq_scans(&app, sql).await;
