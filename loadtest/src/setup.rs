@@ -132,6 +132,7 @@ pub async fn setup_event(
         starts_at: Some((now + EVENT_STARTS_AFTER).into()),
         onsale_at: Some(onsale_at.into()),
         hold_ttl_ms: millis(settings.hold_ttl),
+        max_hold_lifetime_ms: 0,
         max_seats_per_claim: settings.max_seats_per_claim,
         max_seats_per_fan: settings.max_seats_per_fan,
         admission_rate_per_min: settings.admission_rate_per_min,

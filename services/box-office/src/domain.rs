@@ -7,6 +7,8 @@ use serde::Serialize;
 
 /// Longest hold a fan may get, in milliseconds (one hour).
 pub const MAX_HOLD_TTL_MS: u64 = 3_600_000;
+/// Longest absolute hold lifetime an event may set, in milliseconds (2 h).
+pub const MAX_HOLD_LIFETIME_MS: u64 = 7_200_000;
 /// Most seats one claim may take.
 pub const MAX_SEATS_PER_CLAIM: u32 = 100;
 /// Most seats one fan may hold or buy for one event.
@@ -123,6 +125,9 @@ pub struct EventSettings {
     pub onsale_at: DateTime<Utc>,
     /// Hold lifetime, 1 to [`MAX_HOLD_TTL_MS`] milliseconds.
     pub hold_ttl_ms: u32,
+    /// How far a fan may extend a hold, milliseconds from the claim, `hold_ttl_ms` to
+    /// [`MAX_HOLD_LIFETIME_MS`]; `None`: 30 min, or the hold TTL when that is longer.
+    pub max_hold_lifetime_ms: Option<u32>,
     /// Seats per claim, 1 to [`MAX_SEATS_PER_CLAIM`].
     pub max_seats_per_claim: u32,
     /// Seats per fan, `max_seats_per_claim` to [`MAX_SEATS_PER_FAN`].

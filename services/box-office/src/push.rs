@@ -287,6 +287,7 @@ mod tests {
                 starts_at: now + Duration::days(30),
                 onsale_at: now + onsale_in,
                 hold_ttl_ms: 1,
+                max_hold_lifetime_ms: None,
                 max_seats_per_claim: 1,
                 max_seats_per_fan: 1,
                 admission_rate_per_min: 60,

@@ -221,6 +221,10 @@ pub struct CreateEvent {
     /// Hold lifetime, milliseconds.
     #[arg(long, default_value_t = 300_000)]
     pub hold_ttl_ms: u64,
+    /// How far fans may extend a hold, milliseconds from the claim (0: 30 min, or the
+    /// hold TTL when longer; at most 7,200,000).
+    #[arg(long, default_value_t = 0)]
+    pub max_hold_lifetime_ms: u64,
     /// Seats per claim.
     #[arg(long, default_value_t = 4)]
     pub max_per_claim: u32,

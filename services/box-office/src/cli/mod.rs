@@ -424,6 +424,7 @@ async fn event(c: &mut Client, cmd: EventCommand) -> Result<Outcome, CliError> {
                 starts_at: Some(a.starts_at),
                 onsale_at: Some(a.onsale_at),
                 hold_ttl_ms: a.hold_ttl_ms,
+                max_hold_lifetime_ms: a.max_hold_lifetime_ms,
                 max_seats_per_claim: a.max_per_claim,
                 max_seats_per_fan: a.max_per_fan,
                 admission_rate_per_min: a.rate,

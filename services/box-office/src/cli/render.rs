@@ -141,6 +141,7 @@ pub fn event_json(e: &pb::Event) -> Value {
         "starts_at": time(s.starts_at.as_ref()),
         "onsale_at": time(s.onsale_at.as_ref()),
         "hold_ttl_ms": s.hold_ttl_ms,
+        "max_hold_lifetime_ms": s.max_hold_lifetime_ms,
         "max_seats_per_claim": s.max_seats_per_claim,
         "max_seats_per_fan": s.max_seats_per_fan,
         "admission_rate_per_min": s.admission_rate_per_min,

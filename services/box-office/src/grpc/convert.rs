@@ -10,7 +10,8 @@ use stadium_proto::common::v1::{Money, PageRequest};
 
 use crate::domain::{
     self, DEFAULT_ADMISSION_TTL_MS, Event, EventSettings, EventStatus, MAX_ADMISSION_RATE,
-    MAX_ADMISSION_TTL_MS, MAX_HOLD_TTL_MS, MAX_SEATS_PER_CLAIM, MAX_SEATS_PER_FAN, PriceCategory,
+    MAX_ADMISSION_TTL_MS, MAX_HOLD_LIFETIME_MS, MAX_HOLD_TTL_MS, MAX_SEATS_PER_CLAIM,
+    MAX_SEATS_PER_FAN, PriceCategory,
 };
 use crate::error::{Error, Result};
 use crate::push::PushReport;
@@ -121,6 +122,15 @@ pub fn settings(
         ));
     }
     let hold_ttl_ms = within("settings.hold_ttl_ms", s.hold_ttl_ms, 1, MAX_HOLD_TTL_MS)?;
+    let max_hold_lifetime_ms = match s.max_hold_lifetime_ms {
+        0 => None,
+        ms => Some(within(
+            "settings.max_hold_lifetime_ms",
+            ms,
+            hold_ttl_ms.into(),
+            MAX_HOLD_LIFETIME_MS,
+        )?),
+    };
     let max_seats_per_claim = within(
         "settings.max_seats_per_claim",
         s.max_seats_per_claim.into(),
@@ -178,6 +188,7 @@ pub fn settings(
         starts_at,
         onsale_at,
         hold_ttl_ms,
+        max_hold_lifetime_ms,
         max_seats_per_claim,
         max_seats_per_fan,
         admission_rate_per_min,
@@ -292,6 +303,7 @@ pub fn event(e: &Event) -> pb::Event {
             starts_at: Some(timestamp(s.starts_at)),
             onsale_at: Some(timestamp(s.onsale_at)),
             hold_ttl_ms: s.hold_ttl_ms.into(),
+            max_hold_lifetime_ms: s.max_hold_lifetime_ms.map_or(0, u64::from),
             max_seats_per_claim: s.max_seats_per_claim,
             max_seats_per_fan: s.max_seats_per_fan,
             admission_rate_per_min: s.admission_rate_per_min,
@@ -359,6 +371,7 @@ mod tests {
             starts_at: ts(2_000_000_000),
             onsale_at: ts(1_900_000_000),
             hold_ttl_ms: 300_000,
+            max_hold_lifetime_ms: 0,
             max_seats_per_claim: 4,
             max_seats_per_fan: 8,
             admission_rate_per_min: 600,
@@ -385,11 +398,17 @@ mod tests {
     #[test]
     fn each_bad_setting_names_its_field() {
         type Edit = fn(&mut pb::EventSettings);
-        let cases: [(&str, Edit); 9] = [
+        let cases: [(&str, Edit); 11] = [
             ("settings.name", |s| s.name = "  ".into()),
             ("settings.starts_at", |s| s.starts_at = None),
             ("settings.onsale_at", |s| s.onsale_at = ts(2_100_000_000)),
             ("settings.hold_ttl_ms", |s| s.hold_ttl_ms = 0),
+            ("settings.max_hold_lifetime_ms", |s| {
+                s.max_hold_lifetime_ms = 1
+            }),
+            ("settings.max_hold_lifetime_ms", |s| {
+                s.max_hold_lifetime_ms = MAX_HOLD_LIFETIME_MS + 1
+            }),
             ("settings.max_seats_per_claim", |s| {
                 s.max_seats_per_claim = 0
             }),

@@ -15,6 +15,7 @@ struct EventRow {
     starts_at: DateTime<Utc>,
     onsale_at: DateTime<Utc>,
     hold_ttl_ms: i32,
+    max_hold_lifetime_ms: Option<i32>,
     max_seats_per_claim: i32,
     max_seats_per_fan: i32,
     admission_rate_per_min: i32,
@@ -25,7 +26,7 @@ struct EventRow {
 }
 
 const EVENT_COLUMNS: &str = "event_id, venue_id, name, status, starts_at, onsale_at, hold_ttl_ms, \
-     max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, active_fan_cap, \
+     max_hold_lifetime_ms, max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, active_fan_cap, \
      admission_ttl_ms, currency::text AS currency, created_at";
 
 fn unsigned(column: &str, value: i32) -> Result<u32> {
@@ -45,6 +46,10 @@ impl EventRow {
                 starts_at: self.starts_at,
                 onsale_at: self.onsale_at,
                 hold_ttl_ms: unsigned("hold_ttl_ms", self.hold_ttl_ms)?,
+                max_hold_lifetime_ms: self
+                    .max_hold_lifetime_ms
+                    .map(|ms| unsigned("max_hold_lifetime_ms", ms))
+                    .transpose()?,
                 max_seats_per_claim: unsigned("max_seats_per_claim", self.max_seats_per_claim)?,
                 max_seats_per_fan: unsigned("max_seats_per_fan", self.max_seats_per_fan)?,
                 admission_rate_per_min: unsigned(
@@ -116,8 +121,8 @@ pub async fn insert(conn: &mut PgConnection, venue_id: i64, s: &EventSettings) -
     Ok(sqlx::query_scalar(
         "INSERT INTO catalog.events (venue_id, name, starts_at, onsale_at, hold_ttl_ms,
              max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, active_fan_cap,
-             admission_ttl_ms, currency)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+             admission_ttl_ms, currency, max_hold_lifetime_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
          RETURNING event_id",
     )
     .bind(venue_id)
@@ -131,6 +136,7 @@ pub async fn insert(conn: &mut PgConnection, venue_id: i64, s: &EventSettings) -
     .bind(signed(s.active_fan_cap))
     .bind(signed(s.admission_ttl_ms))
     .bind(&s.currency)
+    .bind(s.max_hold_lifetime_ms.map(signed))
     .fetch_one(conn)
     .await?)
 }

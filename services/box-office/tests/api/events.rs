@@ -140,13 +140,16 @@ async fn each_bad_field_is_named_and_writes_nothing() {
     let before = office.counts().await;
 
     type Edit = fn(&mut pb::CreateEventRequest);
-    let cases: [(&str, Edit); 11] = [
+    let cases: [(&str, Edit); 12] = [
         ("venue_id", |r| r.venue_id = "abc".into()),
         ("settings.onsale_at", |r| {
             r.settings.as_mut().unwrap().onsale_at = from_now(30 * 86_400);
         }),
         ("settings.hold_ttl_ms", |r| {
             r.settings.as_mut().unwrap().hold_ttl_ms = 0
+        }),
+        ("settings.max_hold_lifetime_ms", |r| {
+            r.settings.as_mut().unwrap().max_hold_lifetime_ms = 7_200_001
         }),
         ("settings.max_seats_per_fan", |r| {
             r.settings.as_mut().unwrap().max_seats_per_fan = 2;
@@ -503,4 +506,37 @@ async fn a_sale_never_runs_with_seats_that_have_no_price() {
     assert_eq!(reason(&status).1, "PRICES_MISSING");
     assert_eq!(office.counts().await, before, "the old prices stay");
     office.stop().await;
+}
+
+/// The absolute hold lifetime holds' ExtendHold caps at: stored as set, and 30 min (or
+/// the TTL when longer) where it is left at 0.
+#[tokio::test]
+async fn an_event_sets_how_far_fans_may_extend_a_hold() {
+    let mut office = Office::start(&[]).await;
+    let venue = office.venue().await;
+    let mut request = create_request(&venue.venue_id);
+    request.settings.as_mut().unwrap().max_hold_lifetime_ms = 900_000;
+    let set = office
+        .client
+        .create_event(office.office(request))
+        .await
+        .unwrap()
+        .into_inner()
+        .event
+        .unwrap();
+    assert_eq!(set.settings.unwrap().max_hold_lifetime_ms, 900_000);
+    let default = office.event(&venue.venue_id).await;
+    assert_eq!(default.settings.unwrap().max_hold_lifetime_ms, 0);
+    let effective: Vec<i32> = sqlx::query_scalar(
+        "SELECT max_hold_lifetime_ms FROM catalog.event_settings \
+         WHERE event_id = ANY($1) ORDER BY event_id",
+    )
+    .bind(vec![
+        set.event_id.parse::<i64>().unwrap(),
+        default.event_id.parse::<i64>().unwrap(),
+    ])
+    .fetch_all(&office.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(effective, vec![900_000, 1_800_000]);
 }

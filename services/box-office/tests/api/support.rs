@@ -238,6 +238,7 @@ pub fn create_request(venue_id: &str) -> pb::CreateEventRequest {
             starts_at: from_now(7 * 86_400),
             onsale_at: from_now(86_400),
             hold_ttl_ms: 300_000,
+            max_hold_lifetime_ms: 0,
             max_seats_per_claim: 4,
             max_seats_per_fan: 8,
             admission_rate_per_min: 600,
