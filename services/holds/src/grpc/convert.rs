@@ -84,6 +84,22 @@ pub(super) fn payment_window(raw: u64) -> Result<u32, Error> {
     u32::try_from(raw).map_err(|_| Error::invalid("window_ms", "out of range"))
 }
 
+/// A required identifier of at most `max` characters (a fan id, as the identity
+/// provider wrote it in the session's `sub`), taken exactly as given: it is compared
+/// with stored ids, so trimming would make " ann" another fan than the one who claimed.
+pub(super) fn identifier(field: &str, raw: &str, max: usize) -> Result<String, Error> {
+    if raw.is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if raw.chars().count() > max {
+        return Err(Error::invalid(
+            field,
+            format!("must be at most {max} characters"),
+        ));
+    }
+    Ok(raw.to_owned())
+}
+
 /// A required free-text field of at most `max` characters.
 pub(super) fn text(field: &str, raw: &str, max: usize) -> Result<String, Error> {
     let trimmed = raw.trim();
@@ -116,5 +132,18 @@ pub(super) fn to_wire(hold: &Hold) -> pb::Hold {
         status: status.into(),
         expires_in_ms: hold.expires_in_ms,
         ttl_ms: hold.ttl_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{identifier, text};
+
+    #[test]
+    fn an_identifier_is_taken_exactly_and_free_text_is_trimmed() {
+        assert_eq!(identifier("fan_id", " ann ", 10).unwrap(), " ann ");
+        assert_eq!(text("reason", " ann ", 10).unwrap(), "ann");
+        assert!(identifier("fan_id", "", 10).is_err());
+        assert!(identifier("fan_id", "elevenchars", 10).is_err());
     }
 }

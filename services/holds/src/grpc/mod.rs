@@ -24,7 +24,9 @@ use crate::auth::Authenticator;
 use crate::domain::{Claim, Claimant, EventId};
 use crate::error::Error;
 use crate::service::{DEFAULT_SWEEP_BATCH, HoldsService};
-use convert::{admin_seats, best_request, hold_key, payment_window, seats_of, text, to_wire};
+use convert::{
+    admin_seats, best_request, hold_key, identifier, payment_window, seats_of, text, to_wire,
+};
 
 /// The gRPC face of [`HoldsService`].
 #[derive(Debug, Clone)]
@@ -163,7 +165,7 @@ impl Holds for HoldsApi {
         )?;
         let body = request.get_ref();
         let key = hold_key(&body.hold_key)?;
-        let fan = text("fan_id", &body.fan_id, 200)?;
+        let fan = identifier("fan_id", &body.fan_id, 200)?;
         let window_ms = payment_window(body.window_ms)?;
         let started = self.service.start_payment(key, &fan, window_ms).await?;
         Ok(Response::new(StartPaymentResponse {
@@ -186,7 +188,7 @@ impl Holds for HoldsApi {
         )?;
         let body = request.get_ref();
         let key = hold_key(&body.hold_key)?;
-        let fan = text("fan_id", &body.fan_id, 200)?;
+        let fan = identifier("fan_id", &body.fan_id, 200)?;
         let hold = self.service.confirm(key, &fan).await?;
         Ok(Response::new(ConfirmHoldResponse {
             hold: Some(to_wire(&hold)),

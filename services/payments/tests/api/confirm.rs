@@ -93,6 +93,31 @@ async fn a_paid_hold_is_booked_with_signed_tickets_at_the_catalog_price() {
     stack.stop().await;
 }
 
+/// A fan id is compared exactly as the identity provider wrote it: a fan whose id has
+/// surrounding spaces claims, pays and is booked like any other (never charged and
+/// refunded, never refused as another fan).
+#[tokio::test]
+async fn a_fan_id_with_surrounding_spaces_pays_and_is_booked() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let fan = "  spaced fan ";
+    let key = stack.claim(fan, &event, &[stack.seats[0]]).await;
+
+    let order = stack.confirm(fan, &key, "tok_visa").await.unwrap();
+    assert_eq!(order.status(), OrderStatus::Paid);
+    assert_eq!(order.fan_id, fan);
+    assert_eq!(stack.hold_statuses(&key).await, ["booked"]);
+    assert_eq!(stack.sim.charges_for(&key), 1);
+    // The trimmed id is another fan.
+    let other = stack
+        .confirm("spaced fan", &key, "tok_visa")
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&other, Code::NotFound), "HOLD_NOT_FOUND");
+    stack.assert_consistent().await;
+    stack.stop().await;
+}
+
 #[tokio::test]
 async fn list_orders_pages_through_the_fans_own_orders_newest_first() {
     let stack = Stack::start().await;
