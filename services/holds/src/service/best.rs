@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use stadium_db::retry_transient;
 use stadium_seating::Availability;
 
-use super::HoldsService;
+use super::{HoldsService, unshared};
 use crate::domain::best::{BestRequest, Block, EventLayout, Hints};
 use crate::domain::{EventId, FanId, Hold, SectionId};
 use crate::error::Error;
@@ -29,7 +29,7 @@ const BLOCKS_PER_CALL: usize = 24;
 const MAX_ROUNDS: usize = 8;
 /// How long an event's layout is kept (it is fixed once the event is on sale; the bound
 /// lets memory go and a corrected plan show).
-const LAYOUT_TTL: Duration = Duration::from_secs(60);
+const LAYOUT_TTL: Duration = Duration::from_secs(300);
 /// How long an availability hint or a free count is trusted before it is dropped.
 const HINT_TTL: Duration = Duration::from_secs(1);
 
@@ -176,18 +176,21 @@ impl HoldsService {
         Err(Error::Contention)
     }
 
-    /// The event's layout, read once and kept.
+    /// The event's layout, read once and kept: concurrent requests that miss the
+    /// cache wait for one read (a 50,000-seat layout is megabytes; a read per request
+    /// in a burst would hold the pool for seconds).
     async fn event_layout(&self, event: EventId) -> Result<Arc<EventLayout>, Error> {
-        if let Some(layout) = self.best.layouts.get(&event).await {
-            return Ok(layout);
-        }
-        let mut conn = self.pool.acquire().await?;
-        let layout = store::event_layout(&mut conn, event)
-            .await?
-            .ok_or(Error::EventNotFound)?;
-        let layout = Arc::new(layout);
-        self.best.layouts.insert(event, Arc::clone(&layout)).await;
-        Ok(layout)
+        self.best
+            .layouts
+            .try_get_with(event, async {
+                let mut conn = self.pool.acquire().await?;
+                let layout = store::event_layout(&mut conn, event)
+                    .await?
+                    .ok_or(Error::EventNotFound)?;
+                Ok::<_, Error>(Arc::new(layout))
+            })
+            .await
+            .map_err(unshared)
     }
 
     fn hints(&self, event: EventId, sections: &[SectionId]) -> Hints {
@@ -221,9 +224,10 @@ impl HoldsService {
         asked: &[SectionId],
         quantity: u32,
     ) -> Result<Vec<SectionId>, Error> {
-        let free = match self.best.free.get(&event).await {
-            Some(free) => free,
-            None => {
+        let free = self
+            .best
+            .free
+            .try_get_with(event, async {
                 let mut conn = self.pool.acquire().await?;
                 let taken = store::unavailable_counts(&mut conn, event).await?;
                 let free: Vec<(SectionId, u32)> = layout
@@ -236,11 +240,10 @@ impl HoldsService {
                         (section, seats.saturating_sub(unavailable))
                     })
                     .collect();
-                let free = Arc::new(free);
-                self.best.free.insert(event, Arc::clone(&free)).await;
-                free
-            }
-        };
+                Ok::<_, Error>(Arc::new(free))
+            })
+            .await
+            .map_err(unshared)?;
         Ok(free
             .iter()
             .filter(|(section, n)| *n >= quantity && !asked.contains(section))

@@ -1,6 +1,7 @@
-//! The holds operations as transactions: a claim is one statement on the pool (its own
-//! transaction); the others open one short transaction, run the `store` steps on it and
-//! commit. Each is retried whole on 40001/40P01 (counted). Nothing here touches the
+//! The holds operations as transactions: a claim, best available, StartPayment,
+//! ExtendHold and ConfirmHold are one statement each on the pool (its own transaction);
+//! release, the box office's operations and the sweep open one short transaction, run
+//! the `store` steps on it and commit. Each is retried whole on 40001/40P01 (counted). Nothing here touches the
 //! network but the database; callers verify tokens before.
 
 mod best;
@@ -132,7 +133,8 @@ impl HoldsService {
     }
 
     /// The seats of `section` of `event`, from the cache, read from the database on a
-    /// miss (they are fixed once the event exists).
+    /// miss by one request while the others that missed wait for it (they are fixed
+    /// once the event exists).
     ///
     /// # Errors
     /// [`Error::Database`].
@@ -141,14 +143,15 @@ impl HoldsService {
         event: EventId,
         section: SectionId,
     ) -> Result<SectionSeats, Error> {
-        let key = (event, section);
-        if let Some(seats) = self.sections.get(&key).await {
-            return Ok(seats);
-        }
-        let mut conn = self.pool.acquire().await?;
-        let seats = Arc::new(store::section_seats(&mut conn, event, section).await?);
-        self.sections.insert(key, Arc::clone(&seats)).await;
-        Ok(seats)
+        self.sections
+            .try_get_with((event, section), async {
+                let mut conn = self.pool.acquire().await?;
+                Ok::<_, Error>(Arc::new(
+                    store::section_seats(&mut conn, event, section).await?,
+                ))
+            })
+            .await
+            .map_err(unshared)
     }
 
     /// The hold `key` of `fan`.
@@ -249,4 +252,14 @@ impl HoldsService {
             }
         }
     }
+}
+
+/// A cache loader's error as a request that waited on it sees it: whole for the last
+/// holder; else a copy (a database failure as its text, still `Unavailable`).
+pub(super) fn unshared(error: Arc<Error>) -> Error {
+    Arc::try_unwrap(error).unwrap_or_else(|shared| match &*shared {
+        Error::EventNotFound => Error::EventNotFound,
+        Error::CorruptRow(text) => Error::CorruptRow(text.clone()),
+        other => Error::Database(sqlx::Error::Protocol(other.to_string())),
+    })
 }
