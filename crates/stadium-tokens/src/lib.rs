@@ -1,5 +1,5 @@
-//! Signed tokens of stadium (DESIGN.md "Tokens"): four kinds of JWT, each with its own
-//! header `typ` so one kind can never pass as another (RFC 8725 §3.11).
+//! Signed tokens of stadium (docs/architecture.md "Tokens"): four kinds of JWT, each with
+//! its own header `typ` so one kind can never pass as another (RFC 8725 §3.11).
 //!
 //! | kind | `typ` | alg | who issues | who verifies |
 //! |---|---|---|---|---|

@@ -3,10 +3,11 @@
 //!
 //! PostgreSQL decides: a partial unique index over `(event_id, seat_id)` of the rows
 //! that are `held`, `booked` or `blocked` admits at most one active claim per seat;
-//! claims insert in ascending seat order inside one short transaction, so overlapping
-//! claims never deadlock and never split the seats between them; a lapsed hold counts
-//! as free inside the claim itself and a sweeper only tidies up. Per-fan limits are
-//! decided under a per-(event, fan) row lock in the same transaction.
+//! a claim is one statement (`holds.claim`, its own transaction) that inserts in
+//! ascending seat order, so overlapping claims never deadlock and never split the seats
+//! between them; a lapsed hold counts as free inside the claim itself and a sweeper
+//! only tidies up. Per-fan limits are decided under a transaction-scoped advisory lock
+//! on (event, fan) inside that statement.
 //!
 //! Layout: [`config`] (flags), [`grpc`] (the tonic service), [`domain`] (ids and rules,
 //! no wire or database types), [`store`] (SQL), [`service`] (transactions and retries),

@@ -4,8 +4,9 @@
 //! Owns the `payments` schema (`payments.payments`, `payments.tickets`,
 //! `payments.provider_notices`).
 //!
-//! The flow (see [`service`]): record the intent (`INSERT … ON CONFLICT (hold_key) DO
-//! NOTHING`), charge the [`provider`] with the hold key as idempotency key outside any
+//! The flow (see [`service`]): holds' `StartPayment` moves the hold into its payment
+//! window and answers the price fixed at the claim; record the intent (`INSERT … ON
+//! CONFLICT (hold_key) DO NOTHING`), charge the [`provider`] with the hold key as idempotency key outside any
 //! transaction, book through holds' `ConfirmHold`, then in one short transaction either
 //! capture with tickets or, when the hold is gone, refund under `refund:<hold key>`.
 //! A lease on the payment row says who drives it; a [`reconciler`] takes over payments

@@ -1,4 +1,4 @@
-//! The invariant queries of the design, for one event. Each returns the offending rows
+//! The invariant queries (docs/architecture.md, "Invariants"), for one event. Each returns the offending rows
 //! rendered as text; an empty answer means the invariant holds.
 //!
 //! 1. `two_active_claims`: at most one active claim per seat. The partial unique index
@@ -11,8 +11,8 @@
 //! 3. `payment_without_seats`: every captured payment (or comp) has booked seats.
 //! 4. `counts_do_not_add_up`: per section, sold + held + blocked + available = seats.
 //!
-//! Checks 2 and 3 skip rows changed within `grace`: a payment is captured a moment
-//! before its seats are booked, and a comp is booked a moment before it is recorded.
+//! Checks 2 and 3 skip rows changed within `grace`: seats are booked a moment before
+//! their payment is captured, and a comp is booked a moment before it is recorded.
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
-//! PostgreSQL access for holds. Every function takes `&mut PgConnection` and runs its
-//! statements on it; the caller owns the transaction (begin, commit, retry), so several
-//! steps share one short READ COMMITTED transaction and nothing here makes a network
+//! PostgreSQL access for holds. The hot operations (claim, best available,
+//! StartPayment, ExtendHold, ConfirmHold) are one statement each, a plpgsql function
+//! run on the pool as its own transaction; the rest take `&mut PgConnection` and the
+//! caller owns the transaction (begin, commit, retry). Nothing here makes a network
 //! call to anything but the database.
 //!
 //! Time always comes from the database clock (`now()`, the transaction's start), so
@@ -19,7 +20,7 @@ pub use claim::{ClaimOutcome, Claimed, claim};
 pub use holds::{ReleaseScope, admin_release, get, release};
 pub use layout::{event_layout, unavailable_counts};
 pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};
-pub use refusal::{SectionSeatRow, refusal, section_seats, unavailable_in_section};
+pub use refusal::{SectionSeatRow, refusal, section_seats};
 pub use sweep::sweep_expired;
 
 use sqlx::FromRow;

@@ -4,8 +4,7 @@
 //! The section's seats (ids, rows, labels, plan positions) are fixed once the event
 //! exists, so the caller keeps them ([`section_seats`]); the section's unavailable seat
 //! ids come with the refused claim itself (an index-only range of
-//! `seat_holds_section_active_idx` read inside `holds.claim`), or from
-//! [`unavailable_in_section`] when no claim was made.
+//! `seat_holds_section_active_idx` read inside `holds.claim`).
 
 use sqlx::{FromRow, PgConnection};
 
@@ -37,26 +36,6 @@ pub async fn section_seats(
     Ok(sqlx::query_as(
         "SELECT seat_id, row_index, seat_index, row_label, seat_label, x, y \
          FROM catalog.event_seats WHERE event_id = $1 AND section_id = $2 ORDER BY seat_id",
-    )
-    .bind(event.get())
-    .bind(section.get())
-    .fetch_all(&mut *conn)
-    .await?)
-}
-
-/// Seat ids of `section` with an active claim right now (a held row past its time
-/// counts as free, as in a claim), ascending.
-///
-/// # Errors
-/// [`Error::Database`].
-pub async fn unavailable_in_section(
-    conn: &mut PgConnection,
-    event: EventId,
-    section: SectionId,
-) -> Result<Vec<i64>, Error> {
-    Ok(sqlx::query_scalar(
-        "SELECT seat_id FROM holds.unavailable_seats \
-         WHERE event_id = $1 AND section_id = $2 ORDER BY seat_id",
     )
     .bind(event.get())
     .bind(section.get())
