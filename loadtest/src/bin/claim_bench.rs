@@ -18,6 +18,8 @@
 mod load;
 #[path = "claim_bench/pgbench.rs"]
 mod pgbench;
+#[path = "claim_bench/scripts.rs"]
+mod scripts;
 #[path = "claim_bench/seed.rs"]
 mod seed;
 
@@ -159,7 +161,12 @@ async fn bench(args: &Args) -> BenchResult<()> {
         seats_per_row: args.seats_per_row,
     };
     let duration = Duration::from_secs(args.seconds);
-    let db = seed::open(args.database_url.as_deref(), &args.server_url).await?;
+    let db = seed::open(
+        args.database_url.as_deref(),
+        &args.server_url,
+        "stadium_claim_bench",
+    )
+    .await?;
     let outcome = async {
         let seeded = seed::seed(&db.pool, shape).await?;
         let service = Service::start(&db.url, args.pool, args.channels).await?;
@@ -190,14 +197,14 @@ async fn bench(args: &Args) -> BenchResult<()> {
             .await?;
             check_rows(&db, seeded.event, &grpc).await?;
             let mut floors = Vec::new();
-            for script in [pgbench::Script::Claim, pgbench::Script::BareInsert] {
+            for script in [scripts::Script::Claim, scripts::Script::BareInsert] {
                 seed::reset(&db, seeded.event).await?;
                 floors.push(
                     pgbench::run(
-                        script,
                         &args.pgbench,
                         &db.url,
-                        &seeded,
+                        &script.text(),
+                        &scripts::defines(&seeded, clients),
                         clients,
                         args.pgbench_threads,
                         duration,

@@ -11,6 +11,10 @@ use super::BenchResult;
 /// Seats per claim, the "4-seat claims" of the benchmark.
 pub const SEATS_PER_CLAIM: u64 = 4;
 
+/// Price of every seat of the seeded event (its one category, `std`), in euro cents:
+/// a claim fixes it on the hold, and a confirm charges it.
+pub const SEAT_PRICE_MINOR: i64 = 5000;
+
 /// Shape of the generated venue.
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
@@ -61,7 +65,7 @@ impl Seeded {
 
     /// Section id and the four seat ids of block `block`.
     pub fn block(&self, block: u64) -> (u64, Vec<u64>) {
-        let section = self.first_section as u64 + block / self.shape.blocks_per_section();
+        let section = self.section_id(block / self.shape.blocks_per_section());
         let first = self.first_seat as u64 + block * SEATS_PER_CLAIM;
         (section, (first..first + SEATS_PER_CLAIM).collect())
     }
@@ -97,15 +101,17 @@ fn with_database(server_url: &str, name: &str) -> String {
     url
 }
 
-/// Opens `database_url`, or creates a fresh database on `server_url`; migrates it.
-pub async fn open(database_url: Option<&str>, server_url: &str) -> BenchResult<Database> {
+/// Opens `database_url`, or creates a fresh database on `server_url` named `prefix`
+/// plus a random suffix; migrates it.
+pub async fn open(
+    database_url: Option<&str>,
+    server_url: &str,
+    prefix: &str,
+) -> BenchResult<Database> {
     let (url, created) = match database_url {
         Some(url) => (url.to_owned(), None),
         None => {
-            let name = format!(
-                "stadium_claim_bench_{}",
-                hex::encode(rand::random::<[u8; 6]>())
-            );
+            let name = format!("{prefix}_{}", hex::encode(rand::random::<[u8; 6]>()));
             let mut admin = PgConnection::connect(server_url).await?;
             admin
                 .execute(format!("CREATE DATABASE {name}").as_str())
@@ -141,8 +147,9 @@ pub async fn close(db: Database, keep: bool) -> BenchResult<()> {
     Ok(())
 }
 
-/// Seeds a venue of `shape` and an on-sale event with an hour-long hold TTL and limits
-/// no benchmark fan reaches; checks that seat and section ids came out contiguous.
+/// Seeds a venue of `shape` and an on-sale event with an hour-long hold TTL, limits no
+/// benchmark fan reaches and every seat at [`SEAT_PRICE_MINOR`]; checks that seat and
+/// section ids came out contiguous.
 pub async fn seed(pool: &PgPool, shape: Shape) -> BenchResult<Seeded> {
     if shape.seats_per_row == 0 || !shape.seats_per_row.is_multiple_of(SEATS_PER_CLAIM) {
         return Err(format!("--seats-per-row must be a multiple of {SEATS_PER_CLAIM}").into());
@@ -215,6 +222,14 @@ pub async fn seed(pool: &PgPool, shape: Shape) -> BenchResult<Seeded> {
     .bind(venue)
     .fetch_one(pool)
     .await?;
+    sqlx::query(
+        "INSERT INTO catalog.price_categories (event_id, category_code, name, price_minor, currency) \
+         VALUES ($1, 'std', 'Standard', $2, 'EUR')",
+    )
+    .bind(event)
+    .bind(SEAT_PRICE_MINOR)
+    .execute(pool)
+    .await?;
     sqlx::query("ANALYZE").execute(pool).await?;
     Ok(Seeded {
         event,
@@ -224,20 +239,29 @@ pub async fn seed(pool: &PgPool, shape: Shape) -> BenchResult<Seeded> {
     })
 }
 
-/// Empties the holds of the benchmark: `TRUNCATE` in a database this run created, else
-/// a delete of the event's rows; then `VACUUM ANALYZE`, so every phase starts alike.
+/// Empties the holds and the payments (their tickets and provider notices) of the
+/// benchmark: `TRUNCATE` in a database this run created, else a delete of the event's
+/// rows; then `VACUUM ANALYZE`, so every phase starts alike.
 pub async fn reset(db: &Database, event: i64) -> BenchResult<()> {
     if db.created.is_some() {
-        sqlx::query("TRUNCATE holds.seat_holds")
-            .execute(&db.pool)
-            .await?;
+        sqlx::query(
+            "TRUNCATE holds.seat_holds, payments.provider_notices, payments.tickets, \
+             payments.payments",
+        )
+        .execute(&db.pool)
+        .await?;
     } else {
-        sqlx::query("DELETE FROM holds.seat_holds WHERE event_id = $1")
-            .bind(event)
-            .execute(&db.pool)
-            .await?;
+        for delete in [
+            "DELETE FROM payments.provider_notices WHERE payment_id IN \
+             (SELECT payment_id FROM payments.payments WHERE event_id = $1)",
+            "DELETE FROM payments.tickets WHERE event_id = $1",
+            "DELETE FROM payments.payments WHERE event_id = $1",
+            "DELETE FROM holds.seat_holds WHERE event_id = $1",
+        ] {
+            sqlx::query(delete).bind(event).execute(&db.pool).await?;
+        }
     }
-    sqlx::query("VACUUM ANALYZE holds.seat_holds")
+    sqlx::query("VACUUM ANALYZE holds.seat_holds, payments.tickets, payments.payments")
         .execute(&db.pool)
         .await?;
     Ok(())

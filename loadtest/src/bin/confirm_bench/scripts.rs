@@ -1,0 +1,248 @@
+//! The floors the payments service is measured against, run by `pgbench` on the same
+//! database in the same run (no gRPC, no token checks, no Rust, no provider):
+//!
+//! - [`confirm`]: the service's own first confirm, its five statements each in its own
+//!   transaction, as the service runs them: the payment by hold key,
+//!   `holds.start_payment`, the intent, `holds.confirm_hold`, the capture with its
+//!   tickets. On holds claimed before the clock, as for the gRPC clients. Its ratio is
+//!   the service's overhead.
+//! - [`claim_and_book`]: `holds.claim` and then those five statements: the database work
+//!   of a whole claim and confirm.
+//!
+//! The statements are the service's texts, copied from the stores named beside each,
+//! with each `$n` replaced by what `pgbench` can give for it: a variable, a value an
+//! earlier statement answered (`\gset`), or an expression where the service binds a
+//! value computed in Rust (new UUIDs, the hold key `md5(fan)::uuid` of
+//! [`super::book::create_holds`]). Ticket codes are random strings as long as a signed
+//! code: the service's Ed25519 signing is CPU it spends and `pgbench` does not.
+//!
+//! Client `c` takes hold `n = c + (k - 1) × clients` on its `k`-th run, so no two runs
+//! share a hold. A run past the last hold only sleeps 1 ms (it still counts as a
+//! `pgbench` transaction, so rates come from the captured payments; see
+//! [`super::book::Floor`]).
+
+use payments::domain::ticket_code::{TicketClaims, TicketSigner};
+
+use super::seed::{SEATS_PER_CLAIM, Seeded};
+
+/// `PAYMENT_COLUMNS` of `payments::store::payments`.
+const PAYMENT_COLUMNS: &str = "payment_id, hold_key, event_id, fan_id, amount_minor, \
+     currency::text AS currency, status, provider_charge_id, refund_id, refund_reason, refunded_minor, \
+     refunded_at, comp_recipient, created_at, updated_at";
+
+/// `holds::store::claim::claim`.
+const CLAIM: &str = "SELECT outcome, detail, limit_max, seat_ids, expires_in_ms, ttl_ms, expired \
+         FROM holds.claim($1, $2, $3, $4, $5, $6, $7, $8)";
+
+/// `holds::store::payment::start_payment`.
+const START_PAYMENT: &str = "SELECT outcome, event_id, section_id, seat_ids, expires_in_ms, ttl_ms, total_minor, \
+             currency FROM holds.start_payment($1, $2, $3)";
+
+/// `holds::store::payment::confirm`.
+const CONFIRM_HOLD: &str =
+    "SELECT outcome, event_id, section_id, seat_ids, ttl_ms FROM holds.confirm_hold($1, $2)";
+
+/// `payments::store::payments::by_hold_key`.
+fn by_hold_key() -> String {
+    format!("SELECT {PAYMENT_COLUMNS} FROM payments.payments WHERE hold_key = $1")
+}
+
+/// `payments::store::payments::insert_intent`.
+fn insert_intent() -> String {
+    format!(
+        "INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id, amount_minor, \
+             currency, status, lease_owner, lease_until, attempts) \
+         VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, now() + $8 * interval '1 millisecond', 1) \
+         ON CONFLICT (hold_key) DO NOTHING RETURNING {PAYMENT_COLUMNS}"
+    )
+}
+
+/// `payments::store::tickets::with_tickets`.
+fn with_tickets(payment: &str, first: usize) -> String {
+    format!(
+        "WITH p AS ({payment}), \
+         issued AS ( \
+             INSERT INTO payments.tickets (ticket_id, payment_id, event_id, section_id, \
+                 seat_id, fan_id, code) \
+             SELECT t.ticket_id, p.payment_id, p.event_id, t.section_id, t.seat_id, \
+                    p.fan_id, t.code \
+             FROM p, unnest(${}::uuid[], ${}::bigint[], ${}::bigint[], ${}::text[]) \
+                 AS t(ticket_id, section_id, seat_id, code)) \
+         SELECT * FROM p",
+        first,
+        first + 1,
+        first + 2,
+        first + 3
+    )
+}
+
+/// `payments::store::transitions::capture`.
+fn capture() -> String {
+    with_tickets(
+        &format!(
+            "UPDATE payments.payments SET status = 'captured', provider_charge_id = $2, \
+                 lease_owner = NULL, lease_until = NULL, updated_at = now() \
+             WHERE payment_id = $1 AND status IN ('pending', 'failed') \
+             RETURNING {PAYMENT_COLUMNS}"
+        ),
+        3,
+    )
+}
+
+/// `sql` with `$1`, `$2`, … replaced by `values` in order (highest first, so `$1`
+/// never eats the start of `$10`).
+fn bind(sql: &str, values: &[&str]) -> String {
+    let mut out = sql.to_owned();
+    for (i, value) in values.iter().enumerate().rev() {
+        out = out.replace(&format!("${}", i + 1), value);
+    }
+    out
+}
+
+/// The fan of hold `n`, as [`super::book::create_holds`] names it with prefix `pgb-`.
+const FAN: &str = "'pgb-' || :n::bigint";
+/// Its hold key.
+const KEY: &str = "md5('pgb-' || :n::bigint)::uuid";
+
+/// `count` copies of `item`, comma-separated, inside `ARRAY[…]`.
+fn array_of(item: &str, count: u64) -> String {
+    let items: Vec<&str> = (0..count).map(|_| item).collect();
+    format!("ARRAY[{}]", items.join(", "))
+}
+
+/// The five statements of a first confirm of hold `n`, one a line.
+fn confirm_statements() -> String {
+    let statements = [
+        format!("{};", bind(&by_hold_key(), &[KEY])),
+        format!(
+            "{} \\gset sp_",
+            bind(START_PAYMENT, &[KEY, FAN, ":window_ms::integer"])
+        ),
+        format!(
+            "{} \\gset pay_",
+            bind(
+                &insert_intent(),
+                &[
+                    "gen_random_uuid()",
+                    KEY,
+                    ":sp_event_id::bigint",
+                    FAN,
+                    ":sp_total_minor::bigint",
+                    ":sp_currency::text",
+                    "gen_random_uuid()",
+                    ":lease_ms::bigint",
+                ],
+            )
+        ),
+        format!("{} \\gset ch_", bind(CONFIRM_HOLD, &[KEY, FAN])),
+        format!(
+            "{};",
+            bind(
+                &capture(),
+                &[
+                    ":pay_payment_id::uuid",
+                    "'ch_' || :n::bigint",
+                    &array_of("gen_random_uuid()", SEATS_PER_CLAIM),
+                    &format!("array_fill(:ch_section_id::bigint, ARRAY[{SEATS_PER_CLAIM}])"),
+                    ":ch_seat_ids",
+                    &array_of(
+                        "rpad('T1.' || gen_random_uuid(), :code_len, '.')",
+                        SEATS_PER_CLAIM
+                    ),
+                ],
+            )
+        ),
+    ];
+    statements.join("\n") + "\n"
+}
+
+/// The hold counter, and the guard that sends a run past `:limit` to sleep.
+fn guarded(limit: &str, body: &str) -> String {
+    format!(
+        "\\set k :k + 1\n\\set n :client_id + (:k - 1) * :clients\n\\if :n < :{limit}\n{body}\\else\n\\sleep 1 ms\n\\endif\n"
+    )
+}
+
+/// The confirm floor: the five statements on hold `n` of the `:holds` claimed before.
+pub fn confirm() -> String {
+    guarded("holds", &confirm_statements())
+}
+
+/// The claim-and-book floor: a fan claims block `permute(n)` (as `claim_bench`'s floors
+/// pick blocks), then the five statements confirm it.
+pub fn claim_and_book() -> String {
+    let claim = bind(
+        CLAIM,
+        &[
+            KEY,
+            ":event",
+            ":section",
+            "ARRAY[:s0::bigint, :s0::bigint + 1, :s0::bigint + 2, :s0::bigint + 3]",
+            FAN,
+            "'pgb-' || :n::bigint || '-jti'",
+            "'fan'",
+            "NULL",
+        ],
+    );
+    let body = format!(
+        "\\set blk permute(:n, :blocks, :seed)\n\\set section :first_section + :blk / :bps\n\
+         \\set s0 :first_seat + :blk * {SEATS_PER_CLAIM}\n{claim};\n{}",
+        confirm_statements()
+    );
+    guarded("blocks", &body)
+}
+
+/// The `-D` variables both scripts read: `clients`, the pre-claimed `holds`, the
+/// service's payment window and lease (`window_ms`, `lease_ms`), `code_len`, and the
+/// venue for [`claim_and_book`].
+pub fn defines(
+    seeded: &Seeded,
+    clients: usize,
+    holds: usize,
+    window_ms: u64,
+    lease_ms: u64,
+) -> Vec<String> {
+    let shape = seeded.shape;
+    vec![
+        "k=0".to_owned(),
+        format!("clients={clients}"),
+        format!("holds={holds}"),
+        format!("window_ms={window_ms}"),
+        format!("lease_ms={lease_ms}"),
+        format!("code_len={}", code_len(seeded)),
+        format!("event={}", seeded.event),
+        format!("blocks={}", shape.blocks()),
+        format!("bps={}", shape.blocks_per_section()),
+        format!("first_section={}", seeded.first_section),
+        format!("first_seat={}", seeded.first_seat),
+        format!("seed={}", rand::random::<u32>()),
+    ]
+}
+
+/// Length of a ticket code the service signs for the last seat of the venue (ids of
+/// the same width as most).
+fn code_len(seeded: &Seeded) -> usize {
+    let (section, seats) = seeded.block(seeded.shape.blocks() - 1);
+    let claims = TicketClaims {
+        ticket_id: uuid::Uuid::new_v4(),
+        event_id: seeded.event,
+        section_id: i64::try_from(section).unwrap_or(i64::MAX),
+        seat_id: seats
+            .last()
+            .map_or(0, |&s| i64::try_from(s).unwrap_or(i64::MAX)),
+    };
+    TicketSigner::from_seed(&[7; 32]).sign(&claims).len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bind, confirm};
+
+    #[test]
+    fn binds_every_parameter() {
+        assert_eq!(bind("f($1, $2, $10)", &["a"; 10]), "f(a, a, a)");
+        let script = confirm();
+        assert!(!script.contains('$'), "{script}");
+        assert_eq!(script.matches("\\gset").count(), 3);
+    }
+}
