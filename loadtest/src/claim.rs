@@ -28,6 +28,10 @@ const TAKE_BEST: f64 = 0.4;
 /// at the map again, maybe in another section): if every loser took the same
 /// alternatives, they would collide again.
 const TAKE_ALTERNATIVES: f64 = 0.5;
+/// Share of fans who take seats apart when best available finds none together.
+const TAKE_APART: f64 = 0.7;
+/// Share of fans who take fewer seats when best available says only fewer fit.
+const TAKE_FEWER: f64 = 0.5;
 /// Unscaled pause after losing seats before trying again (a person reacting).
 const REACTION_MS: std::ops::Range<u64> = 200..1_000;
 /// How often a fan facing a fully held house looks for returned seats (at least).
@@ -64,8 +68,18 @@ pub(crate) fn parse_seat_ids(list: &str) -> Option<Vec<u64>> {
 enum Want {
     /// These seats of this section.
     Seats(u64, Vec<u64>),
-    /// The best block holds finds in this section.
-    Best(u64),
+    /// The best block holds finds for this target (a section, or a price category in
+    /// any section), adjacent or not.
+    Best(Target, Together),
+}
+
+/// Whether a best-available claim asks for adjacent seats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Together {
+    /// Adjacent in one row.
+    Yes,
+    /// Any seats of the target.
+    No,
 }
 
 /// What [`pick`] found.
@@ -108,7 +122,7 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
         }
     };
     if rng.gen_bool(ctx.options.best_available_share) {
-        return Pick::Claim(Want::Best(section));
+        return Pick::Claim(Want::Best(Target::SectionId(section), Together::Yes));
     }
     // Each fan aims at its own spot (front rows favoured), as people do on a map.
     let point = ctx.map.preferred_point(section, rng);
@@ -247,6 +261,7 @@ async fn claim_round(
         match reason(&status).as_str() {
             "SEAT_TAKEN" => {
                 inc(&ctx.stats.seat_taken);
+                let mut waited_for_returns = false;
                 let listed = |key: &str| {
                     info.as_ref()
                         .and_then(|i| i.metadata.get(key))
@@ -259,17 +274,45 @@ async fn claim_round(
                         (alternatives.len() == seats.len() && rng.gen_bool(TAKE_ALTERNATIVES))
                             .then_some(Want::Seats(*section, alternatives))
                     }
-                    // Best available already tried every block there: another section
-                    // it named, if any, else look at the map again.
-                    Want::Best(_) => {
+                    // Best available already tried every block there: the same seats
+                    // apart when it says they exist (most people take them), else
+                    // another section it named, else look at the map again.
+                    Want::Best(target, together) => {
+                        let said = |key: &str| {
+                            info.as_ref()
+                                .and_then(|i| i.metadata.get(key))
+                                .cloned()
+                                .unwrap_or_default()
+                        };
+                        let apart = *together == Together::Yes && said("not_together") == "true";
+                        let fewer = said("fewer_seats").parse::<u32>().unwrap_or(0);
                         let others = listed("other_section_ids");
-                        (!others.is_empty())
-                            .then(|| Want::Best(others[rng.gen_range(0..others.len())]))
+                        if apart && rng.gen_bool(TAKE_APART) {
+                            Some(Want::Best(target.clone(), Together::No))
+                        } else if !others.is_empty() {
+                            Some(Want::Best(
+                                Target::SectionId(others[rng.gen_range(0..others.len())]),
+                                Together::Yes,
+                            ))
+                        } else if fewer > 0 && fewer < *quantity && rng.gen_bool(TAKE_FEWER) {
+                            *quantity = fewer;
+                            Some(Want::Best(target.clone(), *together))
+                        } else {
+                            // Nothing the fan wants fits anywhere holds knows of: wait for
+                            // the map to change (returns, lapses) instead of asking again.
+                            waited_for_returns = true;
+                            None
+                        }
                     }
                 };
                 if next.is_none() {
-                    let pause = Duration::from_millis(rng.gen_range(REACTION_MS));
-                    tokio::time::sleep(ctx.options.scaled(pause)).await;
+                    let pause = if waited_for_returns {
+                        ctx.options.map_refresh.max(RETURNS_POLL)
+                    } else {
+                        ctx.options
+                            .scaled(Duration::from_millis(rng.gen_range(REACTION_MS)))
+                    };
+                    tokio::time::sleep(pause).await;
                 }
             }
             "LIMIT_EXCEEDED" => {
@@ -324,13 +367,13 @@ async fn claim(
             .await
             .map(|r| r.hold)
         }
-        Want::Best(section_id) => {
+        Want::Best(target, together) => {
             let request = ClaimBestAvailableRequest {
                 admission_token: admission.to_owned(),
                 event_id: ctx.event.event_id.clone(),
-                target: Some(Target::SectionId(*section_id)),
+                target: Some(target.clone()),
                 quantity,
-                together: true,
+                together: *together == Together::Yes,
             };
             ctx.call(
                 "Holds/ClaimBestAvailable",
