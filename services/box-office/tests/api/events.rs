@@ -454,14 +454,7 @@ async fn a_sale_never_runs_with_seats_that_have_no_price() {
     let venue = office.venue().await;
     let mut request = create_request(&venue.venue_id);
     request.price_categories.truncate(1);
-    let event = office
-        .client
-        .create_event(office.office(request))
-        .await
-        .unwrap()
-        .into_inner()
-        .event
-        .unwrap();
+    let event = office.create_event(request).await;
     let id = event.event_id.clone();
 
     let before = office.counts().await;
@@ -516,14 +509,7 @@ async fn an_event_sets_how_far_fans_may_extend_a_hold() {
     let venue = office.venue().await;
     let mut request = create_request(&venue.venue_id);
     request.settings.as_mut().unwrap().max_hold_lifetime_ms = 900_000;
-    let set = office
-        .client
-        .create_event(office.office(request))
-        .await
-        .unwrap()
-        .into_inner()
-        .event
-        .unwrap();
+    let set = office.create_event(request).await;
     assert_eq!(set.settings.unwrap().max_hold_lifetime_ms, 900_000);
     let default = office.event(&venue.venue_id).await;
     assert_eq!(default.settings.unwrap().max_hold_lifetime_ms, 0);

@@ -34,14 +34,7 @@ async fn fifty_thousand_seats_report_and_check() {
             price: crate::support::eur(1000),
         })
         .collect();
-    let event = office
-        .client
-        .create_event(office.office(request))
-        .await
-        .unwrap()
-        .into_inner()
-        .event
-        .unwrap();
+    let event = office.create_event(request).await;
     let event_id: i64 = event.event_id.parse().unwrap();
     // Every tenth seat held, every seventh booked with its payment.
     sqlx::query(

@@ -143,7 +143,12 @@ impl Office {
 
     /// Creates a draft event on `venue_id` with [`create_request`].
     pub async fn event(&mut self, venue_id: &str) -> pb::Event {
-        let request = self.office(create_request(venue_id));
+        self.create_event(create_request(venue_id)).await
+    }
+
+    /// Creates the event `request` asks for, as the box office; panics on a refusal.
+    pub async fn create_event(&mut self, request: pb::CreateEventRequest) -> pb::Event {
+        let request = self.office(request);
         self.client
             .create_event(request)
             .await
