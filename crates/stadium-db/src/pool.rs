@@ -21,6 +21,15 @@ pub struct PoolOptions {
     pub statement_timeout: Duration,
     /// `application_name` reported in `pg_stat_activity`.
     pub application_name: String,
+    /// Whether the planner may choose sequential scans (default true). Services whose
+    /// every statement is an index lookup (holds, payments) turn them off: a plan made
+    /// while a table is empty — the first seconds of an on-sale — is kept by the
+    /// connection (a prepared statement, or a PL/pgSQL function's statement, switches
+    /// to a generic plan after five runs), and a sequential scan chosen for an empty
+    /// table stays one while the table grows. Off sets `enable_seqscan = off`, which
+    /// prices sequential scans out wherever an index applies and leaves them where
+    /// none does (PostgreSQL: "Planner Method Configuration", "plan_cache_mode").
+    pub seq_scans: bool,
 }
 
 impl Default for PoolOptions {
@@ -30,6 +39,7 @@ impl Default for PoolOptions {
             acquire_timeout: Duration::from_secs(5),
             statement_timeout: Duration::from_secs(5),
             application_name: "stadium".to_owned(),
+            seq_scans: true,
         }
     }
 }
@@ -45,13 +55,16 @@ impl Default for PoolOptions {
 /// # Errors
 /// The URL does not parse, or no connection could be made within the acquire timeout.
 pub async fn connect(url: &str, options: &PoolOptions) -> Result<PgPool, sqlx::Error> {
-    let connect = url
+    let mut connect = url
         .parse::<PgConnectOptions>()?
         .application_name(&options.application_name)
         .options([(
             "statement_timeout",
             format!("{}", options.statement_timeout.as_millis()),
         )]);
+    if !options.seq_scans {
+        connect = connect.options([("enable_seqscan", "off")]);
+    }
     PgPoolOptions::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)

@@ -111,6 +111,7 @@ pub async fn build_with_source(
             max_connections: config.database_max_connections,
             acquire_timeout: Duration::from_millis(config.database_acquire_timeout_ms),
             application_name: "holds".to_owned(),
+            seq_scans: false,
             ..PoolOptions::default()
         },
     )

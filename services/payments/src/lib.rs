@@ -127,6 +127,7 @@ pub async fn build_with_metrics(
         &stadium_db::PoolOptions {
             max_connections: config.database_max_connections,
             application_name: SERVICE_NAME.to_owned(),
+            seq_scans: false,
             ..stadium_db::PoolOptions::default()
         },
     )
