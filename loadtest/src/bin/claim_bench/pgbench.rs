@@ -9,6 +9,17 @@ use std::time::Duration;
 
 use super::BenchResult;
 
+/// A service's statement `sql` with `$1`, `$2`, … replaced by `values` in order —
+/// `pgbench` variables or expressions — so that `pgbench` runs the service's own text
+/// (highest first, so `$1` never eats the start of `$10`).
+pub fn bind(sql: &str, values: &[&str]) -> String {
+    let mut out = sql.to_owned();
+    for (i, value) in values.iter().enumerate().rev() {
+        out = out.replace(&format!("${}", i + 1), value);
+    }
+    out
+}
+
 /// What one `pgbench` run reported.
 #[derive(Debug, Clone, Copy)]
 pub struct PgbenchResult {

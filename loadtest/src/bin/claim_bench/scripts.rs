@@ -11,6 +11,9 @@
 //! Blocks come from `permute` over a per-client counter, so they look random yet never
 //! collide (a unique violation would abort a `pgbench` client).
 
+use holds::store::statements::CLAIM;
+
+use super::pgbench::bind;
 use super::seed::Seeded;
 
 /// The variables every script sets from `-D` (`event`, `clients`, `blocks`, `bps`,
@@ -25,12 +28,23 @@ const BLOCK: &str = r"\set k :k + 1
 \set fan :client_id * 1000000000 + :k
 ";
 
-/// The service's claim: one statement, its own transaction.
-const CLAIM: &str = "SELECT outcome, detail, limit_max, seat_ids, expires_in_ms, ttl_ms, expired \
-FROM holds.claim(gen_random_uuid(), :event, :section, \
-ARRAY[:s0::bigint, :s1::bigint, :s2::bigint, :s3::bigint], \
-'pgb-' || :fan::bigint, 'pgb-jti-' || :fan::bigint, 'fan', NULL);
-";
+/// The service's claim (its own text): one statement, its own transaction.
+fn claim() -> String {
+    let claim = bind(
+        CLAIM,
+        &[
+            "gen_random_uuid()",
+            ":event",
+            ":section",
+            "ARRAY[:s0::bigint, :s1::bigint, :s2::bigint, :s3::bigint]",
+            "'pgb-' || :fan::bigint",
+            "'pgb-jti-' || :fan::bigint",
+            "'fan'",
+            "NULL",
+        ],
+    );
+    format!("{claim};\n")
+}
 
 /// The bare insert of the same four rows under one hold key.
 const BARE_INSERT: &str = "INSERT INTO holds.seat_holds \
@@ -54,8 +68,8 @@ impl Script {
     /// The script: [`BLOCK`], then the statement.
     pub fn text(self) -> String {
         let statement = match self {
-            Self::Claim => CLAIM,
-            Self::BareInsert => BARE_INSERT,
+            Self::Claim => claim(),
+            Self::BareInsert => BARE_INSERT.to_owned(),
         };
         format!("{BLOCK}{statement}")
     }

@@ -9,8 +9,8 @@
 //! - [`claim_and_book`]: `holds.claim` and then those five statements: the database work
 //!   of a whole claim and confirm.
 //!
-//! The statements are the service's texts, copied from the stores named beside each,
-//! with each `$n` replaced by what `pgbench` can give for it: a variable, a value an
+//! The statements are the services' own texts (`holds::store::statements`,
+//! `payments::store::statements`), with each `$n` replaced by what `pgbench` can give for it: a variable, a value an
 //! earlier statement answered (`\gset`), or an expression where the service binds a
 //! value computed in Rust (new UUIDs, the hold key `md5(fan)::uuid` of
 //! [`super::book::create_holds`]). Ticket codes are random strings as long as a signed
@@ -21,83 +21,12 @@
 //! `pgbench` transaction, so rates come from the captured payments; see
 //! [`super::book::Floor`]).
 
+use holds::store::statements::{CLAIM, CONFIRM_HOLD, START_PAYMENT};
 use payments::domain::ticket_code::{TicketClaims, TicketSigner};
+use payments::store::statements::{by_hold_key, capture, insert_intent};
 
+use super::pgbench::bind;
 use super::seed::{SEATS_PER_CLAIM, Seeded};
-
-/// `PAYMENT_COLUMNS` of `payments::store::payments`.
-const PAYMENT_COLUMNS: &str = "payment_id, hold_key, event_id, fan_id, amount_minor, \
-     currency::text AS currency, status, provider_charge_id, refund_id, refund_reason, refunded_minor, \
-     refunded_at, comp_recipient, created_at, updated_at";
-
-/// `holds::store::claim::claim`.
-const CLAIM: &str = "SELECT outcome, detail, limit_max, seat_ids, expires_in_ms, ttl_ms, expired \
-         FROM holds.claim($1, $2, $3, $4, $5, $6, $7, $8)";
-
-/// `holds::store::payment::start_payment`.
-const START_PAYMENT: &str = "SELECT outcome, event_id, section_id, seat_ids, expires_in_ms, ttl_ms, total_minor, \
-             currency FROM holds.start_payment($1, $2, $3)";
-
-/// `holds::store::payment::confirm`.
-const CONFIRM_HOLD: &str =
-    "SELECT outcome, event_id, section_id, seat_ids, ttl_ms FROM holds.confirm_hold($1, $2)";
-
-/// `payments::store::payments::by_hold_key`.
-fn by_hold_key() -> String {
-    format!("SELECT {PAYMENT_COLUMNS} FROM payments.payments WHERE hold_key = $1")
-}
-
-/// `payments::store::payments::insert_intent`.
-fn insert_intent() -> String {
-    format!(
-        "INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id, amount_minor, \
-             currency, status, lease_owner, lease_until, attempts) \
-         VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, now() + $8 * interval '1 millisecond', 1) \
-         ON CONFLICT (hold_key) DO NOTHING RETURNING {PAYMENT_COLUMNS}"
-    )
-}
-
-/// `payments::store::tickets::with_tickets`.
-fn with_tickets(payment: &str, first: usize) -> String {
-    format!(
-        "WITH p AS ({payment}), \
-         issued AS ( \
-             INSERT INTO payments.tickets (ticket_id, payment_id, event_id, section_id, \
-                 seat_id, fan_id, code) \
-             SELECT t.ticket_id, p.payment_id, p.event_id, t.section_id, t.seat_id, \
-                    p.fan_id, t.code \
-             FROM p, unnest(${}::uuid[], ${}::bigint[], ${}::bigint[], ${}::text[]) \
-                 AS t(ticket_id, section_id, seat_id, code)) \
-         SELECT * FROM p",
-        first,
-        first + 1,
-        first + 2,
-        first + 3
-    )
-}
-
-/// `payments::store::transitions::capture`.
-fn capture() -> String {
-    with_tickets(
-        &format!(
-            "UPDATE payments.payments SET status = 'captured', provider_charge_id = $2, \
-                 lease_owner = NULL, lease_until = NULL, updated_at = now() \
-             WHERE payment_id = $1 AND status IN ('pending', 'failed') \
-             RETURNING {PAYMENT_COLUMNS}"
-        ),
-        3,
-    )
-}
-
-/// `sql` with `$1`, `$2`, … replaced by `values` in order (highest first, so `$1`
-/// never eats the start of `$10`).
-fn bind(sql: &str, values: &[&str]) -> String {
-    let mut out = sql.to_owned();
-    for (i, value) in values.iter().enumerate().rev() {
-        out = out.replace(&format!("${}", i + 1), value);
-    }
-    out
-}
 
 /// The fan of hold `n`, as [`super::book::create_holds`] names it with prefix `pgb-`.
 const FAN: &str = "'pgb-' || :n::bigint";

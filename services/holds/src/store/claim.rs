@@ -17,6 +17,7 @@
 
 use sqlx::{FromRow, PgExecutor};
 
+use super::statements;
 use crate::domain::{
     Claim, Claimant, EventId, Hold, HoldKey, HoldStatus, Limit, SeatId, SectionId,
 };
@@ -77,20 +78,17 @@ fn parameters(claimant: &Claimant) -> (&'static str, &str, Option<&str>, Option<
 pub async fn claim<'e>(db: impl PgExecutor<'e>, claim: &Claim) -> Result<Claimed, Error> {
     let (kind, owner, jti, note) = parameters(&claim.claimant);
     let key = HoldKey::generate();
-    let row: ClaimRow = sqlx::query_as(
-        "SELECT outcome, detail, limit_max, seat_ids, expires_in_ms, ttl_ms, expired \
-         FROM holds.claim($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(key.uuid())
-    .bind(claim.event.get())
-    .bind(claim.section.get())
-    .bind(claim.seats.raw())
-    .bind(owner)
-    .bind(jti)
-    .bind(kind)
-    .bind(note)
-    .fetch_one(db)
-    .await?;
+    let row: ClaimRow = sqlx::query_as(statements::CLAIM)
+        .bind(key.uuid())
+        .bind(claim.event.get())
+        .bind(claim.section.get())
+        .bind(claim.seats.raw())
+        .bind(owner)
+        .bind(jti)
+        .bind(kind)
+        .bind(note)
+        .fetch_one(db)
+        .await?;
     decide(
         row,
         key,

@@ -13,6 +13,7 @@ mod holds;
 mod layout;
 mod payment;
 mod refusal;
+pub mod statements;
 mod sweep;
 
 pub use best::{BestOutcome, claim_best};

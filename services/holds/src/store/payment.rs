@@ -6,6 +6,7 @@
 
 use sqlx::{FromRow, PgExecutor};
 
+use super::statements;
 use crate::domain::{EventId, Hold, HoldKey, HoldStatus, SeatId, SectionId};
 use crate::error::Error;
 
@@ -104,15 +105,12 @@ pub async fn start_payment<'e>(
     fan: &str,
     window_ms: u32,
 ) -> Result<PaymentStarted, Error> {
-    let row: StartRow = sqlx::query_as(
-        "SELECT outcome, event_id, section_id, seat_ids, expires_in_ms, ttl_ms, total_minor, \
-             currency FROM holds.start_payment($1, $2, $3)",
-    )
-    .bind(key.uuid())
-    .bind(fan)
-    .bind(i32::try_from(window_ms).unwrap_or(i32::MAX))
-    .fetch_one(db)
-    .await?;
+    let row: StartRow = sqlx::query_as(statements::START_PAYMENT)
+        .bind(key.uuid())
+        .bind(fan)
+        .bind(i32::try_from(window_ms).unwrap_or(i32::MAX))
+        .fetch_one(db)
+        .await?;
     if row.call.outcome != "started" {
         let missing = (row.call.outcome == "price_missing").then_some(Error::PriceMissing);
         return Err(row.call.refusal(missing));
@@ -187,13 +185,11 @@ pub async fn extend<'e>(
 /// [`Error::HoldExpired`] (expired, released, reclaimed: the caller refunds);
 /// [`Error::Database`].
 pub async fn confirm<'e>(db: impl PgExecutor<'e>, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-    let row: HoldCall = sqlx::query_as(
-        "SELECT outcome, event_id, section_id, seat_ids, ttl_ms FROM holds.confirm_hold($1, $2)",
-    )
-    .bind(key.uuid())
-    .bind(fan)
-    .fetch_one(db)
-    .await?;
+    let row: HoldCall = sqlx::query_as(statements::CONFIRM_HOLD)
+        .bind(key.uuid())
+        .bind(fan)
+        .fetch_one(db)
+        .await?;
     match row.outcome.as_str() {
         "booked" => row.hold(key, fan, HoldStatus::Booked, 0),
         "held" => Err(Error::CorruptRow(format!("hold {key}: held after booking"))),

@@ -5,7 +5,8 @@ use std::time::Duration;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::payments::{PAYMENT_COLUMNS, PaymentRow, millis, one};
+use super::payments::{PaymentRow, millis, one};
+use super::statements::PAYMENT_COLUMNS;
 use crate::domain::Payment;
 use crate::error::Error;
 

@@ -9,6 +9,7 @@ mod catalog;
 mod leases;
 mod notices;
 mod payments;
+pub mod statements;
 mod tickets;
 mod transitions;
 

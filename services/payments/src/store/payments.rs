@@ -7,14 +7,11 @@ use sqlx::{FromRow, PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::leases::Lease;
-use super::tickets::{BookedSeat, NewTickets, with_tickets};
+use super::statements::{self, PAYMENT_COLUMNS, with_tickets};
+use super::tickets::{BookedSeat, NewTickets};
 use crate::domain::ticket_code::TicketSigner;
 use crate::domain::{HoldKey, Money, Order, Payment, PaymentStatus, RefundReason};
 use crate::error::Error;
-
-pub(super) const PAYMENT_COLUMNS: &str = "payment_id, hold_key, event_id, fan_id, amount_minor, \
-     currency::text AS currency, status, provider_charge_id, refund_id, refund_reason, refunded_minor, \
-     refunded_at, comp_recipient, created_at, updated_at";
 
 #[derive(Debug, FromRow)]
 pub(super) struct PaymentRow {
@@ -101,23 +98,19 @@ pub async fn insert_intent<'e>(
     new: &NewPayment,
     lease: Lease,
 ) -> Result<Option<Payment>, Error> {
-    let sql = format!(
-        "INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id, amount_minor, \
-             currency, status, lease_owner, lease_until, attempts) \
-         VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, now() + $8 * interval '1 millisecond', 1) \
-         ON CONFLICT (hold_key) DO NOTHING RETURNING {PAYMENT_COLUMNS}"
-    );
-    one(sqlx::query_as::<_, PaymentRow>(&sql)
-        .bind(new.id)
-        .bind(new.hold_key.uuid())
-        .bind(new.event_id)
-        .bind(&new.fan_id)
-        .bind(new.amount.amount_minor)
-        .bind(&new.amount.currency)
-        .bind(lease.owner)
-        .bind(millis(lease.ttl))
-        .fetch_optional(db)
-        .await?)
+    one(
+        sqlx::query_as::<_, PaymentRow>(&statements::insert_intent())
+            .bind(new.id)
+            .bind(new.hold_key.uuid())
+            .bind(new.event_id)
+            .bind(&new.fan_id)
+            .bind(new.amount.amount_minor)
+            .bind(&new.amount.currency)
+            .bind(lease.owner)
+            .bind(millis(lease.ttl))
+            .fetch_optional(db)
+            .await?,
+    )
 }
 
 /// The payment for hold `key`.
@@ -125,8 +118,7 @@ pub async fn insert_intent<'e>(
 /// # Errors
 /// [`Error::Database`]; [`Error::CorruptRow`].
 pub async fn by_hold_key(conn: &mut PgConnection, key: HoldKey) -> Result<Option<Payment>, Error> {
-    let sql = format!("SELECT {PAYMENT_COLUMNS} FROM payments.payments WHERE hold_key = $1");
-    one(sqlx::query_as::<_, PaymentRow>(&sql)
+    one(sqlx::query_as::<_, PaymentRow>(&statements::by_hold_key())
         .bind(key.uuid())
         .fetch_optional(&mut *conn)
         .await?)

@@ -95,7 +95,8 @@ impl NewTickets {
         new
     }
 
-    /// Binds the four arrays, in the order of [`NewTickets::ROWS`]'s parameters.
+    /// Binds the four arrays, in the order of [`super::statements::with_tickets`]'s
+    /// parameters.
     pub(super) fn bind<'q, O>(
         &'q self,
         query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
@@ -126,26 +127,4 @@ impl NewTickets {
         tickets.sort_by_key(|t| t.seat_id);
         tickets
     }
-}
-
-/// One statement that runs `payment` (a data-modifying CTE body returning
-/// `PAYMENT_COLUMNS` for at most one payment) and issues the new tickets for the payment
-/// it returned, from four arrays bound at `$first..=$first+3` by [`NewTickets::bind`];
-/// the statement answers the payment row.
-pub(super) fn with_tickets(payment: &str, first: usize) -> String {
-    format!(
-        "WITH p AS ({payment}), \
-         issued AS ( \
-             INSERT INTO payments.tickets (ticket_id, payment_id, event_id, section_id, \
-                 seat_id, fan_id, code) \
-             SELECT t.ticket_id, p.payment_id, p.event_id, t.section_id, t.seat_id, \
-                    p.fan_id, t.code \
-             FROM p, unnest(${}::uuid[], ${}::bigint[], ${}::bigint[], ${}::text[]) \
-                 AS t(ticket_id, section_id, seat_id, code)) \
-         SELECT * FROM p",
-        first,
-        first + 1,
-        first + 2,
-        first + 3
-    )
 }

@@ -7,8 +7,9 @@ use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::leases::Lease;
-use super::payments::{PAYMENT_COLUMNS, PaymentRow, millis, one};
-use super::tickets::{BookedSeat, NewTickets, with_tickets};
+use super::payments::{PaymentRow, millis, one};
+use super::statements::{self, PAYMENT_COLUMNS};
+use super::tickets::{BookedSeat, NewTickets};
 use crate::domain::ticket_code::TicketSigner;
 use crate::domain::{Order, Payment, PaymentStatus, RefundReason};
 use crate::error::Error;
@@ -32,15 +33,7 @@ pub async fn capture<'e>(
     signer: &TicketSigner,
 ) -> Result<Option<Order>, Error> {
     let tickets = NewTickets::sign(payment.event_id, seats, signer);
-    let sql = with_tickets(
-        &format!(
-            "UPDATE payments.payments SET status = 'captured', provider_charge_id = $2, \
-                 lease_owner = NULL, lease_until = NULL, updated_at = now() \
-             WHERE payment_id = $1 AND status IN ('pending', 'failed') \
-             RETURNING {PAYMENT_COLUMNS}"
-        ),
-        3,
-    );
+    let sql = statements::capture();
     let query = sqlx::query_as::<_, PaymentRow>(&sql)
         .bind(payment.id)
         .bind(charge_id);
