@@ -81,8 +81,11 @@ struct Args {
     #[arg(long)]
     keep_database: bool,
 
-    /// Sections of the generated venue.
-    #[arg(long, default_value_t = 100)]
+    /// Sections of the generated venue. Every phase claims distinct blocks of it, and a
+    /// `pgbench` client that runs out of them aborts on a unique violation: the default
+    /// 300 (150,000 blocks of 4 at 50 × 40 seats a section) last a 10 s phase at
+    /// 15,000 claims/s; the bare INSERT did 5,280/s here.
+    #[arg(long, default_value_t = 300)]
     sections: u64,
 
     /// Rows per section.
