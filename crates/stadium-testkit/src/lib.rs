@@ -1,16 +1,19 @@
 //! Test support shared by the stadium crates: a fresh, migrated PostgreSQL database per
 //! test (cloned from a migrated template, so it costs one `CREATE DATABASE`), and the
 //! Redis URL with a unique key prefix per test, [`all_at_once`] for requests fired in
-//! parallel, and [`RoundTrips`] to count a service's round trips to PostgreSQL.
+//! parallel, [`RoundTrips`] to count a service's round trips to PostgreSQL, and
+//! [`seq_scans`] / [`generic_seq_scans`] to see which tables a statement's plan scans.
 //!
 //! The servers come from `DATABASE_URL` and `REDIS_URL` when set (CI sets them), else
 //! from one private PostgreSQL and Redis that `stadium-localstack` starts from the
 //! machine's binaries for the whole test process.
 
 mod concurrency;
+mod plans;
 mod round_trips;
 
 pub use concurrency::all_at_once;
+pub use plans::{generic_seq_scans, seq_scans};
 pub use round_trips::RoundTrips;
 
 use sqlx::postgres::PgPool;

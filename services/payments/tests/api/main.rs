@@ -6,6 +6,7 @@ mod admin;
 mod cases;
 mod confirm;
 mod metrics;
+mod plans;
 mod recovery;
 mod standalone;
 mod support;
