@@ -48,6 +48,7 @@ pub mod cli;
 mod credentials;
 mod error;
 mod fan;
+pub mod floor;
 mod invariants;
 mod latency;
 mod mix;

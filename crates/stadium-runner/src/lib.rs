@@ -5,5 +5,5 @@
 pub mod onsale;
 pub mod stack;
 
-pub use onsale::{DatabaseCheck, OnSaleConfig};
-pub use stack::{Endpoints, Stack, StackOptions};
+pub use onsale::{DatabaseCheck, FloorOutcome, OnSaleConfig};
+pub use stack::{Endpoints, PaymentTiming, Stack, StackOptions};

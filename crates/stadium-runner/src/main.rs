@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use stadium_runner::onsale::FloorConfig;
 use stadium_runner::{OnSaleConfig, Stack, StackOptions};
 use stadium_tokens::Role;
 
@@ -104,6 +105,17 @@ struct SaleArgs {
     /// No progress bars.
     #[arg(long)]
     no_progress: bool,
+    /// After the sale, on the same database server: `pgbench` running as many
+    /// claim-and-book transactions as the sale made orders, timed beside the sell-out.
+    /// Off with --no-floor.
+    #[arg(long)]
+    no_floor: bool,
+    /// The `pgbench` program of the floor.
+    #[arg(long, env = "PGBENCH", default_value = "pgbench")]
+    pgbench: String,
+    /// Concurrent `pgbench` clients of the floor, 1 to 64.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=64))]
+    floor_clients: u16,
 }
 
 fn seed(hex_seed: Option<&str>) -> anyhow::Result<Option<[u8; 32]>> {
@@ -162,12 +174,17 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs) -> anyhow::Result<bool> {
         best_available_share: sale.best_available_share,
         seed: sale.seed,
         progress: !sale.no_progress,
+        floor: (!sale.no_floor).then(|| FloorConfig {
+            pgbench: sale.pgbench.clone(),
+            clients: usize::from(sale.floor_clients),
+        }),
     };
     let outcome = stadium_runner::onsale::run(&stack, &config).await;
     stack.stop().await?;
-    let (report, check) = outcome?;
+    let (report, check, floor) = outcome?;
     println!("{}", report.to_text());
     println!("{}", check.to_text());
+    println!("{}", floor.to_text(report.sold_out_after_s));
     svg_file
         .write_all(report.to_svg().as_bytes())
         .with_context(|| format!("write {}", sale.report_svg.display()))?;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use loadtest::floor::sellout::{SelloutFloor, SelloutFloorOptions, sellout_floor};
 use loadtest::{Credentials, EventOptions, OnSaleOptions, RunReport, VenueSource};
 use sqlx::PgPool;
 
@@ -38,6 +39,59 @@ pub struct OnSaleConfig {
     pub seed: u64,
     /// Progress bars on stderr.
     pub progress: bool,
+    /// The floor to measure after the sale, on the same database server; `None`: none.
+    pub floor: Option<FloorConfig>,
+}
+
+/// The `pgbench` floor run after the on-sale (see [`loadtest::floor::sellout`]).
+#[derive(Debug, Clone)]
+pub struct FloorConfig {
+    /// The `pgbench` program.
+    pub pgbench: String,
+    /// Concurrent `pgbench` clients.
+    pub clients: usize,
+}
+
+/// The floor beside the on-sale: as many claim-and-book transactions as it made
+/// orders, by `pgbench` on the same database server in the same run.
+#[derive(Debug, Clone)]
+pub enum FloorOutcome {
+    /// Not asked for.
+    NotRun,
+    /// Measured.
+    Measured(SelloutFloor),
+    /// It could not run (no `pgbench` on the machine, or it failed): why. The sale's
+    /// own result stands.
+    Failed(String),
+}
+
+impl FloorOutcome {
+    /// A few readable lines for the terminal, the floor beside the sale's sell-out time
+    /// (seconds, when it sold out).
+    pub fn to_text(&self, sold_out_after_s: Option<f64>) -> String {
+        let mut out = "Floor (pgbench on the same database server, same run)\n".to_owned();
+        match self {
+            Self::NotRun => out.push_str("  not run\n"),
+            Self::Failed(why) => out.push_str(&format!("  FLOOR NOT MEASURED: {why}\n")),
+            Self::Measured(floor) => {
+                out.push_str(&format!(
+                    "  {} claim-and-book transactions (holds.claim, then a first confirm's \
+                     five statements), {} clients: {:.1} s ({:.0} orders/s)\n",
+                    floor.orders,
+                    floor.clients,
+                    floor.elapsed.as_secs_f64(),
+                    floor.per_second()
+                ));
+                if let Some(sold_out) = sold_out_after_s {
+                    out.push_str(&format!(
+                        "  the on-sale sold the same orders out in {sold_out:.1} s: {:.1}× the floor's time\n",
+                        sold_out / floor.elapsed.as_secs_f64().max(f64::EPSILON)
+                    ));
+                }
+            }
+        }
+        out
+    }
 }
 
 /// What the database says about the event after the run, and where it disagrees
@@ -96,7 +150,8 @@ impl DatabaseCheck {
     }
 }
 
-/// Runs the on-sale against `stack` and checks the result against its database.
+/// Runs the on-sale against `stack`, checks the result against its database, then
+/// measures the floor when `config` asks for it.
 ///
 /// # Errors
 /// Setting the event up, the run itself, or the database check failed to run (a
@@ -104,7 +159,7 @@ impl DatabaseCheck {
 pub async fn run(
     stack: &Stack,
     config: &OnSaleConfig,
-) -> anyhow::Result<(RunReport, DatabaseCheck)> {
+) -> anyhow::Result<(RunReport, DatabaseCheck, FloorOutcome)> {
     let targets = stack.endpoints.targets();
     let creds = Credentials::new(Arc::clone(&stack.issuer));
     let venue = match &config.venue {
@@ -136,7 +191,22 @@ pub async fn run(
     let pool = stadium_db::connect(&stack.database_url, &Default::default()).await?;
     let check = check_database(&pool, &report).await?;
     pool.close().await;
-    Ok((report, check))
+    let floor = match &config.floor {
+        None => FloorOutcome::NotRun,
+        Some(floor) => {
+            let options = SelloutFloorOptions {
+                pgbench: floor.pgbench.clone(),
+                clients: floor.clients,
+                window_ms: stack.payment_timing.window_ms,
+                lease_ms: stack.payment_timing.lease_ms,
+            };
+            match sellout_floor(&stack.database_url, report.orders_paid, &options).await {
+                Ok(measured) => FloorOutcome::Measured(measured),
+                Err(e) => FloorOutcome::Failed(e.to_string()),
+            }
+        }
+    };
+    Ok((report, check, floor))
 }
 
 async fn scalar(pool: &PgPool, sql: &str, event: i64) -> anyhow::Result<i64> {

@@ -27,6 +27,16 @@ pub struct StackOptions {
     pub dev_issuer_seed: Option<[u8; 32]>,
 }
 
+/// How long the payments service gives a payment: the window a hold is kept for it once
+/// paying starts, and the lease of the instance that drives it (ms).
+#[derive(Debug, Clone, Copy)]
+pub struct PaymentTiming {
+    /// Payment window, ms.
+    pub window_ms: u64,
+    /// Lease, ms.
+    pub lease_ms: u64,
+}
+
 /// gRPC URLs of the five services (`http://127.0.0.1:<port>`).
 #[derive(Debug, Clone)]
 pub struct Endpoints {
@@ -69,6 +79,8 @@ pub struct Stack {
     pub dev_issuer_seed: [u8; 32],
     /// The development identity issuer.
     pub issuer: Arc<DevIssuer>,
+    /// The payments service's payment window and lease, ms.
+    pub payment_timing: PaymentTiming,
     shutdown: CancellationToken,
     tasks: JoinSet<(&'static str, anyhow::Result<()>)>,
     local: Option<LocalStack>,
@@ -227,6 +239,10 @@ impl Stack {
             "--provider-notice-secret",
             &notice_secret,
         ])?;
+        let payment_timing = PaymentTiming {
+            window_ms: payments.payment_window_ms,
+            lease_ms: payments.lease_ms,
+        };
         let token = shutdown.clone();
         tasks.spawn(async move {
             let result = payments::serve(payments, pay_listener, token).await;
@@ -266,6 +282,7 @@ impl Stack {
             redis_url,
             dev_issuer_seed: seed,
             issuer: Arc::new(issuer),
+            payment_timing,
             shutdown,
             tasks,
             local,

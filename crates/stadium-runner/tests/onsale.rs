@@ -1,13 +1,15 @@
 //! A small on-sale end to end (issue 8's CI test): about 2,000 fans for 500 seats in
 //! compressed time through all five services, then the stored data is checked: every
 //! seat sold at most once, the counts add up, one refund per late payment and none
-//! otherwise, and the report's numbers equal the database's.
+//! otherwise, and the report's numbers equal the database's. The `pgbench` floor then
+//! books as many orders on the same database server.
 
 use std::time::Duration;
 
 mod support;
 
-use stadium_runner::OnSaleConfig;
+use stadium_runner::onsale::FloorConfig;
+use stadium_runner::{FloorOutcome, OnSaleConfig};
 use support::stack_on_fresh_database;
 
 /// A 500-seat arena as a CSV manifest: 4 sections × 5 rows × 25 seats, the front two
@@ -48,11 +50,20 @@ async fn a_small_on_sale_sells_each_seat_once_and_the_report_matches_the_databas
         best_available_share: 0.8,
         seed: 7,
         progress: false,
+        floor: Some(FloorConfig {
+            pgbench: std::env::var("PGBENCH").unwrap_or_else(|_| "pgbench".to_owned()),
+            clients: 4,
+        }),
     };
     let outcome = stadium_runner::onsale::run(&stack, &config).await;
     stack.stop().await.expect("clean stop");
-    let (report, check) = outcome.expect("the on-sale runs");
-    println!("{}\n{}", report.to_text(), check.to_text());
+    let (report, check, floor) = outcome.expect("the on-sale runs");
+    println!(
+        "{}\n{}\n{}",
+        report.to_text(),
+        check.to_text(),
+        floor.to_text(report.sold_out_after_s)
+    );
 
     assert_eq!(check.seats, 500);
     assert_eq!(check.seats_claimed_twice, 0, "a seat has two active claims");
@@ -78,5 +89,9 @@ async fn a_small_on_sale_sells_each_seat_once_and_the_report_matches_the_databas
         "a timely payment was refunded"
     );
     assert!(check.is_ok(), "{:?}", check.disagreements);
+    match floor {
+        FloorOutcome::Measured(floor) => assert_eq!(floor.orders, report.orders_paid),
+        other => panic!("the floor did not run: {other:?}"),
+    }
     assert!(report.is_ok(), "{}", report.to_text());
 }

@@ -16,23 +16,20 @@
 // search by itself.
 #[path = "claim_bench/load.rs"]
 mod load;
-#[path = "claim_bench/pgbench.rs"]
-mod pgbench;
 #[path = "claim_bench/scripts.rs"]
 mod scripts;
-#[path = "claim_bench/seed.rs"]
-mod seed;
 
 use std::time::Duration;
 
 use clap::Parser;
+use loadtest::floor::{pgbench, seed};
 use serde_json::json;
 
 use load::{Phase, PhaseResult, Service, Target};
 use seed::Shape;
 
 /// Errors of the benchmark: reported and the process exits non-zero.
-type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+use loadtest::floor::FloorResult;
 
 /// Flags of the holds benchmark.
 #[derive(Debug, Parser)]
@@ -144,7 +141,7 @@ fn errors_json(result: &PhaseResult) -> serde_json::Value {
     )
 }
 
-async fn check_rows(db: &seed::Database, event: i64, result: &PhaseResult) -> BenchResult<()> {
+async fn check_rows(db: &seed::Database, event: i64, result: &PhaseResult) -> FloorResult<()> {
     let rows = seed::held_rows(&db.pool, event).await?;
     let expected = i64::try_from(result.held * seed::SEATS_PER_CLAIM)?;
     if rows != expected {
@@ -157,7 +154,7 @@ async fn check_rows(db: &seed::Database, event: i64, result: &PhaseResult) -> Be
     Ok(())
 }
 
-async fn bench(args: &Args) -> BenchResult<()> {
+async fn bench(args: &Args) -> FloorResult<()> {
     let shape = Shape {
         sections: args.sections,
         rows: args.rows,
@@ -210,7 +207,7 @@ async fn bench(args: &Args) -> BenchResult<()> {
                         &scripts::defines(&seeded, clients),
                         clients,
                         args.pgbench_threads,
-                        duration,
+                        pgbench::Length::For(duration),
                     )
                     .await?,
                 );

@@ -19,18 +19,13 @@
 mod book;
 #[path = "confirm_bench/clients.rs"]
 mod clients;
-#[path = "claim_bench/pgbench.rs"]
-mod pgbench;
-#[path = "confirm_bench/scripts.rs"]
-mod scripts;
-#[path = "claim_bench/seed.rs"]
-mod seed;
 #[path = "confirm_bench/stack.rs"]
 mod stack;
 
 use std::time::Duration;
 
 use clap::Parser;
+use loadtest::floor::{booking as scripts, pgbench, seed};
 use serde_json::json;
 
 use book::Floor;
@@ -39,7 +34,7 @@ use seed::{Seeded, Shape};
 use stack::Stack;
 
 /// Errors of the benchmark: reported and the process exits non-zero.
-type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+use loadtest::floor::FloorResult;
 
 /// Flags of the payments benchmark.
 #[derive(Debug, Parser)]
@@ -134,7 +129,7 @@ fn holds_for(args: &Args, seeded: &Seeded, seconds: u64) -> usize {
 
 /// Refuses a run whose connections (both service pools, the largest `pgbench` phase,
 /// the bench's own two) would not fit the server's `max_connections`.
-async fn check_connections(db: &seed::Database, args: &Args) -> BenchResult<()> {
+async fn check_connections(db: &seed::Database, args: &Args) -> FloorResult<()> {
     let max: String = sqlx::query_scalar("SHOW max_connections")
         .fetch_one(&db.pool)
         .await?;
@@ -167,7 +162,7 @@ async fn grpc_phase(
     clients: usize,
     seconds: u64,
     kind: Kind,
-) -> BenchResult<GrpcResult> {
+) -> FloorResult<GrpcResult> {
     seed::reset(db, seeded.event).await?;
     let count = holds_for(args, seeded, seconds);
     let (work, claimed) = match kind {
@@ -197,7 +192,7 @@ async fn floor(
     stack: &Stack,
     clients: usize,
     kind: Kind,
-) -> BenchResult<Floor> {
+) -> FloorResult<Floor> {
     seed::reset(db, seeded.event).await?;
     let (script, claimed) = match kind {
         Kind::Confirm => {
@@ -207,7 +202,14 @@ async fn floor(
         }
         Kind::ClaimAndConfirm => (scripts::claim_and_book(), 0),
     };
-    let defines = scripts::defines(seeded, clients, claimed, stack.window_ms, stack.lease_ms);
+    let defines = scripts::defines(
+        seeded,
+        clients,
+        claimed,
+        seeded.shape.blocks(),
+        stack.window_ms,
+        stack.lease_ms,
+    );
     let run = pgbench::run(
         &args.pgbench,
         &db.url,
@@ -215,14 +217,14 @@ async fn floor(
         &defines,
         clients,
         args.pgbench_threads,
-        Duration::from_secs(args.seconds),
+        pgbench::Length::For(Duration::from_secs(args.seconds)),
     )
     .await?;
     let captured = book::check(&db.pool, seeded.event, claimed as u64, None).await?;
     Ok(Floor { run, captured })
 }
 
-async fn bench(args: &Args) -> BenchResult<()> {
+async fn bench(args: &Args) -> FloorResult<()> {
     let shape = Shape {
         sections: args.sections,
         rows: args.rows,

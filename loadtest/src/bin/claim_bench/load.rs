@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request};
 
-use super::BenchResult;
+use super::FloorResult;
 use super::seed::{SEATS_PER_CLAIM, Seeded};
 
 /// The holds service running in this process, and the issuers its keys trust.
@@ -42,7 +42,7 @@ impl Service {
     /// Starts the service on `127.0.0.1:0` against `database_url` with `pool`
     /// connections, a fixed admission JWKS, the sweeper off (nothing lapses within a
     /// run), and opens `channels` HTTP/2 channels to it.
-    pub async fn start(database_url: &str, pool: u32, channels: usize) -> BenchResult<Self> {
+    pub async fn start(database_url: &str, pool: u32, channels: usize) -> FloorResult<Self> {
         let identity = DevIssuer::generate()?;
         let ring = SigningKeyRing::generate("bench-wr")?;
         let admission = AdmissionIssuer::new(ring.clone(), WAITING_ROOM_ISSUER)?;
@@ -89,7 +89,7 @@ impl Service {
     }
 
     /// Stops the service and waits for it.
-    pub async fn stop(self) -> BenchResult<()> {
+    pub async fn stop(self) -> FloorResult<()> {
         self.shutdown.cancel();
         tokio::time::timeout(Duration::from_secs(30), self.served)
             .await
@@ -98,7 +98,7 @@ impl Service {
     }
 }
 
-async fn connect(endpoint: &Endpoint) -> BenchResult<Channel> {
+async fn connect(endpoint: &Endpoint) -> FloorResult<Channel> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match endpoint.connect().await {
@@ -204,7 +204,7 @@ async fn mint(
     event: &str,
     prefix: &str,
     count: usize,
-) -> BenchResult<Vec<Credentials>> {
+) -> FloorResult<Vec<Credentials>> {
     let workers = 2usize;
     let mut tasks = Vec::with_capacity(workers);
     for worker in 0..workers {
@@ -239,7 +239,7 @@ pub async fn run(
     seeded: &Seeded,
     phase: Phase,
     label: &str,
-) -> BenchResult<PhaseResult> {
+) -> FloorResult<PhaseResult> {
     let clients = phase.clients.max(1);
     let event = seeded.event.to_string();
     let per_client = usize::try_from(

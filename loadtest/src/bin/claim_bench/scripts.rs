@@ -13,8 +13,8 @@
 
 use holds::store::statements::CLAIM;
 
-use super::pgbench::bind;
-use super::seed::Seeded;
+use loadtest::floor::pgbench::bind;
+use loadtest::floor::seed::Seeded;
 
 /// The variables every script sets from `-D` (`event`, `clients`, `blocks`, `bps`,
 /// `first_section`, `first_seat`, `seed`, `k`): the block, its section and seats, the fan.

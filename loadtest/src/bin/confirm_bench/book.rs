@@ -4,7 +4,7 @@
 use rand::seq::SliceRandom;
 use sqlx::PgPool;
 
-use super::BenchResult;
+use super::FloorResult;
 use super::pgbench::PgbenchResult;
 use super::seed::{self, SEAT_PRICE_MINOR, SEATS_PER_CLAIM, Seeded};
 
@@ -33,7 +33,7 @@ pub async fn create_holds(
     seeded: &Seeded,
     prefix: &str,
     count: usize,
-) -> BenchResult<Vec<Hold>> {
+) -> FloorResult<Vec<Hold>> {
     let mut blocks: Vec<u64> = (0..seeded.shape.blocks()).collect();
     if count > blocks.len() {
         return Err(format!("{count} holds asked for a venue of {} blocks", blocks.len()).into());
@@ -115,7 +115,7 @@ pub async fn check(
     event: i64,
     claimed: u64,
     confirmed: Option<u64>,
-) -> BenchResult<u64> {
+) -> FloorResult<u64> {
     let (captured, others, amount, tickets, unbooked, booked, doubled): (
         i64,
         i64,

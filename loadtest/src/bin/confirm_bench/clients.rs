@@ -12,7 +12,7 @@ use stadium_proto::payments::v1::{ConfirmRequest, OrderStatus, PaymentMethod};
 use tonic::Request;
 use tonic::metadata::{Ascii, MetadataValue};
 
-use super::BenchResult;
+use super::FloorResult;
 use super::seed::SEATS_PER_CLAIM;
 use super::stack::Stack;
 
@@ -95,7 +95,7 @@ pub async fn run(
     work: Vec<Work>,
     clients: usize,
     duration: Duration,
-) -> BenchResult<GrpcResult> {
+) -> FloorResult<GrpcResult> {
     let clients = clients.max(1);
     let offered = work.len();
     let work = Arc::new(work);

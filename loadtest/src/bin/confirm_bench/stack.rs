@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Channel, Endpoint};
 
-use super::BenchResult;
+use super::FloorResult;
 use super::book::Hold;
 use super::clients::{Step, Work};
 use super::seed::Seeded;
@@ -46,7 +46,7 @@ pub struct Stack {
 impl Stack {
     /// Starts holds and payments against `database_url` with `pool` connections each,
     /// and opens `channels` HTTP/2 channels to each.
-    pub async fn start(database_url: &str, pool: u32, channels: usize) -> BenchResult<Self> {
+    pub async fn start(database_url: &str, pool: u32, channels: usize) -> FloorResult<Self> {
         let identity = DevIssuer::generate()?;
         let ring = SigningKeyRing::generate("bench-wr")?;
         let admission = AdmissionIssuer::new(ring.clone(), WAITING_ROOM_ISSUER)?;
@@ -125,7 +125,7 @@ impl Stack {
     }
 
     /// Stops both services and waits for them.
-    pub async fn stop(self) -> BenchResult<()> {
+    pub async fn stop(self) -> FloorResult<()> {
         self.shutdown.cancel();
         let limit = Duration::from_secs(30);
         tokio::time::timeout(limit, self.payments)
@@ -149,7 +149,7 @@ impl Stack {
     }
 
     /// Confirms of `holds`, each with its fan's session.
-    pub async fn confirms(&self, holds: Vec<Hold>) -> BenchResult<Vec<Work>> {
+    pub async fn confirms(&self, holds: Vec<Hold>) -> FloorResult<Vec<Work>> {
         self.mint(holds, |issuers, hold, now| {
             Ok(Work {
                 bearer: bearer(issuers, &hold.fan, now)?,
@@ -166,7 +166,7 @@ impl Stack {
         seeded: &Seeded,
         prefix: &str,
         count: usize,
-    ) -> BenchResult<Vec<Work>> {
+    ) -> FloorResult<Vec<Work>> {
         let mut blocks: Vec<u64> = (0..seeded.shape.blocks()).collect();
         blocks.shuffle(&mut rand::thread_rng());
         let claims: Vec<(String, ClaimSeatsRequest)> = blocks
@@ -198,8 +198,8 @@ impl Stack {
     async fn mint<T: Send + 'static>(
         &self,
         mut items: Vec<T>,
-        make: fn(&Issuers, T, SystemTime) -> BenchResult<Work>,
-    ) -> BenchResult<Vec<Work>> {
+        make: fn(&Issuers, T, SystemTime) -> FloorResult<Work>,
+    ) -> FloorResult<Vec<Work>> {
         let second = items.split_off(items.len() / 2);
         let mut tasks = Vec::with_capacity(2);
         for half in [items, second] {
@@ -208,7 +208,7 @@ impl Stack {
                 let now = SystemTime::now();
                 half.into_iter()
                     .map(|item| make(&issuers, item, now))
-                    .collect::<BenchResult<Vec<_>>>()
+                    .collect::<FloorResult<Vec<_>>>()
             }));
         }
         let mut out = Vec::new();
@@ -224,13 +224,13 @@ fn bearer(
     issuers: &Issuers,
     fan: &str,
     now: SystemTime,
-) -> BenchResult<tonic::metadata::MetadataValue<tonic::metadata::Ascii>> {
+) -> FloorResult<tonic::metadata::MetadataValue<tonic::metadata::Ascii>> {
     let session = issuers.identity.fan_session(fan, now)?.token;
     Ok(format!("Bearer {session}").parse()?)
 }
 
 /// `channels` channels to `url`, waiting for the server to listen.
-async fn open(url: &str, channels: usize) -> BenchResult<Vec<Channel>> {
+async fn open(url: &str, channels: usize) -> FloorResult<Vec<Channel>> {
     let endpoint = Endpoint::from_shared(url.to_owned())?
         .connect_timeout(Duration::from_secs(2))
         .tcp_nodelay(true);

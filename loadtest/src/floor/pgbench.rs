@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::BenchResult;
+use super::FloorResult;
 
 /// A service's statement `sql` with `$1`, `$2`, … replaced by `values` in order —
 /// `pgbench` variables or expressions — so that `pgbench` runs the service's own text
@@ -32,8 +32,17 @@ pub struct PgbenchResult {
     pub transactions: u64,
 }
 
+/// How long a `pgbench` run lasts.
+#[derive(Debug, Clone, Copy)]
+pub enum Length {
+    /// For a time (`-T`, whole seconds, at least 1).
+    For(Duration),
+    /// A number of runs of the script per client (`-t`).
+    Transactions(u64),
+}
+
 /// Runs the script `text` with the variables `defines` (`name=value`), `clients`
-/// connections and `threads` threads for `duration` against `url`.
+/// connections and `threads` threads for `length` against `url`.
 ///
 /// # Errors
 /// `program` cannot be started, exits non-zero (its first lines of standard error in
@@ -45,8 +54,8 @@ pub async fn run(
     defines: &[String],
     clients: usize,
     threads: usize,
-    duration: Duration,
-) -> BenchResult<PgbenchResult> {
+    length: Length,
+) -> FloorResult<PgbenchResult> {
     let mut script = tempfile::Builder::new()
         .prefix("bench-")
         .suffix(".sql")
@@ -59,7 +68,10 @@ pub async fn run(
         .args(["-M", "prepared"])
         .args(["-c", &clients.to_string()])
         .args(["-j", &threads.min(clients).max(1).to_string()])
-        .args(["-T", &duration.as_secs().max(1).to_string()])
+        .args(match length {
+            Length::For(duration) => ["-T".to_owned(), duration.as_secs().max(1).to_string()],
+            Length::Transactions(runs) => ["-t".to_owned(), runs.max(1).to_string()],
+        })
         .arg("-f")
         .arg(script.path());
     for define in defines {

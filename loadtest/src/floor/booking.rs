@@ -10,16 +10,16 @@
 //!   of a whole claim and confirm.
 //!
 //! The statements are the services' own texts (`holds::store::statements`,
-//! `payments::store::statements`), with each `$n` replaced by what `pgbench` can give for it: a variable, a value an
-//! earlier statement answered (`\gset`), or an expression where the service binds a
-//! value computed in Rust (new UUIDs, the hold key `md5(fan)::uuid` of
-//! [`super::book::create_holds`]). Ticket codes are random strings as long as a signed
-//! code: the service's Ed25519 signing is CPU it spends and `pgbench` does not.
+//! `payments::store::statements`), with each `$n` replaced by what `pgbench` can give
+//! for it: a variable, a value an earlier statement answered (`\gset`), or an
+//! expression where the service binds a value computed in Rust (new UUIDs; the hold key
+//! `md5(fan)::uuid`, fan `pgb-<n>`, under which `confirm_bench` claims its holds).
+//! Ticket codes are random strings as long as a signed code: the service's Ed25519
+//! signing is CPU it spends and `pgbench` does not.
 //!
 //! Client `c` takes hold `n = c + (k - 1) × clients` on its `k`-th run, so no two runs
 //! share a hold. A run past the last hold only sleeps 1 ms (it still counts as a
-//! `pgbench` transaction, so rates come from the captured payments; see
-//! [`super::book::Floor`]).
+//! `pgbench` transaction, so rates come from the captured payments).
 
 use holds::store::statements::{CLAIM, CONFIRM_HOLD, START_PAYMENT};
 use payments::domain::ticket_code::{TicketClaims, TicketSigner};
@@ -28,7 +28,7 @@ use payments::store::statements::{by_hold_key, capture, insert_intent};
 use super::pgbench::bind;
 use super::seed::{SEATS_PER_CLAIM, Seeded};
 
-/// The fan of hold `n`, as [`super::book::create_holds`] names it with prefix `pgb-`.
+/// The fan of hold `n` (`pgb-<n>`).
 const FAN: &str = "'pgb-' || :n::bigint";
 /// Its hold key.
 const KEY: &str = "md5('pgb-' || :n::bigint)::uuid";
@@ -123,11 +123,13 @@ pub fn claim_and_book() -> String {
 
 /// The `-D` variables both scripts read: `clients`, the pre-claimed `holds`, the
 /// service's payment window and lease (`window_ms`, `lease_ms`), `code_len`, and the
-/// venue for [`claim_and_book`].
+/// venue for [`claim_and_book`], which claims and books `blocks` blocks of it at most
+/// (no more than the venue has).
 pub fn defines(
     seeded: &Seeded,
     clients: usize,
     holds: usize,
+    blocks: u64,
     window_ms: u64,
     lease_ms: u64,
 ) -> Vec<String> {
@@ -140,7 +142,7 @@ pub fn defines(
         format!("lease_ms={lease_ms}"),
         format!("code_len={}", code_len(seeded)),
         format!("event={}", seeded.event),
-        format!("blocks={}", shape.blocks()),
+        format!("blocks={}", blocks.min(shape.blocks())),
         format!("bps={}", shape.blocks_per_section()),
         format!("first_section={}", seeded.first_section),
         format!("first_seat={}", seeded.first_seat),

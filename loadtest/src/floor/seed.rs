@@ -6,7 +6,7 @@
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, Executor, PgConnection, PgPool};
 
-use super::BenchResult;
+use super::FloorResult;
 
 /// Seats per claim, the "4-seat claims" of the benchmark.
 pub const SEATS_PER_CLAIM: u64 = 4;
@@ -107,7 +107,7 @@ pub async fn open(
     database_url: Option<&str>,
     server_url: &str,
     prefix: &str,
-) -> BenchResult<Database> {
+) -> FloorResult<Database> {
     let (url, created) = match database_url {
         Some(url) => (url.to_owned(), None),
         None => {
@@ -132,7 +132,7 @@ pub async fn open(
 }
 
 /// Closes the pool and drops the database if this run created it.
-pub async fn close(db: Database, keep: bool) -> BenchResult<()> {
+pub async fn close(db: Database, keep: bool) -> FloorResult<()> {
     db.pool.close().await;
     if let Some((server_url, name)) = db.created {
         if keep {
@@ -150,7 +150,7 @@ pub async fn close(db: Database, keep: bool) -> BenchResult<()> {
 /// Seeds a venue of `shape` and an on-sale event with an hour-long hold TTL, limits no
 /// benchmark fan reaches and every seat at [`SEAT_PRICE_MINOR`]; checks that seat and
 /// section ids came out contiguous.
-pub async fn seed(pool: &PgPool, shape: Shape) -> BenchResult<Seeded> {
+pub async fn seed(pool: &PgPool, shape: Shape) -> FloorResult<Seeded> {
     if shape.seats_per_row == 0 || !shape.seats_per_row.is_multiple_of(SEATS_PER_CLAIM) {
         return Err(format!("--seats-per-row must be a multiple of {SEATS_PER_CLAIM}").into());
     }
@@ -242,7 +242,7 @@ pub async fn seed(pool: &PgPool, shape: Shape) -> BenchResult<Seeded> {
 /// Empties the holds and the payments (their tickets and provider notices) of the
 /// benchmark: `TRUNCATE` in a database this run created, else a delete of the event's
 /// rows; then `VACUUM ANALYZE`, so every phase starts alike.
-pub async fn reset(db: &Database, event: i64) -> BenchResult<()> {
+pub async fn reset(db: &Database, event: i64) -> FloorResult<()> {
     if db.created.is_some() {
         sqlx::query(
             "TRUNCATE holds.seat_holds, payments.provider_notices, payments.tickets, \
@@ -269,7 +269,7 @@ pub async fn reset(db: &Database, event: i64) -> BenchResult<()> {
 
 /// Rows held in the event: four per successful claim, whoever made it (a check on
 /// the clients' counts and on all-or-nothing claims).
-pub async fn held_rows(pool: &PgPool, event: i64) -> BenchResult<i64> {
+pub async fn held_rows(pool: &PgPool, event: i64) -> FloorResult<i64> {
     Ok(sqlx::query_scalar(
         "SELECT count(*) FROM holds.seat_holds WHERE event_id = $1 AND status = 'held'",
     )
