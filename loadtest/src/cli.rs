@@ -117,8 +117,7 @@ pub struct OnSaleArgs {
     /// Fans in flight at once.
     #[arg(long, default_value_t = 20_000)]
     pub max_in_flight: u32,
-    /// RPCs in flight at once (a quarter of them kept for payments, which do not queue
-    /// behind the others).
+    /// RPCs in flight at once.
     #[arg(long, default_value_t = 256)]
     pub max_concurrent_rpcs: u32,
     /// Write the JSON report here.

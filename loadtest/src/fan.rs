@@ -42,13 +42,7 @@ pub(crate) struct Ctx {
     pub stats: Stats,
     pub latency: LatencyRecorder,
     pub map: SeatMap,
-    /// In-flight RPCs of fans queueing, looking and claiming.
     pub rpc_limit: Semaphore,
-    /// In-flight RPCs of fans paying (`Payments/…`), a lane of their own (a quarter of
-    /// the budget): a fan with seats in hand is not queued behind other fans' searches,
-    /// or the load generator's own queue would let holds lapse that the fan paid for
-    /// in time.
-    pub pay_limit: Semaphore,
     /// When the run started.
     pub started: Instant,
     /// When the sale opens, on this process's monotonic clock.
@@ -70,11 +64,7 @@ impl Ctx {
         map: SeatMap,
         onsale: Instant,
     ) -> Self {
-        // A quarter of the budget is the payers' own lane; the total stays the same.
-        let budget = options.max_concurrent_rpcs as usize;
-        let pay_lane = (budget / 4).max(1);
-        let rpc_limit = Semaphore::new(budget.saturating_sub(pay_lane).max(1));
-        let pay_limit = Semaphore::new(pay_lane);
+        let rpc_limit = Semaphore::new(options.max_concurrent_rpcs as usize);
         Ctx {
             clients,
             creds,
@@ -84,7 +74,6 @@ impl Ctx {
             latency: LatencyRecorder::new(),
             map,
             rpc_limit,
-            pay_limit,
             started: Instant::now(),
             onsale,
             sold_out: AtomicBool::new(false),
@@ -93,19 +82,13 @@ impl Ctx {
         }
     }
 
-    /// Runs one RPC under its concurrency limit (payments' or everything else's),
-    /// recording its latency and any error.
+    /// Runs one RPC under the concurrency limit, recording its latency and any error.
     pub async fn call<T, F>(&self, rpc: &'static str, call: F) -> Result<T, Status>
     where
         F: Future<Output = Result<tonic::Response<T>, Status>>,
     {
-        let limit = if rpc.starts_with("Payments/") {
-            &self.pay_limit
-        } else {
-            &self.rpc_limit
-        };
         // The semaphore is never closed, so acquiring only waits.
-        let _permit = limit.acquire().await.ok();
+        let _permit = self.rpc_limit.acquire().await.ok();
         let start = Instant::now();
         let result = call.await;
         self.latency.record(rpc, start.elapsed());
