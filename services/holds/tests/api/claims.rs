@@ -96,3 +96,76 @@ async fn opposite_orders_over_grpc_never_split() {
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
+
+/// A crowd reclaims lapsed holds: 20 two-seat holds lapsed a second ago, 5 live ones,
+/// 5 free pairs, and 120 fans claiming those 30 pairs at once (4 per pair). Every claim
+/// first meets the lapsed row in its insert, then takes the seat-by-seat path that
+/// expires it. Exactly one fan gets each lapsed or free pair, the live holds stay, each
+/// lapsed row is expired once, every other answer is SEAT_TAKEN, and no claim deadlocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crowd_reclaims_lapsed_holds_once_each() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let section = app.sections[0].clone();
+    let seats: Vec<i64> = section.seats[..50].iter().map(|&s| s as i64).collect();
+    // Pairs 0–19 lapsed, 20–24 live, each pair one hold.
+    sqlx::query(
+        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, \
+             admission_jti, status, expires_at) \
+         SELECT md5($1 || '-' || (n / 2))::uuid, $1::bigint, $2, ($3::bigint[])[n + 1], \
+                'earlier-' || (n / 2), 'jti-earlier-' || (n / 2), 'held', \
+                CASE WHEN n < 40 THEN now() - interval '1 second' \
+                     ELSE now() + interval '10 minutes' END \
+         FROM generate_series(0, cardinality($3::bigint[]) - 1) AS n",
+    )
+    .bind(&event)
+    .bind(section.id as i64)
+    .bind(&seats)
+    .execute(app.pool())
+    .await
+    .unwrap();
+
+    let results = all_at_once(120, |i| {
+        let mut fan = app.fan(&format!("fan-{i}"), &event);
+        let pair = i % 30;
+        let (id, block) = (
+            section.id,
+            [section.seats[2 * pair], section.seats[2 * pair + 1]],
+        );
+        async move { fan.claim(id, &block).await }
+    })
+    .await;
+    let held: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    let refused: Vec<String> = results
+        .iter()
+        .filter_map(|r| r.as_ref().err())
+        .map(|s| reason(s, Code::AlreadyExists))
+        .collect();
+    assert_eq!(held.len(), 25, "{refused:?}");
+    assert!(refused.iter().all(|r| r == "SEAT_TAKEN"), "{refused:?}");
+    let mut pairs: Vec<u64> = held.iter().map(|h| h.seat_ids[0]).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    assert_eq!(pairs.len(), 25, "a pair was held twice");
+    assert!(
+        held.iter()
+            .all(|h| h.seat_ids[0] < section.seats[40] || h.seat_ids[0] >= section.seats[50]),
+        "a live hold was taken"
+    );
+
+    let (expired, live_earlier): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE status = 'expired'), \
+                count(*) FILTER (WHERE status = 'held' AND fan_id LIKE 'earlier-%') \
+         FROM holds.seat_holds WHERE event_id = $1::bigint",
+    )
+    .bind(&event)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!((expired, live_earlier), (40, 10));
+    assert_eq!(active_counts(app.pool(), &event).await, (60, 0, 0));
+    let totals = app.parts.service.metrics().totals();
+    assert_eq!((totals.expired_lazily, totals.retries_40p01), (40, 0));
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
