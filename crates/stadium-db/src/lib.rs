@@ -1,4 +1,5 @@
-//! PostgreSQL access shared by the stadium services: a pool from a URL, the migrations
+//! PostgreSQL access shared by the stadium services: a pool from a URL (and a URL naming
+//! another database), the migrations
 //! in `migrations/` (one PostgreSQL schema per owning service), and a typed
 //! classification of the SQLSTATEs the services must tell apart, so that they map
 //! database outcomes to gRPC statuses without matching message strings.
@@ -6,7 +7,9 @@
 mod pool;
 mod retry;
 mod sqlstate;
+mod url;
 
 pub use pool::{MIGRATOR, PoolOptions, connect, migrate};
 pub use retry::{RetryPolicy, Transient, retry_transient};
 pub use sqlstate::{DbFailure, classify};
+pub use url::with_database;

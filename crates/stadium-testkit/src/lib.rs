@@ -18,6 +18,7 @@ pub use round_trips::RoundTrips;
 
 use sqlx::postgres::PgPool;
 use sqlx::{Connection, Executor, PgConnection};
+use stadium_db::with_database;
 use tokio::sync::OnceCell;
 
 /// A database created for one test, migrated, with a pool to it.
@@ -54,25 +55,6 @@ pub fn unique_prefix(test: &str) -> String {
 }
 
 static TEMPLATE: OnceCell<String> = OnceCell::const_new();
-
-fn with_database(server_url: &str, name: &str) -> String {
-    // Replace the path (database name) of the URL, keeping any query string.
-    let (base, query) = match server_url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (server_url, None),
-    };
-    let authority_end = base
-        .find("://")
-        .map(|i| i + 3)
-        .and_then(|start| base[start..].find('/').map(|j| start + j))
-        .unwrap_or(base.len());
-    let mut url = format!("{}/{}", &base[..authority_end], name);
-    if let Some(query) = query {
-        url.push('?');
-        url.push_str(query);
-    }
-    url
-}
 
 async fn template(server_url: &str) -> &'static str {
     TEMPLATE
@@ -136,25 +118,4 @@ pub async fn fresh_database() -> TestDatabase {
         .await
         .expect("connect to test database");
     TestDatabase { pool, url, name }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::with_database;
-
-    #[test]
-    fn replaces_the_database_name() {
-        assert_eq!(
-            with_database("postgres://u@h:5432/postgres", "x"),
-            "postgres://u@h:5432/x"
-        );
-        assert_eq!(
-            with_database("postgres://u@h:5432", "x"),
-            "postgres://u@h:5432/x"
-        );
-        assert_eq!(
-            with_database("postgres://u@h/db?sslmode=disable", "x"),
-            "postgres://u@h/x?sslmode=disable"
-        );
-    }
 }

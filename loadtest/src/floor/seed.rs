@@ -6,6 +6,8 @@
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, Executor, PgConnection, PgPool};
 
+use stadium_db::with_database;
+
 use super::FloorResult;
 
 /// Seats per claim, the "4-seat claims" of the benchmark.
@@ -80,25 +82,6 @@ pub struct Database {
     pub pool: PgPool,
     /// Set when this run created the database (and may truncate and drop it).
     pub created: Option<(String, String)>,
-}
-
-/// Replaces the database name (the URL's path), keeping any query string.
-fn with_database(server_url: &str, name: &str) -> String {
-    let (base, query) = match server_url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (server_url, None),
-    };
-    let authority_end = base
-        .find("://")
-        .map(|i| i + 3)
-        .and_then(|start| base[start..].find('/').map(|j| start + j))
-        .unwrap_or(base.len());
-    let mut url = format!("{}/{}", &base[..authority_end], name);
-    if let Some(query) = query {
-        url.push('?');
-        url.push_str(query);
-    }
-    url
 }
 
 /// Opens `database_url`, or creates a fresh database on `server_url` named `prefix`
