@@ -1,13 +1,12 @@
 //! The on-sale's floor: `pgbench` running as many claim-and-book transactions as the
 //! on-sale made orders ([`super::booking::claim_and_book`]: `holds.claim`, then the
 //! five statements of a first confirm, each its own transaction), on the on-sale's own
-//! database server right after it, on a venue and event of its own. The time it takes
-//! is how fast the database alone could have sold the same orders; the on-sale's
-//! sell-out time is compared with it.
+//! database server right after it, in a database of its own (created, migrated, seeded
+//! and dropped again, so the sale's database gains nothing). The time it takes is how
+//! fast the database alone could have sold the same orders; the on-sale's sell-out time
+//! is compared with it.
 
 use std::time::{Duration, Instant};
-
-use sqlx::postgres::PgPoolOptions;
 
 use super::FloorResult;
 use super::booking;
@@ -51,9 +50,10 @@ impl SelloutFloor {
     }
 }
 
-/// Seeds a venue and event for `orders` 4-seat orders in the database at
-/// `database_url` (already migrated), runs [`booking::claim_and_book`] for exactly
-/// `orders` transactions, and checks that as many payments were captured.
+/// Creates a database beside the one at `database_url` (same server, same role: it
+/// needs CREATEDB), seeds a venue and event for `orders` 4-seat orders there, runs
+/// [`booking::claim_and_book`] for exactly `orders` transactions, checks that as many
+/// payments were captured, and drops the database again, whatever happened.
 ///
 /// # Errors
 /// The database or `pgbench` failed, or fewer payments were captured than run.
@@ -64,16 +64,25 @@ pub async fn sellout_floor(
 ) -> FloorResult<SelloutFloor> {
     let clients = options.clients.max(1);
     let orders = orders.max(1);
-    let pool = PgPoolOptions::new()
-        .max_connections(2)
-        .connect(database_url)
-        .await?;
+    let db = seed::open(None, database_url, "stadium_onsale_floor").await?;
+    let measured = measure(&db, orders, clients, options).await;
+    seed::close(db, false).await?;
+    measured
+}
+
+/// [`sellout_floor`] in the database `db`.
+async fn measure(
+    db: &seed::Database,
+    orders: u64,
+    clients: usize,
+    options: &SelloutFloorOptions,
+) -> FloorResult<SelloutFloor> {
     let shape = Shape {
         sections: orders.div_ceil(ROWS * SEATS_PER_ROW / seed::SEATS_PER_CLAIM),
         rows: ROWS,
         seats_per_row: SEATS_PER_ROW,
     };
-    let seeded = seed::seed(&pool, shape).await?;
+    let seeded = seed::seed(&db.pool, shape).await?;
     let defines = booking::defines(
         &seeded,
         clients,
@@ -85,7 +94,7 @@ pub async fn sellout_floor(
     let started = Instant::now();
     pgbench::run(
         &options.pgbench,
-        database_url,
+        &db.url,
         &booking::claim_and_book(),
         &defines,
         clients,
@@ -98,9 +107,8 @@ pub async fn sellout_floor(
         "SELECT count(*) FROM payments.payments WHERE event_id = $1 AND status = 'captured'",
     )
     .bind(seeded.event)
-    .fetch_one(&pool)
+    .fetch_one(&db.pool)
     .await?;
-    pool.close().await;
     if captured != orders as i64 {
         return Err(format!("the floor captured {captured} payments of {orders} run").into());
     }
