@@ -45,6 +45,7 @@ service!(WaitingRoom {
     set_admission_rate(wr::SetAdmissionRateRequest) -> wr::SetAdmissionRateResponse;
     pause_admission(wr::PauseAdmissionRequest) -> wr::PauseAdmissionResponse;
     resume_admission(wr::ResumeAdmissionRequest) -> wr::ResumeAdmissionResponse;
+    report_inventory(wr::ReportInventoryRequest) -> wr::ReportInventoryResponse;
 });
 
 service!(SeatMap {

@@ -63,6 +63,7 @@ async fn start() -> Bench {
         snapshot_refresh: Duration::from_millis(250),
         watch_interval: Duration::from_millis(500),
         default_admission_ttl: Duration::from_secs(600),
+        inventory_ttl: Duration::from_secs(10),
         issuer: "stadium-waiting-room".into(),
         admission_keys: SigningKeyRing::generate("wr-bench").expect("key"),
         ticket_keys: QueueTicketKeys::generate("qt-bench").expect("secret"),

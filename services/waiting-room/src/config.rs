@@ -45,6 +45,12 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub watch_interval_ms: u64,
 
+    /// How long an inventory report (`ReportInventory`) steers admission, ms: past it,
+    /// the frontier runs at its rate alone, so a silent reporter never stops a sale.
+    #[arg(long, env = "WAITING_ROOM_INVENTORY_TTL_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub inventory_ttl_ms: u64,
+
     /// Admission token lifetime for events that set none, ms.
     #[arg(long, env = "WAITING_ROOM_ADMISSION_TTL_MS", default_value_t = 600_000,
           value_parser = clap::value_parser!(u64).range(1000..=86_400_000))]
@@ -170,6 +176,7 @@ impl Config {
             snapshot_refresh: Duration::from_millis(self.snapshot_refresh_ms),
             watch_interval: Duration::from_millis(self.watch_interval_ms),
             default_admission_ttl: Duration::from_millis(self.admission_ttl_ms),
+            inventory_ttl: Duration::from_millis(self.inventory_ttl_ms),
             issuer: self.issuer,
             admission_keys,
             ticket_keys,
@@ -192,6 +199,7 @@ mod tests {
         let config = Config::try_parse_from(["waiting-room"]).unwrap();
         assert_eq!(config.snapshot_refresh_ms, 250);
         assert_eq!(config.admission_ttl_ms, 600_000);
+        assert_eq!(config.inventory_ttl_ms, 10_000);
         // No trusted issuer configured: refused with the flag named.
         let error = config.into_settings().unwrap_err().to_string();
         assert!(error.contains("--session-jwks-file"), "{error}");

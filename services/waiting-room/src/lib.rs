@@ -52,6 +52,8 @@ pub struct Settings {
     pub watch_interval: Duration,
     /// Admission token lifetime for events that set none (default 10 min).
     pub default_admission_ttl: Duration,
+    /// How long an inventory report steers admission.
+    pub inventory_ttl: Duration,
     /// `iss` of queue tickets and admission tokens.
     pub issuer: String,
     /// Ed25519 keys signing admission tokens (the current one signs).
@@ -154,6 +156,7 @@ pub async fn service(
         metrics,
         watch_interval: settings.watch_interval,
         default_admission_ttl: settings.default_admission_ttl,
+        inventory_ttl: settings.inventory_ttl,
         shutdown,
     };
     Ok(grpc::WaitingRoomService::new(inner))

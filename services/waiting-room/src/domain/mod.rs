@@ -1,10 +1,12 @@
 //! The waiting room's domain: identifiers checked at the edge, the queue snapshot a
-//! replica caches, the pre-queue shuffle and the arithmetic of positions and waits.
+//! replica caches, the seat inventory reported to it, the pre-queue shuffle and the arithmetic of positions and waits.
 //! No tonic and no Redis types here.
 
 pub mod ids;
+pub mod inventory;
 pub mod queue;
 pub mod shuffle;
 
 pub use ids::{EventId, FanId};
+pub use inventory::Inventory;
 pub use queue::{CREDIT_PER_FAN, QueueSnapshot, SaleState, Standing};

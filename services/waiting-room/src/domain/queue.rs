@@ -5,6 +5,8 @@
 //! minute earns `r` units per millisecond, so credit never needs fractions and the
 //! fraction of the next fan is carried over exactly across rate changes and pauses.
 
+use super::Inventory;
+
 /// Credit units that admit one fan (one fan per minute earns this much per minute).
 pub const CREDIT_PER_FAN: u64 = 60_000;
 
@@ -69,6 +71,8 @@ pub struct QueueSnapshot {
     pub pre_queue: u64,
     /// The instant the snapshot describes, Unix milliseconds.
     pub as_of_ms: u64,
+    /// The latest inventory report while it is fresh (`None`: none, or stale).
+    pub inventory: Option<Inventory>,
 }
 
 /// Where one queue number stands in a [`QueueSnapshot`].
@@ -92,6 +96,11 @@ pub enum Standing {
     },
     /// The frontier has passed the number.
     Admitted,
+    /// Not admitted, and no seat is free or held (a fresh inventory report).
+    SoldOut {
+        /// Fans ahead not yet admitted.
+        position: u64,
+    },
     /// The sale is closed.
     Closed,
 }
@@ -110,6 +119,9 @@ impl QueueSnapshot {
             return Standing::Admitted;
         }
         let position = number - self.frontier - 1;
+        if self.sold_out() {
+            return Standing::SoldOut { position };
+        }
         let wait = wait_ms(number, self.credit, self.fans_per_minute);
         if self.paused {
             Standing::Paused {
@@ -123,6 +135,11 @@ impl QueueSnapshot {
                 estimated_wait_ms: wait.saturating_sub(aged),
             }
         }
+    }
+
+    /// Whether a fresh inventory report shows no seat free or held.
+    pub fn sold_out(&self) -> bool {
+        self.inventory.is_some_and(|i| i.sold_out())
     }
 
     /// Fans joined and not yet admitted.
@@ -168,6 +185,7 @@ mod tests {
             onsale_ms: 0,
             pre_queue: 0,
             as_of_ms: 1_000,
+            inventory: None,
         }
     }
 
@@ -199,11 +217,27 @@ mod tests {
             paused.standing(12, 5_000),
             Standing::Paused { position: 1, .. }
         ));
+        let sold_out = QueueSnapshot {
+            inventory: Some(Inventory {
+                free_seats: 0,
+                held_seats: 0,
+                holds: 0,
+                as_of_ms: 900,
+            }),
+            ..s.clone()
+        };
+        assert_eq!(
+            sold_out.standing(12, 1_000),
+            Standing::SoldOut { position: 1 }
+        );
+        // Fans already admitted keep their admission.
+        assert_eq!(sold_out.standing(10, 1_000), Standing::Admitted);
         let closed = QueueSnapshot {
             state: SaleState::Closed,
-            ..s
+            ..sold_out
         };
         assert_eq!(closed.standing(1, 0), Standing::Closed);
+        assert_eq!(closed.standing(12, 0), Standing::Closed);
     }
 
     proptest! {

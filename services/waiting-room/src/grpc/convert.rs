@@ -6,7 +6,7 @@ use std::time::Duration;
 use prost_types::Timestamp;
 use stadium_proto::waiting_room::v1 as pb;
 
-use crate::domain::{EventId, QueueSnapshot, SaleState};
+use crate::domain::{EventId, Inventory, QueueSnapshot, SaleState};
 use crate::error::Error;
 use crate::store::{EventSettings, RequestedState};
 
@@ -105,6 +105,34 @@ pub fn settings(
     ))
 }
 
+/// Checks a `ReportInventoryRequest`.
+pub fn inventory(req: &pb::ReportInventoryRequest) -> Result<(EventId, Inventory), Error> {
+    let event = event_id(&req.event_id)?;
+    let report = req
+        .inventory
+        .as_ref()
+        .ok_or_else(|| Error::invalid("inventory", "is required"))?;
+    if report.holds > report.held_seats {
+        return Err(Error::invalid(
+            "inventory.holds",
+            "must not exceed inventory.held_seats (every hold has a seat)",
+        ));
+    }
+    let as_of = report
+        .as_of
+        .as_ref()
+        .ok_or_else(|| Error::invalid("inventory.as_of", "is required"))?;
+    Ok((
+        event,
+        Inventory {
+            free_seats: report.free_seats,
+            held_seats: report.held_seats,
+            holds: report.holds,
+            as_of_ms: timestamp_ms("inventory.as_of", as_of)?,
+        },
+    ))
+}
+
 /// The `SaleState` shown for a snapshot (an open, paused sale shows `PAUSED`).
 pub fn sale_state(snap: &QueueSnapshot) -> pb::SaleState {
     match snap.state {
@@ -128,6 +156,14 @@ pub fn stats(event: &EventId, snap: &QueueSnapshot) -> pb::GetQueueStatsResponse
         active_fan_cap: snap.active_fan_cap,
         paused: snap.paused,
         as_of: Some(timestamp(snap.as_of_ms)),
+        inventory: snap.inventory.map(|i| pb::InventoryReport {
+            free_seats: i.free_seats,
+            held_seats: i.held_seats,
+            holds: i.holds,
+            as_of: Some(timestamp(i.as_of_ms)),
+        }),
+        inventory_fan_cap: snap.inventory.map_or(0, |i| i.fan_cap()),
+        sold_out: snap.sold_out(),
     }
 }
 

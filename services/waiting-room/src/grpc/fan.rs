@@ -20,6 +20,7 @@ fn standing_state(standing: Standing) -> pb::QueueState {
         Standing::Paused { .. } => pb::QueueState::Paused,
         Standing::Admitted => pb::QueueState::Admitted,
         Standing::Closed => pb::QueueState::Closed,
+        Standing::SoldOut { .. } => pb::QueueState::SoldOut,
     }
 }
 
@@ -139,6 +140,7 @@ impl Inner {
                 estimated_wait_ms,
             } => (position, estimated_wait_ms),
             Standing::PreQueue => (0, snap.onsale_ms.saturating_sub(now_ms)),
+            Standing::SoldOut { position } => (position, 0),
             Standing::Admitted | Standing::Closed => (0, 0),
         };
         let (admission_token, admission_expires_in_ms) = admission

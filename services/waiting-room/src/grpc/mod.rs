@@ -30,6 +30,8 @@ const STEER: &[Role] = &[Role::BoxOffice, Role::Sre];
 const CONFIGURE: &[Role] = &[Role::BoxOffice, Role::Sre, Role::Service];
 /// Roles that may report a fan's completion without the fan's admission token.
 const REPORT_COMPLETION: &[Role] = &[Role::Service];
+/// Roles that may report an event's seat inventory.
+const REPORT_INVENTORY: &[Role] = &[Role::Service, Role::BoxOffice];
 
 /// What the service needs, built once by [`crate::serve`].
 pub struct Inner {
@@ -62,6 +64,8 @@ pub struct Inner {
     pub watch_interval: Duration,
     /// Admission token lifetime when an event does not set one.
     pub default_admission_ttl: Duration,
+    /// How long an inventory report steers admission.
+    pub inventory_ttl: Duration,
     /// Cancelled at shutdown: ends open watch streams.
     pub shutdown: CancellationToken,
 }
@@ -322,5 +326,26 @@ impl WaitingRoom for WaitingRoomService {
         let event = convert::event_id(&request.get_ref().event_id)?;
         let snap = inner.store.snapshot(&event).await?;
         Ok(Response::new(convert::stats(&event, &snap)))
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn report_inventory(
+        &self,
+        request: Request<pb::ReportInventoryRequest>,
+    ) -> Result<Response<pb::ReportInventoryResponse>, Status> {
+        let inner = &self.inner;
+        inner.admin(request.metadata(), REPORT_INVENTORY, "service, box_office")?;
+        let (event, inventory) = convert::inventory(request.get_ref())?;
+        let ttl_ms = u64::try_from(inner.inventory_ttl.as_millis()).unwrap_or(u64::MAX);
+        let recorded = inner
+            .store
+            .report_inventory(&event, &inventory, ttl_ms)
+            .await?;
+        inner.cache.invalidate(&event);
+        let snap = inner.store.snapshot(&event).await?;
+        tracing::debug!(event_id = %event, ?inventory, recorded, "inventory reported");
+        Ok(Response::new(pb::ReportInventoryResponse {
+            stats: Some(convert::stats(&event, &snap)),
+        }))
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use redis::aio::ConnectionManager;
 
 use crate::clock::Clock;
-use crate::domain::{EventId, FanId, QueueSnapshot, SaleState, shuffle};
+use crate::domain::{EventId, FanId, Inventory, QueueSnapshot, SaleState, shuffle};
 use crate::error::Error;
 
 /// What an admin asks an event's queue to be (see `ConfigureEvent`).
@@ -378,6 +378,39 @@ impl Store {
             .await
     }
 
+    /// Records `inventory` as `event`'s seat counts, fresh for `ttl_ms` from now (the
+    /// credit is first brought up to now under the previous report). `false` when a
+    /// newer report is already stored (nothing written).
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::Redis`].
+    pub async fn report_inventory(
+        &self,
+        event: &EventId,
+        inventory: &Inventory,
+        ttl_ms: u64,
+    ) -> Result<bool, Error> {
+        let reply: String = self
+            .scripts
+            .report_inventory
+            .key(self.key(event, "cfg"))
+            .key(self.key(event, "adm"))
+            .arg(inventory.free_seats)
+            .arg(inventory.held_seats)
+            .arg(inventory.holds)
+            .arg(inventory.as_of_ms)
+            .arg(ttl_ms)
+            .arg(self.now_arg())
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        match reply.as_str() {
+            "ok" => Ok(true),
+            "older" => Ok(false),
+            "missing" => Err(Error::EventNotFound(event.to_string())),
+            other => Err(Error::Internal(format!("report answered {other:?}"))),
+        }
+    }
+
     /// The shuffle seed, once the event has opened.
     ///
     /// # Errors
@@ -430,5 +463,19 @@ fn parse_snapshot(reply: &[String]) -> Result<QueueSnapshot, Error> {
         pre_queue: field(reply, 10, "prequeue")?,
         active: field(reply, 11, "active")?,
         as_of_ms: field(reply, 12, "now")?,
+        inventory: parse_inventory(reply)?,
     })
+}
+
+/// The snapshot's inventory fields (13 to 16), empty when no report is fresh.
+fn parse_inventory(reply: &[String]) -> Result<Option<Inventory>, Error> {
+    if reply.get(13).is_none_or(String::is_empty) {
+        return Ok(None);
+    }
+    Ok(Some(Inventory {
+        free_seats: field(reply, 13, "inv_free")?,
+        held_seats: field(reply, 14, "inv_held")?,
+        holds: field(reply, 15, "inv_holds")?,
+        as_of_ms: field(reply, 16, "inv_at")?,
+    }))
 }

@@ -5,7 +5,9 @@
 //! - `cfg` (hash): `state` (`scheduled|open|closed`), `paused` (`0|1`), `onsale`,
 //!   `rate` (fans/min), `cap`, `ttl` (ms), `seed` (hex), `credit` (1/60000 fan units),
 //!   `last` (ms the credit was brought up to), `frontier`, `numbered`, `joined`,
-//!   `completed`, `prequeue`, `opened_at`;
+//!   `completed`, `prequeue`, `opened_at`, and the latest inventory report:
+//!   `inv_free`, `inv_held`, `inv_holds` (seats and holds), `inv_at` (ms the database
+//!   counted them), `inv_until` (ms the report goes stale);
 //! - `fans` (hash): fan id → queue number (`0` while in the pre-queue);
 //! - `pre` (list): pre-queue fan ids in join order (kept after opening, for audit);
 //! - `adm` (sorted set): admitted queue numbers still active, scored by the instant
@@ -17,7 +19,9 @@
 //! The frontier: `credit` grows by `rate` units per millisecond while open and not
 //! paused, capped at `limit` fans' worth, where `limit` is the number of fans numbered
 //! (never admit someone who has not joined) and, with a cap, the frontier plus the
-//! free active places; `frontier = floor(credit / 60000)`. Every script that changes
+//! free active places; a fresh inventory report is a second such cap (the fans its
+//! seats can serve, `domain::inventory`), and its going stale at `inv_until` is
+//! stepped through like a recorded change; `frontier = floor(credit / 60000)`. Every script that changes
 //! what the cap or the rate depends on first brings the credit up to `now` with the
 //! old values (`advance`), so the frontier is a function of time and of the recorded
 //! changes only, whichever replica asks and however often (see
@@ -36,7 +40,16 @@ local function clock(arg)
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function advance(cfg, adm, now)
+-- Active fans the reported seats can serve (see `domain::inventory`), or -1 when no
+-- report is fresh at `now`.
+local function inventory_cap(cfg, now)
+  local h = redis.call('HMGET', cfg, 'inv_free', 'inv_held', 'inv_holds', 'inv_until')
+  if num(h[4]) < now then return -1 end
+  local free, held, holds = num(h[1]), num(h[2]), num(h[3])
+  if holds == 0 or held == 0 then return free + held end
+  return math.floor((free + held) * holds / held)
+end
+local function step(cfg, adm, now)
   local h = redis.call('HMGET', cfg, 'state', 'paused', 'rate', 'cap', 'ttl', 'credit',
     'last', 'frontier', 'numbered')
   if h[1] ~= 'open' then return end
@@ -47,13 +60,18 @@ local function advance(cfg, adm, now)
   local frontier = num(h[8])
   if h[2] ~= '1' then
     local rate = num(h[3])
-    local cap = num(h[4])
     local ttl = num(h[5])
     local limit = num(h[9])
-    if cap > 0 then
-      local room = cap - redis.call('ZCARD', adm)
-      if room < 0 then room = 0 end
-      if frontier + room < limit then limit = frontier + room end
+    local caps = {num(h[4]), inventory_cap(cfg, now)}
+    local active = nil
+    for i = 1, 2 do
+      local cap = caps[i]
+      if (i == 1 and cap > 0) or (i == 2 and cap >= 0) then
+        active = active or redis.call('ZCARD', adm)
+        local room = cap - active
+        if room < 0 then room = 0 end
+        if frontier + room < limit then limit = frontier + room end
+      end
     end
     local before = credit
     credit = credit + rate * (now - last)
@@ -77,12 +95,21 @@ local function advance(cfg, adm, now)
   end
   redis.call('HSET', cfg, 'credit', fmt(credit), 'last', fmt(now), 'frontier', fmt(frontier))
 end
+-- A report going stale changes the limit at `inv_until`, not at the next call: step
+-- there first, so the frontier does not depend on when scripts run.
+local function advance(cfg, adm, now)
+  local h = redis.call('HMGET', cfg, 'inv_until', 'last')
+  local stale_at = num(h[1])
+  if stale_at > num(h[2]) and stale_at < now then step(cfg, adm, stale_at) end
+  step(cfg, adm, now)
+end
 "#;
 
 /// KEYS: cfg, pre, adm. ARGV: now.
 /// Returns `{'missing'}`, `{'opening'}` (on-sale time reached, shuffle pending) or the
 /// snapshot `{state, paused, rate, cap, ttl, credit, frontier, joined, completed,
-/// onsale, prequeue, active, now}`.
+/// onsale, prequeue, active, now, inv_free, inv_held, inv_holds, inv_at}`, the four
+/// `inv_` fields empty unless an inventory report is fresh.
 const SNAPSHOT: &str = r#"
 local now = clock(ARGV[1])
 local state = redis.call('HGET', KEYS[1], 'state')
@@ -96,8 +123,11 @@ local h = redis.call('HMGET', KEYS[1], 'state', 'paused', 'rate', 'cap', 'ttl', 
 local prequeue = h[11]
 if h[1] == 'scheduled' then prequeue = redis.call('LLEN', KEYS[2]) end
 local active = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
+local inv = redis.call('HMGET', KEYS[1], 'inv_free', 'inv_held', 'inv_holds', 'inv_at',
+  'inv_until')
+if num(inv[5]) < now then inv = {} end
 return {s(h[1]), s(h[2]), s(h[3]), s(h[4]), s(h[5]), s(h[6]), s(h[7]), s(h[8]), s(h[9]),
-  s(h[10]), s(prequeue), s(active), fmt(now)}
+  s(h[10]), s(prequeue), s(active), fmt(now), s(inv[1]), s(inv[2]), s(inv[3]), s(inv[4])}
 "#;
 
 /// KEYS: cfg, fans, pre, adm. ARGV: fan, now.
@@ -255,6 +285,20 @@ end
 return 'noop'
 "#;
 
+/// KEYS: cfg, adm. ARGV: free seats, held seats, holds, as-of ms, ttl ms, now.
+/// Brings the credit up to now under the old report, then records the new one, fresh
+/// for ttl ms. Returns `ok`, `older` (a newer report is stored; nothing written) or
+/// `missing`.
+const REPORT_INVENTORY: &str = r#"
+local now = clock(ARGV[6])
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
+if num(redis.call('HGET', KEYS[1], 'inv_at')) > tonumber(ARGV[4]) then return 'older' end
+advance(KEYS[1], KEYS[2], now)
+redis.call('HSET', KEYS[1], 'inv_free', ARGV[1], 'inv_held', ARGV[2], 'inv_holds', ARGV[3],
+  'inv_at', ARGV[4], 'inv_until', fmt(now + tonumber(ARGV[5])))
+return 'ok'
+"#;
+
 /// The compiled scripts (SHA1 computed once; `EVALSHA` with a fallback to `EVAL`).
 #[derive(Debug)]
 pub struct Scripts {
@@ -272,6 +316,8 @@ pub struct Scripts {
     pub issue: redis::Script,
     /// See [`COMPLETE`].
     pub complete: redis::Script,
+    /// See [`REPORT_INVENTORY`].
+    pub report_inventory: redis::Script,
 }
 
 impl Scripts {
@@ -286,6 +332,7 @@ impl Scripts {
             set_field: with(SET_FIELD),
             issue: with(ISSUE),
             complete: with(COMPLETE),
+            report_inventory: with(REPORT_INVENTORY),
         }
     }
 }

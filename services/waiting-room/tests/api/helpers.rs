@@ -105,6 +105,7 @@ impl Room {
                 snapshot_refresh: refresh,
                 watch_interval: Duration::from_millis(5),
                 default_admission_ttl: Duration::from_secs(600),
+                inventory_ttl: Duration::from_secs(10),
                 issuer: "stadium-waiting-room".into(),
                 admission_keys: admission_keys.clone(),
                 ticket_keys: ticket_keys.clone(),

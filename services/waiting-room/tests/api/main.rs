@@ -3,5 +3,6 @@
 
 mod admission;
 mod helpers;
+mod inventory;
 mod join;
 mod refusals;

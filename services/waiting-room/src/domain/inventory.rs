@@ -1,0 +1,71 @@
+//! An event's seat inventory as the box office last reported it, and what it means for
+//! admission: how many active fans the seats left can serve, and whether the event is
+//! sold out. The Lua in `store::scripts` computes the same cap (`inventory_cap`); the
+//! two are kept equal by the tests below and the store's tests.
+
+/// Seat counts of one event at one instant (`ReportInventory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inventory {
+    /// Seats neither held, booked nor blocked.
+    pub free_seats: u64,
+    /// Seats in unexpired holds.
+    pub held_seats: u64,
+    /// Unexpired holds those seats belong to (at most `held_seats`).
+    pub holds: u64,
+    /// When the database counted them, Unix milliseconds.
+    pub as_of_ms: u64,
+}
+
+impl Inventory {
+    /// Active admitted fans the seats can serve: the free and held seats divided by
+    /// the seats of an average hold (`held_seats / holds`; 1 when nothing is held).
+    /// A fan who holds seats counts among them, so the cap leaves room for one new fan
+    /// per average hold's worth of free seats.
+    pub fn fan_cap(&self) -> u64 {
+        let seats = self.free_seats.saturating_add(self.held_seats);
+        if self.holds == 0 || self.held_seats == 0 {
+            return seats;
+        }
+        let fans = u128::from(seats) * u128::from(self.holds) / u128::from(self.held_seats);
+        u64::try_from(fans).unwrap_or(u64::MAX)
+    }
+
+    /// No seat free and none held: nothing left to sell unless seats come back.
+    pub fn sold_out(&self) -> bool {
+        self.free_seats == 0 && self.held_seats == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inventory(free_seats: u64, held_seats: u64, holds: u64) -> Inventory {
+        Inventory {
+            free_seats,
+            held_seats,
+            holds,
+            as_of_ms: 0,
+        }
+    }
+
+    #[test]
+    fn the_cap_counts_fans_by_the_average_hold() {
+        // Nothing held yet: one fan per free seat.
+        assert_eq!(inventory(50_000, 0, 0).fan_cap(), 50_000);
+        // 2.5 seats per hold: 100 seats serve 40 fans.
+        assert_eq!(inventory(50, 50, 20).fan_cap(), 40);
+        // Rounded down: 7 seats at 2 per hold serve 3 fans.
+        assert_eq!(inventory(3, 4, 2).fan_cap(), 3);
+        // All held, none free: only the holders.
+        assert_eq!(inventory(0, 40, 16).fan_cap(), 16);
+        assert_eq!(inventory(0, 0, 0).fan_cap(), 0);
+    }
+
+    #[test]
+    fn sold_out_means_nothing_free_and_nothing_held() {
+        assert!(inventory(0, 0, 0).sold_out());
+        assert!(!inventory(0, 2, 1).sold_out());
+        assert!(!inventory(1, 0, 0).sold_out());
+    }
+}
