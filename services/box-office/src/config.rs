@@ -69,6 +69,17 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..=10))]
     pub push_attempts: u32,
 
+    /// Milliseconds between two seat counts reported to the waiting room for each
+    /// event on sale (it admits no more fans than the seats left can serve, and says
+    /// sold out); 0 turns reporting off. Needs --waiting-room-url.
+    #[arg(
+        long,
+        env = "INVENTORY_INTERVAL_MS",
+        default_value_t = 1_000,
+        value_name = "MS"
+    )]
+    pub inventory_interval_ms: u64,
+
     /// Milliseconds between canary runs over the events on sale; 0 turns it off.
     #[arg(
         long,
@@ -93,6 +104,11 @@ impl Config {
     /// The canary's interval, `None` when it is off.
     pub fn canary_interval(&self) -> Option<Duration> {
         (self.canary_interval_ms > 0).then(|| Duration::from_millis(self.canary_interval_ms))
+    }
+
+    /// The inventory reporter's interval, `None` when it is off.
+    pub fn inventory_interval(&self) -> Option<Duration> {
+        (self.inventory_interval_ms > 0).then(|| Duration::from_millis(self.inventory_interval_ms))
     }
 
     /// `--canary-grace-ms` as a duration.
@@ -129,6 +145,7 @@ mod tests {
     fn defaults_and_secrets() {
         let c = parse(&["--service-token", "tok-secret"]).unwrap();
         assert_eq!(c.canary_interval(), Some(Duration::from_secs(60)));
+        assert_eq!(c.inventory_interval(), Some(Duration::from_secs(1)));
         assert!(c.waiting_room_url.is_none());
         assert_eq!(
             c.service_token.as_ref().unwrap().expose_secret(),
@@ -145,8 +162,11 @@ mod tests {
             "http://holds:50053",
             "--canary-interval-ms",
             "0",
+            "--inventory-interval-ms",
+            "0",
         ])
         .unwrap();
+        assert_eq!(c.inventory_interval(), None);
         assert_eq!(c.holds_url.as_ref().and_then(|u| u.host()), Some("holds"));
         assert_eq!(c.canary_interval(), None);
         assert!(parse(&["--payments-url", "payments:50054"]).is_err());

@@ -13,7 +13,8 @@
 //!
 //! Layout: [`config`] (flags), [`auth`] (tokens and roles), [`grpc`] (the tonic
 //! service and wire conversion), [`service`] (transactions), [`domain`], [`store`]
-//! (SQL), [`push`] (waiting room), [`upstream`] (holds, payments), [`canary`],
+//! (SQL), [`push`] (waiting room), [`seat_report`] (seat counts for the waiting room),
+//! [`upstream`] (holds, payments), [`canary`],
 //! [`error`] (the one error table), [`cli`] (the `stadiumctl` command line over this API).
 
 pub mod auth;
@@ -24,6 +25,7 @@ pub mod domain;
 pub mod error;
 pub mod grpc;
 pub mod push;
+pub mod seat_report;
 pub mod service;
 pub mod store;
 pub mod upstream;
@@ -79,6 +81,8 @@ pub struct Parts {
     pub api: grpc::BoxOfficeApi,
     /// What the canary found last.
     pub canary: Arc<canary::CanaryStatus>,
+    /// Reports seat counts to the waiting room; `None` without `--waiting-room-url`.
+    pub reporter: Option<seat_report::Reporter>,
 }
 
 fn channel(flag: &str, uri: &http::Uri) -> Result<Channel, ServeError> {
@@ -139,23 +143,27 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
         stadium_db::migrate(&pool).await?;
     }
     let pusher = push::Pusher::new(
-        waiting_room,
+        waiting_room.clone(),
         pool.clone(),
         config.push_attempts,
         shutdown.clone(),
     );
     let office = service::BoxOffice::new(pool, pusher, config.canary_grace());
     let api = grpc::BoxOfficeApi::new(office.clone(), Arc::new(auth), upstream);
+    let reporter = waiting_room
+        .map(|(channel, token)| seat_report::Reporter::new(office.clone(), channel, token));
     Ok(Parts {
         office,
         api,
         canary: Arc::new(canary::CanaryStatus::default()),
+        reporter,
     })
 }
 
 /// Serves the box-office API on `listener` until `shutdown` is cancelled, with the
-/// canary running (unless `--canary-interval-ms 0`), then drains in-flight requests (at
-/// most `--grace-period-ms`), stops the canary and returns.
+/// canary running (unless `--canary-interval-ms 0`) and, with a waiting room, the
+/// inventory reporter (unless `--inventory-interval-ms 0`), then drains in-flight
+/// requests (at most `--grace-period-ms`), stops both and returns.
 ///
 /// # Errors
 /// As [`build`]; [`ServeError::Server`].
@@ -188,15 +196,20 @@ pub async fn serve_parts(
             canary_stop.clone(),
         )
     });
+    let reporter = parts
+        .reporter
+        .clone()
+        .zip(config.inventory_interval())
+        .map(|(reporter, interval)| seat_report::spawn(reporter, interval, canary_stop.clone()));
     let served = GrpcServer::new(config.common.server_options(SERVICE_NAME))
         .add_service(BoxOfficeServer::new(parts.api).max_decoding_message_size(MAX_REQUEST_BYTES))
         .serve(listener, shutdown)
         .await;
     canary_stop.cancel();
-    if let Some(task) = canary
-        && let Err(error) = task.await
-    {
-        tracing::warn!(%error, "canary task ended abnormally");
+    for task in canary.into_iter().chain(reporter) {
+        if let Err(error) = task.await {
+            tracing::warn!(%error, "background task ended abnormally");
+        }
     }
     served.map_err(ServeError::from)
 }

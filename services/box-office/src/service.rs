@@ -14,6 +14,7 @@ use crate::push::{PushKind, PushReport, Pusher};
 use crate::store::audit::{self, AuditEntry};
 use crate::store::invariants::Violation;
 use crate::store::reports::{Grouping, ReportLine, TimelineBucket};
+use crate::store::seat_counts::{self, SeatCounts};
 use crate::store::venues::VenueSummary;
 use crate::store::{events, invariants, reports, venues};
 
@@ -395,6 +396,15 @@ impl BoxOffice {
     pub async fn live_events(&self) -> Result<Vec<i64>> {
         let mut conn = self.pool.acquire().await?;
         events::live_ids(&mut conn).await
+    }
+
+    /// `event_id`'s seats now: free, held, and the holds they are in.
+    ///
+    /// # Errors
+    /// [`Error::Database`].
+    pub async fn seat_counts(&self, event_id: i64) -> Result<SeatCounts> {
+        let mut conn = self.pool.acquire().await?;
+        seat_counts::count(&mut conn, event_id).await
     }
 }
 

@@ -6,4 +6,5 @@ pub mod audit;
 pub mod events;
 pub mod invariants;
 pub mod reports;
+pub mod seat_counts;
 pub mod venues;

@@ -1,6 +1,6 @@
 //! Sale changes reach the waiting room after they commit: with the service token, the
 //! full state each time, retried through failures, and in the background when the
-//! answered attempts run out.
+//! answered attempts run out. Seat counts reach it every interval.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,6 +23,7 @@ struct Call {
     state: i32,
     fans_per_minute: u32,
     bearer: String,
+    inventory: Option<wr::InventoryReport>,
 }
 
 /// A waiting room that records configuration calls and refuses the first `fail_first`
@@ -59,6 +60,7 @@ impl FakeWaitingRoom {
             state,
             fans_per_minute: rate,
             bearer,
+            inventory: None,
         });
         Ok(())
     }
@@ -158,6 +160,17 @@ impl WaitingRoom for FakeWaitingRoom {
     ) -> Result<Response<wr::GetQueueStatsResponse>, Status> {
         unused()
     }
+    async fn report_inventory(
+        &self,
+        request: Request<wr::ReportInventoryRequest>,
+    ) -> Result<Response<wr::ReportInventoryResponse>, Status> {
+        let r = request.get_ref();
+        self.record(&request, "ReportInventory", &r.event_id, 0, 0)?;
+        if let Some(last) = self.calls.lock().unwrap().last_mut() {
+            last.inventory = r.inventory;
+        }
+        Ok(Response::new(wr::ReportInventoryResponse::default()))
+    }
 }
 
 /// Serves `fake` on a loopback port until `stop` is cancelled; returns its URL.
@@ -179,6 +192,14 @@ async fn office_with_fake(
     fail_first: u32,
     attempts: &str,
 ) -> (Office, FakeWaitingRoom, String, CancellationToken) {
+    office_with_fake_and(fail_first, attempts, &[]).await
+}
+
+async fn office_with_fake_and(
+    fail_first: u32,
+    attempts: &str,
+    extra: &[&str],
+) -> (Office, FakeWaitingRoom, String, CancellationToken) {
     let fake = FakeWaitingRoom::default();
     *fake.failures_left.lock().unwrap() = fail_first;
     let stop = CancellationToken::new();
@@ -189,18 +210,16 @@ async fn office_with_fake(
         .admin("box-office", &[Role::Service], std::time::SystemTime::now())
         .unwrap()
         .token;
-    let config = config(
-        &db,
-        &dev,
-        &[
-            "--waiting-room-url",
-            &url,
-            "--service-token",
-            &service_token,
-            "--push-attempts",
-            attempts,
-        ],
-    );
+    let mut flags = vec![
+        "--waiting-room-url",
+        &url,
+        "--service-token",
+        &service_token,
+        "--push-attempts",
+        attempts,
+    ];
+    flags.extend_from_slice(extra);
+    let config = config(&db, &dev, &flags);
     (
         Office::start_with(db, dev, config).await,
         fake,
@@ -340,4 +359,127 @@ async fn a_waiting_room_without_a_service_token_is_a_configuration_error() {
         "{:?}",
         result.err()
     );
+}
+
+/// Inserts one hold row of `status` for `seat_id` (section 1), lapsing in `secs`.
+async fn hold_row(
+    office: &Office,
+    event_id: i64,
+    key: &str,
+    seat_id: i64,
+    status: &str,
+    secs: i64,
+) {
+    sqlx::query(
+        "INSERT INTO holds.seat_holds
+             (hold_key, event_id, section_id, seat_id, fan_id, status, kind, expires_at)
+         VALUES ($1::uuid, $2, 1, $3, 'fan-1', $4,
+                 CASE WHEN $4 = 'blocked' THEN 'block' ELSE 'fan' END,
+                 now() + make_interval(secs => $5))",
+    )
+    .bind(key)
+    .bind(event_id)
+    .bind(seat_id)
+    .bind(status)
+    .bind(secs as f64)
+    .execute(office.pool())
+    .await
+    .expect("hold row");
+}
+
+#[tokio::test]
+async fn seat_counts_reach_the_waiting_room_every_interval() {
+    let (mut office, fake, service_token, stop) =
+        office_with_fake_and(0, "3", &["--inventory-interval-ms", "50"]).await;
+    let venue = office.venue().await;
+    let draft = office.event(&venue.venue_id).await;
+    let id: i64 = draft.event_id.parse().unwrap();
+    let seats: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM catalog.seats s JOIN catalog.events e USING (venue_id)
+          WHERE e.event_id = $1",
+    )
+    .bind(id)
+    .fetch_one(office.pool())
+    .await
+    .unwrap();
+    assert!(seats >= 8, "the test venue has {seats} seats");
+    // Two live holds (2 + 1 seats), a lapsed one, a booking, a block, a release.
+    let a = "00000000-0000-0000-0000-00000000000a";
+    let b = "00000000-0000-0000-0000-00000000000b";
+    hold_row(&office, id, a, 1, "held", 60).await;
+    hold_row(&office, id, a, 2, "held", 60).await;
+    hold_row(&office, id, b, 3, "held", 60).await;
+    hold_row(
+        &office,
+        id,
+        "00000000-0000-0000-0000-00000000000c",
+        4,
+        "held",
+        -5,
+    )
+    .await;
+    hold_row(
+        &office,
+        id,
+        "00000000-0000-0000-0000-00000000000d",
+        5,
+        "booked",
+        60,
+    )
+    .await;
+    hold_row(
+        &office,
+        id,
+        "00000000-0000-0000-0000-00000000000e",
+        6,
+        "blocked",
+        60,
+    )
+    .await;
+    hold_row(
+        &office,
+        id,
+        "00000000-0000-0000-0000-00000000000f",
+        7,
+        "released",
+        60,
+    )
+    .await;
+    let reports = |fake: &FakeWaitingRoom| -> Vec<Call> {
+        fake.calls()
+            .into_iter()
+            .filter(|c| c.method == "ReportInventory")
+            .collect()
+    };
+    // A draft is not on sale: nothing is reported.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(reports(&fake).is_empty());
+
+    office
+        .client
+        .open_sale(office.office(pb::OpenSaleRequest {
+            event_id: draft.event_id.clone(),
+        }))
+        .await
+        .unwrap();
+    tokio::time::timeout(PATIENCE, async {
+        while reports(&fake).len() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("reports arrive every interval");
+    let report = reports(&fake).pop().unwrap();
+    assert_eq!(report.event_id, draft.event_id);
+    assert_eq!(report.bearer, format!("Bearer {service_token}"));
+    let inventory = report.inventory.expect("counts");
+    // Free: every seat but the 3 held, the booked and the blocked one; the lapsed
+    // hold and the released seat are free again.
+    assert_eq!(
+        (inventory.free_seats, inventory.held_seats, inventory.holds),
+        (seats as u64 - 5, 3, 2)
+    );
+    assert!(inventory.as_of.is_some());
+    office.stop().await;
+    stop.cancel();
 }

@@ -41,7 +41,7 @@ pub struct Office {
     served: JoinHandle<Result<(), box_office::ServeError>>,
 }
 
-/// Flags for a test office: canary off unless `extra` says, no grace.
+/// Flags for a test office: canary and seat reports off unless `extra` says, no grace.
 pub fn config(db: &TestDatabase, dev: &DevIssuer, extra: &[&str]) -> Config {
     let jwks = dev.jwks_json().expect("dev JWKS");
     let mut args = vec![
@@ -55,6 +55,9 @@ pub fn config(db: &TestDatabase, dev: &DevIssuer, extra: &[&str]) -> Config {
     ];
     if !extra.contains(&"--canary-interval-ms") {
         args.extend_from_slice(&["--canary-interval-ms", "0"]);
+    }
+    if !extra.contains(&"--inventory-interval-ms") {
+        args.extend_from_slice(&["--inventory-interval-ms", "0"]);
     }
     args.extend_from_slice(extra);
     Config::try_parse_from(args).expect("test flags parse")
