@@ -240,6 +240,11 @@ async fn wait_for_admission(ctx: &Ctx, session: &str, rng: &mut StdRng) -> Optio
         if !status.admission_token.is_empty() {
             return Some(status.admission_token);
         }
+        if status.state == QueueState::SoldOut as i32 {
+            // The waiting room says every seat is sold: the fan goes home.
+            inc(&ctx.stats.told_sold_out);
+            return None;
+        }
         if status.state == QueueState::Closed as i32
             || ctx.is_sold_out()
             || Instant::now() >= deadline

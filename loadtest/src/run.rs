@@ -184,6 +184,7 @@ fn build_report(ctx: &Ctx, timeline: Vec<TimelinePoint>) -> RunReport {
         claim_rounds_lost: get(&s.claim_rounds_lost),
         admission_expired: get(&s.admission_expired),
         out_of_time: get(&s.out_of_time),
+        told_sold_out: get(&s.told_sold_out),
         claim_attempts,
         seat_taken,
         seat_taken_rate: if claim_attempts == 0 {

@@ -22,6 +22,7 @@ pub(crate) struct Stats {
     pub claim_rounds_lost: AtomicU64,
     pub admission_expired: AtomicU64,
     pub out_of_time: AtomicU64,
+    pub told_sold_out: AtomicU64,
     pub holds_made: AtomicU64,
     pub seats_held_now: AtomicU64,
     pub seats_sold: AtomicU64,

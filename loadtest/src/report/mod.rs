@@ -87,6 +87,9 @@ pub struct RunReport {
     pub admission_expired: u64,
     /// Of the fans who left without a hold, those still trying after `max_queue_wait`.
     pub out_of_time: u64,
+    /// Fans the waiting room told `SOLD_OUT` while they queued (they went home
+    /// without being admitted).
+    pub told_sold_out: u64,
     /// Claims made (ClaimSeats and ClaimBestAvailable calls).
     pub claim_attempts: u64,
     /// Claims answered SEAT_TAKEN.
@@ -182,6 +185,7 @@ pub(crate) mod tests {
             claim_rounds_lost: 5,
             admission_expired: 3,
             out_of_time: 1,
+            told_sold_out: 10,
             claim_attempts: 1_000,
             seat_taken: 100,
             seat_taken_rate: 0.1,

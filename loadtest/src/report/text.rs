@@ -41,6 +41,11 @@ impl RunReport {
         row(out, "admitted", self.admitted.to_string())?;
         row(
             out,
+            "told sold out in the queue",
+            self.told_sold_out.to_string(),
+        )?;
+        row(
+            out,
             "left without a hold",
             format!(
                 "{} ({} admission lapsed, {} out of time, the others at the sell-out or refused)",
