@@ -293,6 +293,22 @@ pub(crate) fn unix_secs(t: SystemTime) -> u64 {
 }
 
 /// Refuses an empty identifier given to an issuer.
+/// Longest fan id (a fan session's `sub`) any service accepts, in bytes. One limit for
+/// every service: a session is refused by all of them or by none.
+pub const MAX_FAN_ID_BYTES: usize = 128;
+
+/// Checks a fan id (a session's `sub`): 1 to [`MAX_FAN_ID_BYTES`] bytes, no control
+/// characters; the reason names the limit.
+pub fn check_fan_id(fan_id: &str) -> Result<(), String> {
+    if fan_id.is_empty() || fan_id.len() > MAX_FAN_ID_BYTES {
+        return Err(format!("must be 1 to {MAX_FAN_ID_BYTES} bytes"));
+    }
+    if fan_id.chars().any(char::is_control) {
+        return Err("must not contain control characters".into());
+    }
+    Ok(())
+}
+
 pub(crate) fn non_empty(field: &'static str, value: &str) -> Result<(), TokenError> {
     if value.is_empty() {
         return Err(TokenError::InvalidInput {

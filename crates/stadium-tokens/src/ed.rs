@@ -11,7 +11,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 
 use crate::claims::{
     AdminClaims, AdmissionClaims, FanSessionClaims, Issued, RegisteredClaims, Role, WireClaims,
-    non_empty, take_string,
+    check_fan_id, non_empty, take_string,
 };
 use crate::jwt::{Pins, sign};
 use crate::keys::{SigningKeyRing, VerificationKeys};
@@ -221,13 +221,17 @@ impl<K: EdKind> EdIssuer<K> {
 impl EdIssuer<FanSession> {
     /// A fan session for `fan_id` (the `sub`), valid from `now` for the issuer's TTL.
     ///
-    /// Errors: [`TokenError::InvalidInput`] for an empty `fan_id`; [`TokenError::Signing`].
+    /// Errors: [`TokenError::InvalidInput`] for a `fan_id` that
+    /// [`crate::check_fan_id`] refuses; [`TokenError::Signing`].
     pub fn issue(
         &self,
         fan_id: &str,
         now: SystemTime,
     ) -> Result<Issued<FanSessionClaims>, TokenError> {
-        non_empty("fan_id", fan_id)?;
+        check_fan_id(fan_id).map_err(|reason| TokenError::InvalidInput {
+            field: "fan_id",
+            reason,
+        })?;
         let (token, registered) = self.sign_with(fan_id, now, self.ttl_secs, |_| {})?;
         Ok(Issued {
             token,
@@ -471,9 +475,14 @@ impl<K: EdKind> EdVerifier<K> {
 impl EdVerifier<FanSession> {
     /// Verifies a fan session token at `now`.
     ///
-    /// Errors: any [`TokenError`] verification variant.
+    /// Errors: any [`TokenError`] verification variant; [`TokenError::InvalidClaim`]
+    /// for a `sub` that [`crate::check_fan_id`] refuses (too long, control characters).
     pub fn verify(&self, token: &str, now: SystemTime) -> Result<FanSessionClaims, TokenError> {
         let (registered, _) = self.verify_raw(token, now)?;
+        check_fan_id(&registered.sub).map_err(|reason| TokenError::InvalidClaim {
+            claim: "sub",
+            reason,
+        })?;
         Ok(FanSessionClaims { registered })
     }
 }

@@ -53,6 +53,15 @@ pub enum TokenError {
     /// A required claim (or the `kid` header parameter) is absent or empty.
     #[error("missing claim {0:?}")]
     MissingClaim(String),
+    /// A claim is present but unusable, e.g. a `sub` longer than
+    /// [`crate::MAX_FAN_ID_BYTES`].
+    #[error("invalid claim {claim:?}: {reason}")]
+    InvalidClaim {
+        /// The claim, e.g. `"sub"`.
+        claim: &'static str,
+        /// Why, naming the limit.
+        reason: String,
+    },
     /// The header `alg` is not the one algorithm pinned for this kind (this is how
     /// `alg: none` and HS256-signed-with-the-public-key forgeries end).
     #[error("token algorithm is {found:?}, expected {expected:?}")]

@@ -57,8 +57,8 @@ mod verified;
 use std::time::Duration;
 
 pub use claims::{
-    AdminClaims, AdmissionClaims, FanSessionClaims, Issued, QueueTicketClaims, RegisteredClaims,
-    Role,
+    AdminClaims, AdmissionClaims, FanSessionClaims, Issued, MAX_FAN_ID_BYTES, QueueTicketClaims,
+    RegisteredClaims, Role, check_fan_id,
 };
 pub use dev::{DEV_ISSUER, DevIssuer};
 pub use ed::{

@@ -10,8 +10,9 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use stadium_tokens::{
     AdminIssuer, AdminVerifier, AdmissionIssuer, AdmissionVerifier, DEV_ISSUER, DevIssuer,
-    Ed25519Key, FanSessionIssuer, FanSessionVerifier, QueueTicketKeys, QueueTickets, Role,
-    SigningKeyRing, TokenError, VerificationKeys, WAITING_ROOM_ISSUER, audience,
+    Ed25519Key, FanSessionIssuer, FanSessionVerifier, MAX_FAN_ID_BYTES, QueueTicketKeys,
+    QueueTickets, Role, SigningKeyRing, TokenError, VerificationKeys, WAITING_ROOM_ISSUER,
+    audience,
 };
 
 const T0: u64 = 1_800_000_000;
@@ -76,6 +77,60 @@ fn fan_session_round_trip() {
     let c = &issued.claims.registered;
     assert_eq!((c.iat, c.nbf, c.exp), (T0, T0, T0 + 3600));
     assert_eq!(c.iss, "stadium-login");
+}
+
+#[test]
+fn one_fan_id_limit_for_every_service_named_in_the_refusal() {
+    let key = Ed25519Key::generate("login-1").unwrap();
+    let ring =
+        SigningKeyRing::new(Ed25519Key::from_pkcs8_der("login-1", &key.to_pkcs8_der()).unwrap());
+    let session = |sub: &str| {
+        forge_ed(
+            &key,
+            "fan-session",
+            &json!({
+                "iss": "stadium-login", "sub": sub, "aud": ["waiting-room", "seat-map", "holds", "payments"],
+                "exp": T0 + 600, "nbf": T0, "iat": T0, "jti": "s-1",
+            }),
+        )
+    };
+    let longest = "é".repeat(MAX_FAN_ID_BYTES / 2);
+    assert_eq!(longest.len(), 128);
+    let too_long = format!("{longest}x");
+    for aud in [
+        audience::WAITING_ROOM,
+        audience::SEAT_MAP,
+        audience::HOLDS,
+        audience::PAYMENTS,
+    ] {
+        let verifier =
+            FanSessionVerifier::new(ring.verification_keys(), "stadium-login", aud).unwrap();
+        let claims = verifier.verify(&session(&longest), at(T0)).unwrap();
+        assert_eq!(claims.fan_id(), longest);
+        for bad in [too_long.as_str(), "fan\u{7}bell"] {
+            match verifier.verify(&session(bad), at(T0)) {
+                Err(TokenError::InvalidClaim {
+                    claim: "sub",
+                    reason,
+                }) => {
+                    assert!(
+                        reason.contains("128 bytes") || reason.contains("control"),
+                        "{reason}"
+                    );
+                }
+                other => panic!("{aud}: {other:?}"),
+            }
+        }
+    }
+    // The issuer refuses to mint what no service would accept.
+    let issuer = FanSessionIssuer::new(ring, "stadium-login").unwrap();
+    assert!(matches!(
+        issuer.issue(&too_long, at(T0)),
+        Err(TokenError::InvalidInput {
+            field: "fan_id",
+            ..
+        })
+    ));
 }
 
 #[test]

@@ -219,7 +219,10 @@ impl Authenticator {
             })?;
         FanId::try_from(claims.fan_id()).map_err(|e| Error::Token {
             which: "session",
-            source: TokenError::Malformed(format!("sub: {e}")),
+            source: TokenError::InvalidClaim {
+                claim: "sub",
+                reason: e.to_string(),
+            },
         })
     }
 

@@ -2,8 +2,7 @@
 
 use std::fmt;
 
-/// Longest fan id accepted (the session's `sub`), in bytes.
-pub const MAX_FAN_ID_BYTES: usize = 128;
+pub use stadium_tokens::MAX_FAN_ID_BYTES;
 
 /// An event id: the box office's event number, a positive decimal integer (`1` to
 /// `9223372036854775807`) written without sign or leading zeros, so one event never
@@ -51,14 +50,10 @@ impl FanId {
     /// Checks a session subject.
     ///
     /// # Errors
-    /// A message saying what is wrong (empty, too long, control characters).
+    /// A message saying what is wrong (empty, too long, control characters), as every
+    /// service says it ([`stadium_tokens::check_fan_id`]).
     pub fn parse(raw: &str) -> Result<Self, String> {
-        if raw.is_empty() || raw.len() > MAX_FAN_ID_BYTES {
-            return Err(format!("must be 1 to {MAX_FAN_ID_BYTES} bytes"));
-        }
-        if raw.chars().any(char::is_control) {
-            return Err("must not contain control characters".into());
-        }
+        stadium_tokens::check_fan_id(raw)?;
         Ok(Self(raw.to_owned()))
     }
 

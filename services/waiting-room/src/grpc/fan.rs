@@ -40,8 +40,12 @@ impl Inner {
             .sessions
             .verify(token, now)
             .map_err(Error::Credential)?;
-        let fan = FanId::parse(claims.fan_id())
-            .map_err(|_| Error::Credential(TokenError::MissingClaim("sub".into())))?;
+        let fan = FanId::parse(claims.fan_id()).map_err(|reason| {
+            Error::Credential(TokenError::InvalidClaim {
+                claim: "sub",
+                reason,
+            })
+        })?;
         self.sessions_seen
             .insert(token.to_owned(), (fan.clone(), claims.registered.exp))
             .await;

@@ -235,8 +235,12 @@ impl WaitingRoom for WaitingRoomService {
                 .map_err(Error::Credential)?;
             let event = EventId::parse(&claims.event_id)
                 .map_err(|_| Error::Credential(TokenError::MissingClaim("event_id".into())))?;
-            let fan = FanId::parse(claims.fan_id())
-                .map_err(|_| Error::Credential(TokenError::MissingClaim("sub".into())))?;
+            let fan = FanId::parse(claims.fan_id()).map_err(|reason| {
+                Error::Credential(TokenError::InvalidClaim {
+                    claim: "sub",
+                    reason,
+                })
+            })?;
             (event, fan)
         };
         let freed = inner.store.complete(&event, &fan).await?;
