@@ -24,11 +24,9 @@ use crate::setup::EventSetup;
 use crate::stats::{Stats, inc};
 use crate::targets::Clients;
 
-/// Shortest and longest wait between two queue polls.
-const POLL_MIN: Duration = Duration::from_millis(250);
-const POLL_MAX: Duration = Duration::from_secs(10);
-/// Pre-queue fans poll again within this long after opening (spread, not a herd).
-const OPENING_SPREAD_MS: u64 = 2_000;
+/// Shortest wait between two queue polls, whatever the server says (a fan's client
+/// does not spin when its turn is due).
+const POLL_FLOOR: Duration = Duration::from_millis(50);
 /// Retries of a call that failed for a passing reason (unavailable, timeout, busy).
 pub(crate) const TRANSIENT_RETRIES: u32 = 4;
 
@@ -251,14 +249,11 @@ async fn wait_for_admission(ctx: &Ctx, session: &str, rng: &mut StdRng) -> Optio
         {
             return None;
         }
-        let pause = if status.state == QueueState::PreQueue as i32 {
-            ctx.onsale.saturating_duration_since(Instant::now())
-                + Duration::from_millis(rng.gen_range(0..OPENING_SPREAD_MS))
-        } else {
-            let half = Duration::from_millis(status.estimated_wait_ms / 2);
-            half.clamp(POLL_MIN, POLL_MAX)
-                .mul_f64(rng.gen_range(0.8..1.2))
-        };
+        // The server says when to come back (further back, later); a little jitter
+        // keeps fans told the same instant apart.
+        let pause = Duration::from_millis(status.poll_after_ms)
+            .max(POLL_FLOOR)
+            .mul_f64(rng.gen_range(0.9..1.1));
         tokio::time::sleep(pause).await;
         let request = GetStatusRequest {
             queue_ticket: status.queue_ticket.clone(),

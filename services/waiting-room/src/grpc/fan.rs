@@ -9,7 +9,7 @@ use stadium_tokens::{Role, TokenError};
 use tonic::{Status, metadata::MetadataMap};
 
 use super::{Inner, convert};
-use crate::domain::{EventId, FanId, QueueSnapshot, SaleState, Standing};
+use crate::domain::{EventId, FanId, QueueSnapshot, SaleState, Standing, poll};
 use crate::error::Error;
 use crate::store::Issued;
 
@@ -147,6 +147,8 @@ impl Inner {
             Standing::SoldOut { position } => (position, 0),
             Standing::Admitted | Standing::Closed => (0, 0),
         };
+        let poll_after_ms =
+            poll::poll_after_ms(standing, snap.onsale_ms.saturating_sub(now_ms), fan);
         let (admission_token, admission_expires_in_ms) = admission
             .map(|(token, exp)| (token, exp.saturating_sub(now_ms)))
             .unwrap_or_default();
@@ -160,6 +162,7 @@ impl Inner {
             admission_token,
             admission_expires_in_ms,
             as_of: Some(convert::timestamp(snap.as_of_ms)),
+            poll_after_ms,
         })
     }
 

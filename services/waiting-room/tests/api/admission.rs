@@ -352,3 +352,48 @@ async fn a_closed_sale_freezes_and_a_reopened_one_earns_nothing_for_the_gap() {
     let status = room.status(1, fan, ticket).await.unwrap();
     assert_eq!(status.state, pb::QueueState::Admitted as i32);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polls_are_told_to_come_back_later_the_further_back_never_after_their_turn() {
+    let room = Room::start("wr_poll_after", 2, Duration::ZERO).await;
+    // Opening in 20 s: the pre-queue hears the time to opening plus a per-fan spread.
+    let opening = room.clock.now() + Duration::from_secs(20);
+    room.configure(pb::SaleState::Scheduled, Some(opening), 60, 0, 0)
+        .await;
+    let early = room.join(0, "fan-early").await.unwrap();
+    assert_eq!(early.state, pb::QueueState::PreQueue as i32);
+    assert!(
+        (20_000..22_000).contains(&early.poll_after_ms),
+        "{}",
+        early.poll_after_ms
+    );
+
+    room.clock.advance(Duration::from_secs(21));
+    let fans = join_all(&room, 200).await;
+    room.clock.advance(Duration::from_secs(3));
+    let mut last = 0;
+    for n in 1..=201u64 {
+        let Some((fan, ticket)) = fans.get(&n) else {
+            continue;
+        };
+        let status = room.status(n as usize, fan, ticket).await.unwrap();
+        if status.state == pb::QueueState::Admitted as i32 {
+            assert_eq!(status.poll_after_ms, 0, "nothing left to poll for");
+            continue;
+        }
+        assert_eq!(status.state, pb::QueueState::Waiting as i32);
+        assert!(
+            status.poll_after_ms <= status.estimated_wait_ms,
+            "number {n}: told {} ms, turn in {} ms",
+            status.poll_after_ms,
+            status.estimated_wait_ms
+        );
+        assert!(
+            status.poll_after_ms >= last,
+            "number {n} polls sooner than the fan ahead"
+        );
+        last = status.poll_after_ms;
+    }
+    // 60 fans a minute: the 200th waits over 3 minutes and polls once a minute.
+    assert_eq!(last, 60_000);
+}
