@@ -26,7 +26,7 @@ use crate::targets::Clients;
 
 /// Shortest wait between two queue polls, whatever the server says (a fan's client
 /// does not spin when its turn is due).
-const POLL_FLOOR: Duration = Duration::from_millis(50);
+const POLL_FLOOR: Duration = Duration::from_millis(250);
 /// Retries of a call that failed for a passing reason (unavailable, timeout, busy).
 pub(crate) const TRANSIENT_RETRIES: u32 = 4;
 

@@ -8,6 +8,10 @@ use super::{FanId, Standing};
 pub const MIN_POLL_MS: u64 = 250;
 /// Longest pause a waiting fan is told, ms.
 pub const MAX_POLL_MS: u64 = 60_000;
+/// Shortest pause while a cap holds the frontier (`QueueSnapshot::held_back`), ms:
+/// the next admission waits for a place to free, not for the rate, so the estimated
+/// wait is only a lower bound and fans near the front must not poll it in a loop.
+pub const HELD_BACK_POLL_MS: u64 = 2_000;
 /// Pause while admission is paused, ms: nothing moves until an admin resumes it.
 pub const PAUSED_POLL_MS: u64 = 5_000;
 /// Pause after `SOLD_OUT`, ms: the queue only resumes if seats come back.
@@ -16,9 +20,18 @@ pub const SOLD_OUT_POLL_MS: u64 = 30_000;
 pub const OPENING_SPREAD_MS: u64 = 2_000;
 
 /// Milliseconds until `fan` should poll again, standing where `standing` says;
-/// `until_opening_ms` is the time left before the sale opens (pre-queue only).
-pub fn poll_after_ms(standing: Standing, until_opening_ms: u64, fan: &FanId) -> u64 {
+/// `until_opening_ms` is the time left before the sale opens (pre-queue only);
+/// `held_back` says a cap holds the frontier.
+pub fn poll_after_ms(
+    standing: Standing,
+    until_opening_ms: u64,
+    held_back: bool,
+    fan: &FanId,
+) -> u64 {
     match standing {
+        Standing::Waiting {
+            estimated_wait_ms, ..
+        } if held_back => (estimated_wait_ms / 2).clamp(HELD_BACK_POLL_MS, MAX_POLL_MS),
         Standing::Waiting {
             estimated_wait_ms, ..
         } => (estimated_wait_ms / 2)
@@ -64,22 +77,35 @@ mod tests {
 
     #[test]
     fn each_standing_has_its_pause() {
-        assert_eq!(poll_after_ms(waiting(100), 0, &fan()), 100);
-        assert_eq!(poll_after_ms(waiting(1_000), 0, &fan()), 500);
-        assert_eq!(poll_after_ms(waiting(10_000_000), 0, &fan()), MAX_POLL_MS);
-        assert_eq!(poll_after_ms(Standing::Admitted, 0, &fan()), 0);
-        assert_eq!(poll_after_ms(Standing::Closed, 0, &fan()), 0);
+        assert_eq!(poll_after_ms(waiting(100), 0, false, &fan()), 100);
+        assert_eq!(poll_after_ms(waiting(1_000), 0, false, &fan()), 500);
         assert_eq!(
-            poll_after_ms(Standing::SoldOut { position: 3 }, 0, &fan()),
+            poll_after_ms(waiting(10_000_000), 0, false, &fan()),
+            MAX_POLL_MS
+        );
+        // A cap holds the frontier: the fan at the front does not spin on a tiny
+        // estimate, since its place comes when someone is done.
+        assert_eq!(
+            poll_after_ms(waiting(1), 0, true, &fan()),
+            HELD_BACK_POLL_MS
+        );
+        assert_eq!(
+            poll_after_ms(waiting(600_000), 0, true, &fan()),
+            MAX_POLL_MS
+        );
+        assert_eq!(poll_after_ms(Standing::Admitted, 0, false, &fan()), 0);
+        assert_eq!(poll_after_ms(Standing::Closed, 0, false, &fan()), 0);
+        assert_eq!(
+            poll_after_ms(Standing::SoldOut { position: 3 }, 0, true, &fan()),
             SOLD_OUT_POLL_MS
         );
-        let before_opening = poll_after_ms(Standing::PreQueue, 10_000, &fan());
+        let before_opening = poll_after_ms(Standing::PreQueue, 10_000, false, &fan());
         assert!((10_000..10_000 + OPENING_SPREAD_MS).contains(&before_opening));
         // Another fan, another offset: the pre-queue does not arrive at once.
         let offsets: std::collections::HashSet<u64> = (0..50)
             .map(|i| {
                 let fan = FanId::parse(&format!("fan-{i}")).unwrap();
-                poll_after_ms(Standing::PreQueue, 0, &fan)
+                poll_after_ms(Standing::PreQueue, 0, false, &fan)
             })
             .collect();
         assert!(offsets.len() > 40, "{offsets:?}");
@@ -91,8 +117,8 @@ mod tests {
         #[test]
         fn pauses_grow_with_the_wait_and_never_pass_it(a in 0u64..10_000_000, b in 0u64..10_000_000) {
             let (near, far) = (a.min(b), a.max(b));
-            let p_near = poll_after_ms(waiting(near), 0, &fan());
-            let p_far = poll_after_ms(waiting(far), 0, &fan());
+            let p_near = poll_after_ms(waiting(near), 0, false, &fan());
+            let p_far = poll_after_ms(waiting(far), 0, false, &fan());
             prop_assert!(p_near <= p_far);
             prop_assert!(p_near <= near && p_far <= far);
         }

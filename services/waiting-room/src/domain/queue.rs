@@ -137,6 +137,15 @@ impl QueueSnapshot {
         }
     }
 
+    /// Whether a cap holds the frontier: as many fans active as the active-fan cap or
+    /// the seats left allow. The next admission then waits for a place to free (a fan
+    /// done, an admission or hold lapsing), not for the rate.
+    pub fn held_back(&self) -> bool {
+        let by_cap = self.active_fan_cap > 0 && self.active >= u64::from(self.active_fan_cap);
+        let by_seats = self.inventory.is_some_and(|i| self.active >= i.fan_cap());
+        by_cap || by_seats
+    }
+
     /// Whether a fresh inventory report shows no seat free or held.
     pub fn sold_out(&self) -> bool {
         self.inventory.is_some_and(|i| i.sold_out())
@@ -230,6 +239,13 @@ mod tests {
             sold_out.standing(12, 1_000),
             Standing::SoldOut { position: 1 }
         );
+        assert!(sold_out.held_back(), "no seats: no room for anyone");
+        assert!(!s.held_back());
+        let capped = QueueSnapshot {
+            active_fan_cap: 10,
+            ..s.clone()
+        };
+        assert!(capped.held_back());
         // Fans already admitted keep their admission.
         assert_eq!(sold_out.standing(10, 1_000), Standing::Admitted);
         let closed = QueueSnapshot {

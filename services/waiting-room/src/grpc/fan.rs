@@ -147,8 +147,12 @@ impl Inner {
             Standing::SoldOut { position } => (position, 0),
             Standing::Admitted | Standing::Closed => (0, 0),
         };
-        let poll_after_ms =
-            poll::poll_after_ms(standing, snap.onsale_ms.saturating_sub(now_ms), fan);
+        let poll_after_ms = poll::poll_after_ms(
+            standing,
+            snap.onsale_ms.saturating_sub(now_ms),
+            snap.held_back(),
+            fan,
+        );
         let (admission_token, admission_expires_in_ms) = admission
             .map(|(token, exp)| (token, exp.saturating_sub(now_ms)))
             .unwrap_or_default();

@@ -73,6 +73,8 @@ async fn the_inventory_caps_admission_says_sold_out_and_resumes() {
     let sixth = room.status(1, "fan-5", &tickets[5]).await.unwrap();
     assert_eq!(sixth.state, pb::QueueState::Waiting as i32);
     assert!(sixth.admission_token.is_empty());
+    // Its turn waits for a place, not for the rate: no polling in a loop.
+    assert!(sixth.poll_after_ms >= 2_000, "{}", sixth.poll_after_ms);
 
     // A fan done gives its place to the next.
     complete(&room, "fan-0").await;
