@@ -61,6 +61,7 @@ impl Reporter {
                     held_seats: counts.held_seats,
                     holds: counts.holds,
                     as_of: Some(timestamp(counts.as_of)),
+                    max_seats_per_claim: counts.max_seats_per_claim,
                 }),
             });
             if let Ok(value) = format!("Bearer {}", self.token.expose_secret()).parse() {

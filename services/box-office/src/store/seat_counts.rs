@@ -18,6 +18,8 @@ pub struct SeatCounts {
     pub held_seats: u64,
     /// Unexpired holds those seats belong to.
     pub holds: u64,
+    /// The event's seats-per-claim limit.
+    pub max_seats_per_claim: u32,
     /// When they were counted (the statement's `now()`).
     pub as_of: DateTime<Utc>,
 }
@@ -31,7 +33,9 @@ SELECT (SELECT count(*) FROM catalog.seats s
        count(DISTINCT h.hold_key) FILTER (WHERE h.status = 'held' AND h.expires_at > now())
          AS holds,
        count(*) FILTER (WHERE h.status IN ('booked', 'blocked')) AS taken,
-       now() AS as_of
+       now() AS as_of,
+       (SELECT e.max_seats_per_claim FROM catalog.events e WHERE e.event_id = $1)
+         AS max_seats_per_claim
   FROM holds.seat_holds h
  WHERE h.event_id = $1 AND h.status IN ('held', 'booked', 'blocked')
 "#;
@@ -41,8 +45,14 @@ SELECT (SELECT count(*) FROM catalog.seats s
 /// # Errors
 /// [`crate::error::Error::Database`].
 pub async fn count(conn: &mut PgConnection, event_id: i64) -> Result<SeatCounts> {
-    let (seats, held, holds, taken, as_of): (i64, i64, i64, i64, DateTime<Utc>) =
-        sqlx::query_as(COUNT).bind(event_id).fetch_one(conn).await?;
+    let (seats, held, holds, taken, as_of, per_claim): (
+        i64,
+        i64,
+        i64,
+        i64,
+        DateTime<Utc>,
+        Option<i32>,
+    ) = sqlx::query_as(COUNT).bind(event_id).fetch_one(conn).await?;
     let unsigned = |n: i64| u64::try_from(n).unwrap_or(0);
     let (seats, held) = (unsigned(seats), unsigned(held));
     Ok(SeatCounts {
@@ -50,6 +60,7 @@ pub async fn count(conn: &mut PgConnection, event_id: i64) -> Result<SeatCounts>
         free_seats: seats.saturating_sub(held).saturating_sub(unsigned(taken)),
         held_seats: held,
         holds: unsigned(holds),
+        max_seats_per_claim: per_claim.and_then(|n| u32::try_from(n).ok()).unwrap_or(1),
         as_of,
     })
 }

@@ -480,6 +480,8 @@ async fn seat_counts_reach_the_waiting_room_every_interval() {
         (seats as u64 - 5, 3, 2)
     );
     assert!(inventory.as_of.is_some());
+    let per_claim = draft.settings.as_ref().unwrap().max_seats_per_claim;
+    assert_eq!(inventory.max_seats_per_claim, per_claim);
     office.stop().await;
     stop.cancel();
 }

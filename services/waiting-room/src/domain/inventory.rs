@@ -12,19 +12,23 @@ pub struct Inventory {
     pub held_seats: u64,
     /// Unexpired holds those seats belong to (at most `held_seats`).
     pub holds: u64,
+    /// Seats a fan is counted as taking while no hold exists (the event's per-claim
+    /// limit; at least 1).
+    pub seats_per_fan_at_first: u64,
     /// When the database counted them, Unix milliseconds.
     pub as_of_ms: u64,
 }
 
 impl Inventory {
     /// Active admitted fans the seats can serve: the free and held seats divided by
-    /// the seats of an average hold (`held_seats / holds`; 1 when nothing is held).
+    /// the seats of an average hold (`held_seats / holds`; while nothing is held,
+    /// `seats_per_fan_at_first`, so the opening burst is not a fan per free seat).
     /// A fan who holds seats counts among them, so the cap leaves room for one new fan
     /// per average hold's worth of free seats.
     pub fn fan_cap(&self) -> u64 {
         let seats = self.free_seats.saturating_add(self.held_seats);
         if self.holds == 0 || self.held_seats == 0 {
-            return seats;
+            return seats / self.seats_per_fan_at_first.max(1);
         }
         let fans = u128::from(seats) * u128::from(self.holds) / u128::from(self.held_seats);
         u64::try_from(fans).unwrap_or(u64::MAX)
@@ -45,14 +49,16 @@ mod tests {
             free_seats,
             held_seats,
             holds,
+            seats_per_fan_at_first: 4,
             as_of_ms: 0,
         }
     }
 
     #[test]
     fn the_cap_counts_fans_by_the_average_hold() {
-        // Nothing held yet: one fan per free seat.
-        assert_eq!(inventory(50_000, 0, 0).fan_cap(), 50_000);
+        // Nothing held yet: every fan counted at the per-claim limit (4).
+        assert_eq!(inventory(50_000, 0, 0).fan_cap(), 12_500);
+        assert_eq!(inventory(3, 0, 0).fan_cap(), 0);
         // 2.5 seats per hold: 100 seats serve 40 fans.
         assert_eq!(inventory(50, 50, 20).fan_cap(), 40);
         // Rounded down: 7 seats at 2 per hold serve 3 fans.

@@ -231,6 +231,7 @@ mod tests {
                 free_seats: 0,
                 held_seats: 0,
                 holds: 0,
+                seats_per_fan_at_first: 1,
                 as_of_ms: 900,
             }),
             ..s.clone()

@@ -128,6 +128,7 @@ pub fn inventory(req: &pb::ReportInventoryRequest) -> Result<(EventId, Inventory
             free_seats: report.free_seats,
             held_seats: report.held_seats,
             holds: report.holds,
+            seats_per_fan_at_first: u64::from(report.max_seats_per_claim.max(1)),
             as_of_ms: timestamp_ms("inventory.as_of", as_of)?,
         },
     ))
@@ -161,6 +162,7 @@ pub fn stats(event: &EventId, snap: &QueueSnapshot) -> pb::GetQueueStatsResponse
             held_seats: i.held_seats,
             holds: i.holds,
             as_of: Some(timestamp(i.as_of_ms)),
+            max_seats_per_claim: u32::try_from(i.seats_per_fan_at_first).unwrap_or(u32::MAX),
         }),
         inventory_fan_cap: snap.inventory.map_or(0, |i| i.fan_cap()),
         sold_out: snap.sold_out(),

@@ -401,6 +401,7 @@ impl Store {
             .arg(inventory.as_of_ms)
             .arg(ttl_ms)
             .arg(self.now_arg())
+            .arg(inventory.seats_per_fan_at_first)
             .invoke_async(&mut self.conn.clone())
             .await?;
         match reply.as_str() {
@@ -467,7 +468,7 @@ fn parse_snapshot(reply: &[String]) -> Result<QueueSnapshot, Error> {
     })
 }
 
-/// The snapshot's inventory fields (13 to 16), empty when no report is fresh.
+/// The snapshot's inventory fields (13 to 17), empty when no report is fresh.
 fn parse_inventory(reply: &[String]) -> Result<Option<Inventory>, Error> {
     if reply.get(13).is_none_or(String::is_empty) {
         return Ok(None);
@@ -477,5 +478,6 @@ fn parse_inventory(reply: &[String]) -> Result<Option<Inventory>, Error> {
         held_seats: field(reply, 14, "inv_held")?,
         holds: field(reply, 15, "inv_holds")?,
         as_of_ms: field(reply, 16, "inv_at")?,
+        seats_per_fan_at_first: field(reply, 17, "inv_first")?,
     }))
 }

@@ -6,8 +6,9 @@
 //!   `rate` (fans/min), `cap`, `ttl` (ms), `seed` (hex), `credit` (1/60000 fan units),
 //!   `last` (ms the credit was brought up to), `frontier`, `numbered`, `joined`,
 //!   `completed`, `prequeue`, `opened_at`, and the latest inventory report:
-//!   `inv_free`, `inv_held`, `inv_holds` (seats and holds), `inv_at` (ms the database
-//!   counted them), `inv_until` (ms the report goes stale);
+//!   `inv_free`, `inv_held`, `inv_holds` (seats and holds), `inv_first` (seats a fan
+//!   is counted as taking while nothing is held), `inv_at` (ms the database counted
+//!   them), `inv_until` (ms the report goes stale);
 //! - `fans` (hash): fan id → queue number (`0` while in the pre-queue);
 //! - `pre` (list): pre-queue fan ids in join order (kept after opening, for audit);
 //! - `adm` (sorted set): admitted queue numbers still active, scored by the instant
@@ -43,10 +44,15 @@ end
 -- Active fans the reported seats can serve (see `domain::inventory`), or -1 when no
 -- report is fresh at `now`.
 local function inventory_cap(cfg, now)
-  local h = redis.call('HMGET', cfg, 'inv_free', 'inv_held', 'inv_holds', 'inv_until')
+  local h = redis.call('HMGET', cfg, 'inv_free', 'inv_held', 'inv_holds', 'inv_until',
+    'inv_first')
   if num(h[4]) < now then return -1 end
   local free, held, holds = num(h[1]), num(h[2]), num(h[3])
-  if holds == 0 or held == 0 then return free + held end
+  if holds == 0 or held == 0 then
+    local first = num(h[5])
+    if first < 1 then first = 1 end
+    return math.floor((free + held) / first)
+  end
   return math.floor((free + held) * holds / held)
 end
 local function step(cfg, adm, now)
@@ -108,8 +114,8 @@ end
 /// KEYS: cfg, pre, adm. ARGV: now.
 /// Returns `{'missing'}`, `{'opening'}` (on-sale time reached, shuffle pending) or the
 /// snapshot `{state, paused, rate, cap, ttl, credit, frontier, joined, completed,
-/// onsale, prequeue, active, now, inv_free, inv_held, inv_holds, inv_at}`, the four
-/// `inv_` fields empty unless an inventory report is fresh.
+/// onsale, prequeue, active, now, inv_free, inv_held, inv_holds, inv_at, inv_first}`,
+/// the five `inv_` fields empty unless an inventory report is fresh.
 const SNAPSHOT: &str = r#"
 local now = clock(ARGV[1])
 local state = redis.call('HGET', KEYS[1], 'state')
@@ -124,10 +130,11 @@ local prequeue = h[11]
 if h[1] == 'scheduled' then prequeue = redis.call('LLEN', KEYS[2]) end
 local active = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
 local inv = redis.call('HMGET', KEYS[1], 'inv_free', 'inv_held', 'inv_holds', 'inv_at',
-  'inv_until')
+  'inv_until', 'inv_first')
 if num(inv[5]) < now then inv = {} end
 return {s(h[1]), s(h[2]), s(h[3]), s(h[4]), s(h[5]), s(h[6]), s(h[7]), s(h[8]), s(h[9]),
-  s(h[10]), s(prequeue), s(active), fmt(now), s(inv[1]), s(inv[2]), s(inv[3]), s(inv[4])}
+  s(h[10]), s(prequeue), s(active), fmt(now), s(inv[1]), s(inv[2]), s(inv[3]), s(inv[4]),
+  s(inv[6])}
 "#;
 
 /// KEYS: cfg, fans, pre, adm. ARGV: fan, now.
@@ -285,7 +292,8 @@ end
 return 'noop'
 "#;
 
-/// KEYS: cfg, adm. ARGV: free seats, held seats, holds, as-of ms, ttl ms, now.
+/// KEYS: cfg, adm. ARGV: free seats, held seats, holds, as-of ms, ttl ms, now, seats
+/// per fan while nothing is held.
 /// Brings the credit up to now under the old report, then records the new one, fresh
 /// for ttl ms. Returns `ok`, `older` (a newer report is stored; nothing written) or
 /// `missing`.
@@ -295,7 +303,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
 if num(redis.call('HGET', KEYS[1], 'inv_at')) > tonumber(ARGV[4]) then return 'older' end
 advance(KEYS[1], KEYS[2], now)
 redis.call('HSET', KEYS[1], 'inv_free', ARGV[1], 'inv_held', ARGV[2], 'inv_holds', ARGV[3],
-  'inv_at', ARGV[4], 'inv_until', fmt(now + tonumber(ARGV[5])))
+  'inv_at', ARGV[4], 'inv_until', fmt(now + tonumber(ARGV[5])), 'inv_first', ARGV[7])
 return 'ok'
 "#;
 

@@ -24,6 +24,7 @@ fn report(
             held_seats,
             holds,
             as_of: Some(timestamp(as_of)),
+            max_seats_per_claim: 1,
         }),
     }
 }
@@ -62,6 +63,16 @@ async fn the_inventory_caps_admission_says_sold_out_and_resumes() {
         tickets.push(status.queue_ticket);
     }
 
+    // No hold yet: each fan counted at the per-claim limit, 40 seats at 4 serve 10.
+    let first = pb::ReportInventoryRequest {
+        inventory: Some(pb::InventoryReport {
+            max_seats_per_claim: 4,
+            ..report(40, 0, 0, room.clock.now()).inventory.unwrap()
+        }),
+        ..report(40, 0, 0, room.clock.now())
+    };
+    let stats = send(&room, first).await.unwrap();
+    assert_eq!(stats.inventory_fan_cap, 10);
     // 6 free and 4 held in 2 holds: 2 seats a hold, 10 seats serve 5 fans.
     let stats = send(&room, report(6, 4, 2, room.clock.now()))
         .await
