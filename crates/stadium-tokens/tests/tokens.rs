@@ -16,6 +16,13 @@ use stadium_tokens::{
 };
 
 const T0: u64 = 1_800_000_000;
+/// Every service that verifies fan sessions.
+const FAN_AUDIENCES: [&str; 4] = [
+    audience::WAITING_ROOM,
+    audience::SEAT_MAP,
+    audience::HOLDS,
+    audience::PAYMENTS,
+];
 const WR: &str = WAITING_ROOM_ISSUER;
 
 fn at(secs: u64) -> SystemTime {
@@ -62,12 +69,7 @@ fn fan_session_round_trip() {
     let ring = ring("login-1");
     let issuer = FanSessionIssuer::new(ring.clone(), "stadium-login").unwrap();
     let issued = issuer.issue("fan-9", at(T0)).unwrap();
-    for aud in [
-        audience::WAITING_ROOM,
-        audience::SEAT_MAP,
-        audience::HOLDS,
-        audience::PAYMENTS,
-    ] {
+    for aud in FAN_AUDIENCES {
         let verifier =
             FanSessionVerifier::new(ring.verification_keys(), "stadium-login", aud).unwrap();
         let claims = verifier.verify(&issued.token, at(T0 + 10)).unwrap();
@@ -97,12 +99,7 @@ fn one_fan_id_limit_for_every_service_named_in_the_refusal() {
     let longest = "é".repeat(MAX_FAN_ID_BYTES / 2);
     assert_eq!(longest.len(), 128);
     let too_long = format!("{longest}x");
-    for aud in [
-        audience::WAITING_ROOM,
-        audience::SEAT_MAP,
-        audience::HOLDS,
-        audience::PAYMENTS,
-    ] {
+    for aud in FAN_AUDIENCES {
         let verifier =
             FanSessionVerifier::new(ring.verification_keys(), "stadium-login", aud).unwrap();
         let claims = verifier.verify(&session(&longest), at(T0)).unwrap();
