@@ -105,13 +105,35 @@ pub fn settings(
     ))
 }
 
-/// Checks a `ReportInventoryRequest`.
-pub fn inventory(req: &pb::ReportInventoryRequest) -> Result<(EventId, Inventory), Error> {
+/// Most seats an inventory report may count (per figure): far above any venue, low
+/// enough that the cap's arithmetic in Redis (Lua doubles) stays exact.
+pub const MAX_REPORTED_SEATS: u64 = 100_000_000;
+
+/// How far ahead of this replica's clock a report's `as_of` may be. A report from
+/// the future would make every later, true report look older and be ignored.
+pub const MAX_REPORT_LEAD: Duration = Duration::from_secs(60);
+
+/// Checks a `ReportInventoryRequest` received at `now_ms` (Unix ms).
+pub fn inventory(
+    req: &pb::ReportInventoryRequest,
+    now_ms: u64,
+) -> Result<(EventId, Inventory), Error> {
     let event = event_id(&req.event_id)?;
     let report = req
         .inventory
         .as_ref()
         .ok_or_else(|| Error::invalid("inventory", "is required"))?;
+    for (field, value) in [
+        ("inventory.free_seats", report.free_seats),
+        ("inventory.held_seats", report.held_seats),
+    ] {
+        if value > MAX_REPORTED_SEATS {
+            return Err(Error::invalid(
+                field,
+                format!("must be at most {MAX_REPORTED_SEATS}"),
+            ));
+        }
+    }
     if report.holds > report.held_seats {
         return Err(Error::invalid(
             "inventory.holds",
@@ -122,6 +144,17 @@ pub fn inventory(req: &pb::ReportInventoryRequest) -> Result<(EventId, Inventory
         .as_of
         .as_ref()
         .ok_or_else(|| Error::invalid("inventory.as_of", "is required"))?;
+    let as_of_ms = timestamp_ms("inventory.as_of", as_of)?;
+    let lead_ms = u64::try_from(MAX_REPORT_LEAD.as_millis()).unwrap_or(u64::MAX);
+    if as_of_ms > now_ms.saturating_add(lead_ms) {
+        return Err(Error::invalid(
+            "inventory.as_of",
+            format!(
+                "is more than {} s ahead of the server's clock",
+                MAX_REPORT_LEAD.as_secs()
+            ),
+        ));
+    }
     Ok((
         event,
         Inventory {
@@ -129,7 +162,7 @@ pub fn inventory(req: &pb::ReportInventoryRequest) -> Result<(EventId, Inventory
             held_seats: report.held_seats,
             holds: report.holds,
             seats_per_fan_at_first: u64::from(report.max_seats_per_claim.max(1)),
-            as_of_ms: timestamp_ms("inventory.as_of", as_of)?,
+            as_of_ms,
         },
     ))
 }

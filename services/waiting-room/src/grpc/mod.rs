@@ -339,7 +339,7 @@ impl WaitingRoom for WaitingRoomService {
     ) -> Result<Response<pb::ReportInventoryResponse>, Status> {
         let inner = &self.inner;
         inner.admin(request.metadata(), REPORT_INVENTORY, "service, box_office")?;
-        let (event, inventory) = convert::inventory(request.get_ref())?;
+        let (event, inventory) = convert::inventory(request.get_ref(), inner.clock.now_ms())?;
         let ttl_ms = u64::try_from(inner.inventory_ttl.as_millis()).unwrap_or(u64::MAX);
         let recorded = inner
             .store

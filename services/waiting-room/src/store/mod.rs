@@ -478,6 +478,11 @@ fn parse_inventory(reply: &[String]) -> Result<Option<Inventory>, Error> {
         held_seats: field(reply, 14, "inv_held")?,
         holds: field(reply, 15, "inv_holds")?,
         as_of_ms: field(reply, 16, "inv_at")?,
-        seats_per_fan_at_first: field(reply, 17, "inv_first")?,
+        // Written by every report since the field exists; a report of an older
+        // replica (a rolling upgrade) counts a fan as one seat, as the scripts do.
+        seats_per_fan_at_first: match reply.get(17).map(String::as_str) {
+            None | Some("") => 1,
+            Some(_) => field(reply, 17, "inv_first")?,
+        },
     }))
 }

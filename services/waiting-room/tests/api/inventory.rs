@@ -192,6 +192,13 @@ async fn bad_inventory_reports_are_refused_and_write_nothing() {
     };
     let cases = [
         (report(1, 2, 3, now), "inventory.holds"),
+        (report(100_000_001, 0, 0, now), "inventory.free_seats"),
+        (report(0, u64::MAX, 0, now), "inventory.held_seats"),
+        // From the future: it would make every true report look older.
+        (
+            report(1, 0, 0, now + Duration::from_secs(61)),
+            "inventory.as_of",
+        ),
         (no_report, "inventory"),
         (no_as_of, "inventory.as_of"),
         (
@@ -223,4 +230,77 @@ async fn bad_inventory_reports_are_refused_and_write_nothing() {
         .unwrap_err();
     assert_eq!(err.code(), Code::Unauthenticated);
     assert_eq!(room.dump().await, before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_joins_and_polls_on_three_instances_never_pass_the_seat_cap() {
+    let room = std::sync::Arc::new(Room::start("wr_inventory_parallel", 3, Duration::ZERO).await);
+    // 10,000 fans a minute: the rate alone would admit everyone within the test.
+    room.configure(pb::SaleState::Open, None, 10_000, 0, 600_000)
+        .await;
+    // 30 free and 20 held in 10 holds: 2 seats a hold, 50 seats serve 25 fans.
+    send(&room, report(30, 20, 10, room.clock.now()))
+        .await
+        .unwrap();
+
+    let joins = (0..200).map(|f| {
+        let room = std::sync::Arc::clone(&room);
+        tokio::spawn(async move {
+            let fan = format!("fan-{f}");
+            let status = room.join(f, &fan).await.expect("join");
+            (fan, status.queue_number, status.queue_ticket)
+        })
+    });
+    let mut fans = Vec::new();
+    for join in joins {
+        fans.push(join.await.unwrap());
+    }
+    let mut numbers: Vec<u64> = fans.iter().map(|(_, n, _)| *n).collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=200).collect::<Vec<u64>>(), "one number each");
+
+    // Every fan polls on its own instance while the clock runs on beside them.
+    let clock = room.clock.clone();
+    let ticking = tokio::spawn(async move {
+        for _ in 0..50 {
+            clock.advance(Duration::from_millis(100));
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    });
+    let polls = fans.into_iter().enumerate().map(|(i, (fan, _, ticket))| {
+        let room = std::sync::Arc::clone(&room);
+        tokio::spawn(async move {
+            let status = room.status(i, &fan, &ticket).await.expect("poll");
+            !status.admission_token.is_empty()
+        })
+    });
+    let mut tokens = 0;
+    for poll in polls {
+        tokens += usize::from(poll.await.unwrap());
+    }
+    ticking.await.unwrap();
+
+    // What Redis stored: 25 admitted and active, however the calls interleaved.
+    let stats = room.stats(0).await;
+    assert_eq!(
+        (stats.admitted, stats.active_admitted),
+        (25, 25),
+        "{stats:?}"
+    );
+    let mut redis = room.redis().await;
+    let active: u64 = redis::cmd("ZCARD")
+        .arg(room.key("adm"))
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    let issued: u64 = redis::cmd("HLEN")
+        .arg(room.key("issued"))
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(active, 25);
+    assert!(
+        issued <= 25 && tokens <= 25,
+        "{issued} tokens stored, {tokens} handed out"
+    );
 }
