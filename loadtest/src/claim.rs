@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 use rand::rngs::StdRng;
+use stadium_kit::Reason;
 use stadium_proto::holds::v1::claim_best_available_request::Target;
 use stadium_proto::holds::v1::{ClaimBestAvailableRequest, ClaimSeatsRequest, Hold};
 use stadium_proto::seat_map::v1::suggest_seats_request::Scope;
@@ -18,7 +19,7 @@ use crate::credentials::authed;
 use crate::fan::{Ctx, backoff, think, transient};
 use crate::mix::FanPlan;
 use crate::skew::pick_section;
-use crate::stats::{get, inc, reason};
+use crate::stats::{get, inc};
 
 /// Suggestions asked for per pick; a fan takes the first most of the time.
 const SUGGESTIONS: u32 = 5;
@@ -258,8 +259,8 @@ async fn claim_round(
             Err(status) => status,
         };
         let info = stadium_kit::status::error_info(&status);
-        match reason(&status).as_str() {
-            "SEAT_TAKEN" => {
+        match Reason::of(&status) {
+            Some(Reason::SeatTaken) => {
                 inc(&ctx.stats.seat_taken);
                 let mut waited_for_returns = false;
                 let listed = |key: &str| {
@@ -315,7 +316,7 @@ async fn claim_round(
                     tokio::time::sleep(pause).await;
                 }
             }
-            "LIMIT_EXCEEDED" => {
+            Some(Reason::LimitExceeded) => {
                 let max = info
                     .as_ref()
                     .and_then(|i| i.metadata.get("max"))

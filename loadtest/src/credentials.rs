@@ -6,9 +6,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use stadium_kit::outbound::{Bearer, authorized};
 use stadium_tokens::{DevIssuer, Role};
 use tonic::Request;
-use tonic::metadata::MetadataValue;
 
 use crate::error::{LoadtestError, Result};
 
@@ -76,11 +76,10 @@ impl Credentials {
 /// A token that is not valid metadata (never the case for a JWT) is sent without the
 /// header, so the service answers `UNAUTHENTICATED` and the report counts it.
 pub(crate) fn authed<T>(message: T, token: &str) -> Request<T> {
-    let mut request = Request::new(message);
-    if let Ok(value) = MetadataValue::try_from(format!("Bearer {token}")) {
-        request.metadata_mut().insert("authorization", value);
+    match Bearer::new(token) {
+        Ok(bearer) => authorized(message, &bearer, None),
+        Err(_) => Request::new(message),
     }
-    request
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use stadium_kit::Reason;
 use stadium_proto::waiting_room::v1::{
     CompleteAdmissionRequest, GetStatusRequest, JoinRequest, QueueState, QueueStatus,
 };
@@ -139,7 +140,7 @@ pub(crate) fn transient(status: &Status) -> bool {
     matches!(
         status.code(),
         Code::Unavailable | Code::DeadlineExceeded | Code::ResourceExhausted | Code::Aborted
-    ) && crate::stats::reason(status) != "LIMIT_EXCEEDED"
+    ) && Reason::of(status) != Some(Reason::LimitExceeded)
 }
 
 /// A short pause before retrying attempt `attempt` (0-based), with jitter.

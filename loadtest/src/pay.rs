@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
+use stadium_kit::Reason;
 use stadium_proto::payments::v1::get_order_request::Key;
 use stadium_proto::payments::v1::{
     ConfirmRequest, GetOrderRequest, Order, OrderStatus, PaymentMethod, RefundReason,
@@ -14,7 +15,7 @@ use crate::claim::HeldSeats;
 use crate::credentials::authed;
 use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, complete_admission, think, transient};
 use crate::mix::{Behaviour, FanPlan};
-use crate::stats::{add, inc, reason, sub};
+use crate::stats::{add, inc, sub};
 
 /// Confirms repeated while a payment's outcome is open.
 const RESOLVE_ATTEMPTS: u32 = 10;
@@ -67,7 +68,9 @@ pub(crate) async fn settle(
                     inc(&stats.late_paid);
                     add(&stats.seats_sold, held.seats());
                 }
-                Err(status) if reason(&status) == "HOLD_EXPIRED" => inc(&stats.late_rejected),
+                Err(status) if Reason::of(&status) == Some(Reason::HoldExpired) => {
+                    inc(&stats.late_rejected)
+                }
                 _ => inc(&stats.pay_failed),
             }
         }
@@ -110,7 +113,9 @@ fn double_outcome(a: &Result<Order, Status>, b: &Result<Order, Status>) -> Doubl
         (Ok(x), Ok(y)) if x.order_id == y.order_id && !x.order_id.is_empty() => Double::SameOrder,
         (Ok(_), Ok(_)) => Double::Inconsistent,
         (Err(e), _) | (_, Err(e)) if transient(e) => Double::Unresolved,
-        (Err(x), Err(y)) if x.code() == y.code() && reason(x) == reason(y) => Double::SameRefusal,
+        (Err(x), Err(y)) if x.code() == y.code() && Reason::of(x) == Reason::of(y) => {
+            Double::SameRefusal
+        }
         _ => Double::Inconsistent,
     }
 }
@@ -255,14 +260,14 @@ mod tests {
         })
     }
 
-    fn refusal(code: Code, reason: &'static str) -> Result<Order, Status> {
+    fn refusal(code: Code, reason: Reason) -> Result<Order, Status> {
         Err(error_status(code, reason, "no", []))
     }
 
     #[test]
     fn double_confirms_are_judged_by_both_answers() {
-        let expired = || refusal(Code::FailedPrecondition, "HOLD_EXPIRED");
-        let busy = || refusal(Code::Aborted, "IN_PROGRESS");
+        let expired = || refusal(Code::FailedPrecondition, Reason::HoldExpired);
+        let busy = || refusal(Code::Aborted, Reason::InProgress);
         assert_eq!(
             double_outcome(&order("o1"), &order("o1")),
             Double::SameOrder
@@ -278,7 +283,7 @@ mod tests {
         );
         assert_eq!(double_outcome(&order("o1"), &busy()), Double::Unresolved);
         assert_eq!(
-            double_outcome(&expired(), &refusal(Code::NotFound, "HOLD_NOT_FOUND")),
+            double_outcome(&expired(), &refusal(Code::NotFound, Reason::HoldNotFound)),
             Double::Inconsistent
         );
     }

@@ -120,6 +120,7 @@ impl Stats {
 
 #[cfg(test)]
 mod tests {
+    use stadium_kit::Reason;
     use stadium_kit::status::error_status;
     use tonic::Code;
 
@@ -128,7 +129,7 @@ mod tests {
     #[test]
     fn errors_are_tallied_by_code_and_reason() {
         let stats = Stats::default();
-        let taken = error_status(Code::AlreadyExists, "SEAT_TAKEN", "taken", []);
+        let taken = error_status(Code::AlreadyExists, Reason::SeatTaken, "taken", []);
         stats.error("Holds/ClaimSeats", &taken);
         stats.error("Holds/ClaimSeats", &taken);
         stats.error("Payments/Confirm", &Status::unavailable("down"));

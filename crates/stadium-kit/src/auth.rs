@@ -2,10 +2,8 @@
 
 use tonic::{Code, Status, metadata::MetadataMap};
 
+use crate::reason::Reason;
 use crate::status::error_status;
-
-/// `ErrorInfo.reason` when a call carries no usable bearer token.
-pub const TOKEN_MISSING: &str = "TOKEN_MISSING";
 
 /// The token of the `authorization: Bearer <token>` metadata entry (RFC 6750 §2.1).
 ///
@@ -13,13 +11,13 @@ pub const TOKEN_MISSING: &str = "TOKEN_MISSING";
 /// token itself is returned as sent, unverified (verifying is the tokens crate's job).
 ///
 /// # Errors
-/// `UNAUTHENTICATED` with reason [`TOKEN_MISSING`] when the entry is absent, not ASCII,
+/// `UNAUTHENTICATED` with reason [`Reason::TokenMissing`] when the entry is absent, not ASCII,
 /// uses another scheme (e.g. `Basic`), or has an empty token.
 pub fn bearer_token(metadata: &MetadataMap) -> Result<&str, Status> {
     let missing = |why: &str| {
         error_status(
             Code::Unauthenticated,
-            TOKEN_MISSING,
+            Reason::TokenMissing,
             format!("a bearer token is required: {why}"),
             [],
         )
@@ -46,7 +44,7 @@ pub fn bearer_token(metadata: &MetadataMap) -> Result<&str, Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::error_info;
+    use crate::reason::Reason;
 
     fn metadata(value: &str) -> MetadataMap {
         let mut map = MetadataMap::new();
@@ -74,7 +72,7 @@ mod tests {
         ] {
             let status = bearer_token(&map).unwrap_err();
             assert_eq!(status.code(), Code::Unauthenticated);
-            assert_eq!(error_info(&status).unwrap().reason, TOKEN_MISSING);
+            assert_eq!(Reason::of(&status), Some(Reason::TokenMissing));
         }
     }
 }

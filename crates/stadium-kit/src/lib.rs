@@ -6,7 +6,11 @@
 //!   reflection, a per-request timeout answering `DEADLINE_EXCEEDED`, request metrics and
 //!   a graceful drain bounded by a grace period;
 //! - [`status`]: `tonic::Status` values carrying `google.rpc.ErrorInfo` (domain `stadium`);
+//! - [`reason`]: every `ErrorInfo` reason, typed, for services and their clients;
+//! - [`service_error`]: [`ServiceError`](service_error::ServiceError), the one conversion
+//!   of a service's error to a status, and the rows every service shares;
 //! - [`auth`]: the bearer token of a request;
+//! - [`outbound`]: requests to another service (token, deadline, trace context);
 //! - [`args`]: the flags every service shares ([`CommonArgs`](args::CommonArgs));
 //! - [`testing`]: loopback listeners and channels that retry until the server is up.
 
@@ -14,10 +18,15 @@ pub mod args;
 pub mod auth;
 pub mod error;
 mod metrics;
+pub mod outbound;
+pub mod reason;
 pub mod server;
+pub mod service_error;
 pub mod shutdown;
 pub mod status;
 pub mod testing;
 mod timeout;
 
 pub use error::KitError;
+pub use reason::Reason;
+pub use service_error::ServiceError;

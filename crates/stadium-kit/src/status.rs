@@ -9,21 +9,18 @@ use std::fmt::Display;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
+use crate::reason::Reason;
+
 pub use tonic_types::ErrorInfo;
 
 /// `ErrorInfo.domain` of every stadium error.
 pub const DOMAIN: &str = "stadium";
 
-/// `ErrorInfo.reason` of [`invalid_field`].
-pub const INVALID_FIELD: &str = "INVALID_FIELD";
-
 /// A status with `code`, `message` and an `ErrorInfo` (domain [`DOMAIN`], `reason`,
 /// `metadata` as string pairs; a repeated key keeps its last value).
-///
-/// `reason` should be UPPER_SNAKE_CASE and at most 63 characters (AIP-193).
 pub fn error_status(
     code: Code,
-    reason: &'static str,
+    reason: Reason,
     message: impl Into<String>,
     metadata: impl IntoIterator<Item = (String, String)>,
 ) -> Status {
@@ -31,11 +28,11 @@ pub fn error_status(
     Status::with_error_details(
         code,
         message,
-        ErrorDetails::with_error_info(reason, DOMAIN, metadata),
+        ErrorDetails::with_error_info(reason.as_str(), DOMAIN, metadata),
     )
 }
 
-/// `INVALID_ARGUMENT` with reason [`INVALID_FIELD`], metadata `field = <field>`, and a
+/// `INVALID_ARGUMENT` with reason [`Reason::InvalidField`], metadata `field = <field>`, and a
 /// `google.rpc.BadRequest` field violation, for a request field that fails validation.
 ///
 /// `field` is the proto field path (`seat_ids[3]`, `event_id`); `problem` says what is
@@ -43,7 +40,7 @@ pub fn error_status(
 pub fn invalid_field(field: &str, problem: impl Display) -> Status {
     let problem = problem.to_string();
     let mut details = ErrorDetails::with_error_info(
-        INVALID_FIELD,
+        Reason::InvalidField.as_str(),
         DOMAIN,
         [("field".to_owned(), field.to_owned())],
     );
@@ -68,7 +65,7 @@ mod tests {
     fn error_status_round_trips_error_info() {
         let status = error_status(
             Code::AlreadyExists,
-            "SEAT_TAKEN",
+            Reason::SeatTaken,
             "2 seats are taken",
             [("seat_ids".to_owned(), "A-1,A-2".to_owned())],
         );
@@ -86,7 +83,7 @@ mod tests {
         assert_eq!(status.code(), Code::InvalidArgument);
         assert_eq!(status.message(), "event_id: not a UUID");
         let info = error_info(&status).unwrap();
-        assert_eq!(info.reason, INVALID_FIELD);
+        assert_eq!(info.reason, "INVALID_FIELD");
         assert_eq!(info.metadata["field"], "event_id");
         let violations = status.get_details_bad_request().unwrap().field_violations;
         assert_eq!(violations[0].field, "event_id");

@@ -89,15 +89,6 @@ pub enum TokenError {
 }
 
 impl TokenError {
-    /// The `google.rpc.ErrorInfo` reason for this error: `"TOKEN_EXPIRED"` for
-    /// [`TokenError::Expired`], `"TOKEN_INVALID"` for every other variant.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            TokenError::Expired => "TOKEN_EXPIRED",
-            _ => "TOKEN_INVALID",
-        }
-    }
-
     /// Maps a `jsonwebtoken` verification error; `expected_iss`/`expected_aud` fill the
     /// variants that name what the verifier wanted.
     pub(crate) fn from_jwt(err: &jsonwebtoken::errors::Error, iss: &str, aud: &str) -> Self {
@@ -121,28 +112,6 @@ impl TokenError {
             }
             K::InvalidEddsaKey | K::InvalidKeyFormat => TokenError::InvalidKey(err.to_string()),
             _ => TokenError::Malformed(err.to_string()),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_expired_is_token_expired() {
-        assert_eq!(TokenError::Expired.reason(), "TOKEN_EXPIRED");
-        for e in [
-            TokenError::Malformed("x".into()),
-            TokenError::NotYetValid,
-            TokenError::BadSignature,
-            TokenError::UnknownKeyId { kid: "k".into() },
-            TokenError::MissingClaim("jti".into()),
-            TokenError::WrongAudience {
-                expected: "holds".into(),
-            },
-        ] {
-            assert_eq!(e.reason(), "TOKEN_INVALID", "{e}");
         }
     }
 }

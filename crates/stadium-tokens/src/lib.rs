@@ -45,6 +45,7 @@
 //! # Ok::<(), stadium_tokens::TokenError>(())
 //! ```
 
+mod access;
 mod claims;
 mod dev;
 mod ed;
@@ -56,6 +57,7 @@ mod verified;
 
 use std::time::Duration;
 
+pub use access::Access;
 pub use claims::{
     AdminClaims, AdmissionClaims, FanSessionClaims, Issued, MAX_FAN_ID_BYTES, QueueTicketClaims,
     RegisteredClaims, Role, check_fan_id,

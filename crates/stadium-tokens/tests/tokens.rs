@@ -347,11 +347,9 @@ fn expired_and_not_yet_valid_at_the_edges_of_the_leeway() {
     assert!(verifier.verify(&token, at(T0 + 604)).is_ok());
     let err = verifier.verify(&token, at(T0 + 605)).unwrap_err();
     assert_eq!(err, TokenError::Expired);
-    assert_eq!(err.reason(), "TOKEN_EXPIRED");
     assert!(verifier.verify(&token, at(T0 - 5)).is_ok());
     let err = verifier.verify(&token, at(T0 - 6)).unwrap_err();
     assert_eq!(err, TokenError::NotYetValid);
-    assert_eq!(err.reason(), "TOKEN_INVALID");
 
     let strict = AdmissionVerifier::new(ring.verification_keys(), WR, audience::HOLDS)
         .unwrap()
@@ -526,7 +524,6 @@ fn unknown_kid_is_distinct_and_a_jwks_refresh_fixes_it() {
         .token;
     let err = verifier.verify(&token, at(T0)).unwrap_err();
     assert_eq!(err, TokenError::UnknownKeyId { kid: "wr-2".into() });
-    assert_eq!(err.reason(), "TOKEN_INVALID");
 
     verifier.replace_keys(VerificationKeys::from_jwks_json(&other.jwks_json().unwrap()).unwrap());
     assert!(verifier.verify(&token, at(T0)).is_ok());

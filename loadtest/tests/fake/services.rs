@@ -1,5 +1,7 @@
 //! The five fake services.
 
+use stadium_kit::Reason;
+
 use std::pin::Pin;
 use std::time::{Instant, SystemTime};
 
@@ -127,7 +129,7 @@ service!(Holds {
             return Err(Status::permission_denied("WRONG_FAN"));
         }
         if req.seat_ids.is_empty() || req.seat_ids.iter().any(|s| section_of(*s) != req.section_id) {
-            return Err(error_status(Code::InvalidArgument, "SEAT_NOT_IN_SECTION", "seats", []));
+            return Err(error_status(Code::InvalidArgument, Reason::SeatNotInSection, "seats", []));
         }
         let mut state = self.lock();
         let now = Instant::now();
@@ -142,7 +144,7 @@ service!(Holds {
             let list = taken.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
             return Err(error_status(
                 Code::AlreadyExists,
-                "SEAT_TAKEN",
+                Reason::SeatTaken,
                 "taken",
                 [("taken_seat_ids".to_owned(), list), ("alternative_seat_ids".to_owned(), alternatives)],
             ));
@@ -174,14 +176,14 @@ service!(Holds {
 
     async fn claim_best_available(&self, r: Request<ho::ClaimBestAvailableRequest>) -> Result<Response<ho::ClaimBestAvailableResponse>, Status> {
         let Some(ho::claim_best_available_request::Target::SectionId(section)) = r.get_ref().target.clone() else {
-            return Err(error_status(Code::InvalidArgument, "INVALID_FIELD", "target", []));
+            return Err(error_status(Code::InvalidArgument, Reason::InvalidField, "target", []));
         };
         let quantity = r.get_ref().quantity as usize;
         let free = self.lock().free_in(section, Instant::now());
         if quantity == 0 || free.len() < quantity {
             return Err(error_status(
                 Code::AlreadyExists,
-                "SEAT_TAKEN",
+                Reason::SeatTaken,
                 "no block left",
                 [
                     ("fewer_seats".to_owned(), free.len().min(quantity.saturating_sub(1)).to_string()),
@@ -222,11 +224,11 @@ service!(Payments {
             return Ok(Response::new(pa::ConfirmResponse { order: Some(order.clone()) }));
         }
         let Some(hold) = state.holds.get(&key).filter(|h| h.fan == fan) else {
-            return Err(error_status(Code::NotFound, "HOLD_NOT_FOUND", "no hold", []));
+            return Err(error_status(Code::NotFound, Reason::HoldNotFound, "no hold", []));
         };
         let alive = hold.expires > Instant::now();
         if !alive && self.late == Late::Reject {
-            return Err(error_status(Code::FailedPrecondition, "HOLD_EXPIRED", "expired", []));
+            return Err(error_status(Code::FailedPrecondition, Reason::HoldExpired, "expired", []));
         }
         let section = hold.section;
         let seats = hold.seats.clone();
@@ -265,7 +267,7 @@ service!(Payments {
         let order = self.lock().orders.get(&key).cloned();
         order
             .map(|o| Response::new(pa::GetOrderResponse { order: Some(o) }))
-            .ok_or_else(|| error_status(Code::NotFound, "ORDER_NOT_FOUND", "no order", []))
+            .ok_or_else(|| error_status(Code::NotFound, Reason::OrderNotFound, "no order", []))
     }
 } unimplemented {
     list_orders(pa::ListOrdersRequest) -> pa::ListOrdersResponse;

@@ -4,28 +4,17 @@
 
 use std::time::SystemTime;
 
-use stadium_tokens::{AdminClaims, AdminVerifier, Role, TokenError, VerificationKeys, audience};
+use stadium_tokens::{
+    Access, AdminClaims, AdminVerifier, Role, TokenError, VerificationKeys, audience,
+};
 use tonic::metadata::MetadataMap;
 
 use crate::error::Error;
 
-/// What a call needs from the token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// A change to venues, events, prices or inventory: role `box_office`.
-    Change,
-    /// Reads, reports, the canary and the admission rate: `box_office` or `sre`.
-    Operate,
-}
-
-impl Access {
-    fn roles(self) -> (&'static [Role], &'static str) {
-        match self {
-            Access::Change => (&[Role::BoxOffice], "box_office"),
-            Access::Operate => (&[Role::BoxOffice, Role::Sre], "box_office or sre"),
-        }
-    }
-}
+/// A change to venues, events, prices or inventory: role `box_office`.
+pub const CHANGE: Access = Access::any_of(&[Role::BoxOffice]);
+/// Reads, reports, the canary and the admission rate: `box_office` or `sre`.
+pub const OPERATE: Access = Access::any_of(&[Role::BoxOffice, Role::Sre]);
 
 /// The verified caller of one request.
 #[derive(Debug, Clone)]
@@ -69,9 +58,8 @@ impl Authenticator {
     ) -> Result<Caller, Error> {
         let token = stadium_kit::auth::bearer_token(metadata).map_err(Error::MissingToken)?;
         let claims = self.admin.verify(token, now)?;
-        let (roles, names) = access.roles();
-        if !claims.has_any_role(roles) {
-            return Err(Error::RoleRequired { roles: names });
+        if !access.allows(&claims) {
+            return Err(Error::RoleRequired(access));
         }
         Ok(Caller {
             actor: claims.registered.sub.clone(),
@@ -103,22 +91,20 @@ mod tests {
         let service = dev.admin("svc", &[Role::Service], now).unwrap().token;
 
         assert_eq!(
-            auth.caller(&metadata(&office), Access::Change, now)
-                .unwrap()
-                .actor,
+            auth.caller(&metadata(&office), CHANGE, now).unwrap().actor,
             "ann"
         );
-        assert!(auth.caller(&metadata(&sre), Access::Operate, now).is_ok());
+        assert!(auth.caller(&metadata(&sre), OPERATE, now).is_ok());
         assert!(matches!(
-            auth.caller(&metadata(&sre), Access::Change, now),
-            Err(Error::RoleRequired { .. })
+            auth.caller(&metadata(&sre), CHANGE, now),
+            Err(Error::RoleRequired(_))
         ));
         assert!(matches!(
-            auth.caller(&metadata(&service), Access::Operate, now),
-            Err(Error::RoleRequired { .. })
+            auth.caller(&metadata(&service), OPERATE, now),
+            Err(Error::RoleRequired(_))
         ));
         assert!(matches!(
-            auth.caller(&MetadataMap::new(), Access::Operate, now),
+            auth.caller(&MetadataMap::new(), OPERATE, now),
             Err(Error::MissingToken(_))
         ));
         let stranger = DevIssuer::generate().unwrap();
@@ -127,7 +113,7 @@ mod tests {
             .unwrap()
             .token;
         assert!(matches!(
-            auth.caller(&metadata(&forged), Access::Change, now),
+            auth.caller(&metadata(&forged), CHANGE, now),
             Err(Error::Token(_))
         ));
     }

@@ -1,9 +1,12 @@
 //! The box office's one error type and the table mapping each variant to a gRPC status
 //! with a stable `ErrorInfo` reason.
 
-use stadium_db::DbFailure;
-use stadium_kit::status::{error_status, invalid_field};
-use stadium_tokens::TokenError;
+use stadium_kit::Reason;
+use stadium_kit::service_error::{
+    DEPENDENCY_UNAVAILABLE, ROLE_REQUIRED, Row, ServiceError, database_row, roles_metadata,
+    service_metadata, to_status, token_row, unanswered,
+};
+use stadium_tokens::{Access, TokenError};
 use tonic::{Code, Status};
 
 /// Everything a box-office call can fail with.
@@ -15,12 +18,9 @@ pub enum Error {
     /// The admin token was refused.
     #[error("admin token refused: {0}")]
     Token(#[from] TokenError),
-    /// The token lacks every role that would allow the call (`roles` lists them).
-    #[error("this call needs the role {roles}")]
-    RoleRequired {
-        /// The roles that would do, e.g. `"box_office"` or `"box_office or sre"`.
-        roles: &'static str,
-    },
+    /// The token lacks every role that would allow the call.
+    #[error("this call needs one of the roles {0}")]
+    RoleRequired(Access),
     /// A request field is missing or malformed.
     #[error("{field}: {problem}")]
     InvalidField {
@@ -62,7 +62,8 @@ pub enum Error {
     /// A service this call needs has no URL configured (`--holds-url`, `--payments-url`).
     #[error("no {0} service is configured for this box office")]
     NotConfigured(&'static str),
-    /// Another service answered with an error; passed on as it came.
+    /// Another service answered with an error; passed on as it came, or answered
+    /// `DEPENDENCY_UNAVAILABLE` when it did not answer at all.
     #[error("{service}: {}", status.message())]
     Upstream {
         /// Which service answered.
@@ -91,105 +92,82 @@ impl Error {
 /// A shorthand for handler results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-impl From<Error> for Status {
-    fn from(error: Error) -> Self {
+impl ServiceError for Error {
+    fn row(&self) -> Row {
+        match self {
+            Self::MissingToken(_) => (Code::Unauthenticated, Reason::TokenMissing),
+            Self::Token(token) => token_row(token),
+            Self::RoleRequired(_) => ROLE_REQUIRED,
+            Self::InvalidField { .. } => (Code::InvalidArgument, Reason::InvalidField),
+            Self::PlanInvalid { .. } => (Code::InvalidArgument, Reason::PlanInvalid),
+            Self::VenueNotFound(_) => (Code::NotFound, Reason::VenueNotFound),
+            Self::EventNotFound(_) => (Code::NotFound, Reason::EventNotFound),
+            Self::InvalidTransition { .. } => (Code::FailedPrecondition, Reason::InvalidTransition),
+            Self::PricesMissing(_) => (Code::FailedPrecondition, Reason::PricesMissing),
+            Self::EventClosed(_) => (Code::FailedPrecondition, Reason::EventClosed),
+            Self::NotConfigured(_) => (Code::FailedPrecondition, Reason::NotConfigured),
+            // Only a transport failure gets a row here; an answer is passed on.
+            Self::Upstream { .. } => DEPENDENCY_UNAVAILABLE,
+            Self::Database(db) => database_row(&stadium_db::classify(db)),
+            Self::Internal(_) => (Code::Internal, Reason::Internal),
+        }
+    }
+
+    fn metadata(&self) -> Vec<(String, String)> {
         let meta = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
             pairs
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect()
         };
-        match &error {
-            Error::MissingToken(status) => status.clone(),
-            Error::Token(token) => {
-                error_status(Code::Unauthenticated, token.reason(), error.to_string(), [])
+        match self {
+            Self::RoleRequired(access) => roles_metadata(*access),
+            Self::PlanInvalid { path, problem, .. } => {
+                meta(&[("path", path), ("problem", problem)])
             }
-            Error::RoleRequired { roles } => error_status(
-                Code::PermissionDenied,
-                "ROLE_REQUIRED",
-                error.to_string(),
-                meta(&[("role", roles)]),
-            ),
-            Error::InvalidField { field, problem } => invalid_field(field, problem),
-            Error::PlanInvalid { path, problem, .. } => error_status(
-                Code::InvalidArgument,
-                "PLAN_INVALID",
-                error.to_string(),
-                meta(&[("path", path), ("problem", problem)]),
-            ),
-            Error::VenueNotFound(id) => error_status(
-                Code::NotFound,
-                "VENUE_NOT_FOUND",
-                error.to_string(),
-                meta(&[("venue_id", &id.to_string())]),
-            ),
-            Error::EventNotFound(id) => error_status(
-                Code::NotFound,
-                "EVENT_NOT_FOUND",
-                error.to_string(),
-                meta(&[("event_id", &id.to_string())]),
-            ),
-            Error::InvalidTransition { from, to } => error_status(
-                Code::FailedPrecondition,
-                "INVALID_TRANSITION",
-                error.to_string(),
-                meta(&[("from", from), ("to", to)]),
-            ),
-            Error::PricesMissing(codes) => error_status(
-                Code::FailedPrecondition,
-                "PRICES_MISSING",
-                error.to_string(),
-                meta(&[("categories", &codes.join(","))]),
-            ),
-            Error::EventClosed(_) => error_status(
-                Code::FailedPrecondition,
-                "EVENT_CLOSED",
-                error.to_string(),
-                [],
-            ),
-            Error::NotConfigured(service) => error_status(
-                Code::FailedPrecondition,
-                "NOT_CONFIGURED",
-                error.to_string(),
-                meta(&[("service", service)]),
-            ),
-            Error::Upstream { service, status } => {
-                let unreachable = matches!(
-                    status.code(),
-                    Code::Unavailable | Code::DeadlineExceeded | Code::Unknown
-                ) && stadium_kit::status::error_info(status).is_none();
-                if unreachable {
-                    // A transport failure, not the service's own answer: say which
-                    // dependency, in the shape every stadium error has.
-                    tracing::warn!(service, code = ?status.code(), message = status.message(), "dependency unavailable");
-                    error_status(
-                        Code::Unavailable,
-                        "DEPENDENCY_UNAVAILABLE",
-                        format!("the {service} service did not answer"),
-                        meta(&[("service", service)]),
-                    )
-                } else {
-                    status.clone()
-                }
+            Self::VenueNotFound(id) => meta(&[("venue_id", &id.to_string())]),
+            Self::EventNotFound(id) => meta(&[("event_id", &id.to_string())]),
+            Self::InvalidTransition { from, to } => meta(&[("from", from), ("to", to)]),
+            Self::PricesMissing(codes) => meta(&[("categories", &codes.join(","))]),
+            Self::NotConfigured(service) | Self::Upstream { service, .. } => {
+                service_metadata(service)
             }
-            Error::Database(db) => {
-                let failure = stadium_db::classify(db);
-                tracing::error!(error = %db, sqlstate = failure.sqlstate(), "database failure");
-                match failure {
-                    DbFailure::NotDatabase | DbFailure::QueryCanceled => error_status(
-                        Code::Unavailable,
-                        "DEPENDENCY_UNAVAILABLE",
-                        "the database did not answer",
-                        [],
-                    ),
-                    _ => error_status(Code::Internal, "INTERNAL", "internal error", []),
-                }
-            }
-            Error::Internal(detail) => {
-                tracing::error!(detail, "internal error");
-                error_status(Code::Internal, "INTERNAL", "internal error", [])
-            }
+            _ => Vec::new(),
         }
+    }
+
+    fn field(&self) -> Option<(&str, &str)> {
+        match self {
+            Self::InvalidField { field, problem } => Some((field, problem)),
+            _ => None,
+        }
+    }
+
+    fn passed_on(&self) -> Option<&Status> {
+        match self {
+            // The kit's own answer to a call without a usable token.
+            Self::MissingToken(status) => Some(status),
+            // Another service's answer, with its reason and metadata.
+            Self::Upstream { status, .. } if !unanswered(status) => Some(status),
+            _ => None,
+        }
+    }
+
+    fn is_private(&self) -> bool {
+        matches!(self, Self::Database(_) | Self::Internal(_))
+    }
+
+    fn public_message(&self) -> Option<String> {
+        match self {
+            Self::Upstream { service, .. } => Some(format!("the {service} service did not answer")),
+            _ => None,
+        }
+    }
+}
+
+impl From<Error> for Status {
+    fn from(error: Error) -> Self {
+        to_status(&error)
     }
 }
 
@@ -208,9 +186,7 @@ mod tests {
                 "TOKEN_EXPIRED",
             ),
             (
-                Error::RoleRequired {
-                    roles: "box_office",
-                },
+                Error::RoleRequired(crate::auth::CHANGE),
                 Code::PermissionDenied,
                 "ROLE_REQUIRED",
             ),
@@ -250,7 +226,8 @@ mod tests {
 
     #[test]
     fn upstream_answers_pass_and_transport_failures_name_the_service() {
-        let taken = error_status(Code::AlreadyExists, "SEAT_TAKEN", "taken", []);
+        let taken =
+            stadium_kit::status::error_status(Code::AlreadyExists, Reason::SeatTaken, "taken", []);
         let passed = Status::from(Error::Upstream {
             service: "holds",
             status: taken,

@@ -30,6 +30,7 @@ pub mod service;
 pub mod store;
 pub mod upstream;
 
+use stadium_kit::outbound::Bearer;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -105,7 +106,11 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
     let auth = auth::Authenticator::new(keys, &config.identity_issuer)
         .map_err(|e| ServeError::Config(format!("--identity-issuer: {e}")))?;
     let waiting_room = match (&config.waiting_room_url, &config.service_token) {
-        (Some(url), Some(token)) => Some((channel("--waiting-room-url", url)?, token.clone())),
+        (Some(url), Some(token)) => {
+            let bearer = Bearer::new(token.expose_secret())
+                .map_err(|e| ServeError::Config(format!("--service-token: {e}")))?;
+            Some((channel("--waiting-room-url", url)?, bearer))
+        }
         (Some(_), None) => {
             return Err(ServeError::Config(
                 "--waiting-room-url needs --service-token (an admin token with role service)"

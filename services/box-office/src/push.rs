@@ -8,15 +8,15 @@
 
 use std::time::Duration;
 
-use secrecy::{ExposeSecret, SecretString};
 use sqlx::PgPool;
+use stadium_kit::outbound::{Bearer, authorized};
 use stadium_proto::box_office::v1::PushOutcome;
 use stadium_proto::waiting_room::v1::{
     ConfigureEventRequest, SaleState, SetAdmissionRateRequest,
     waiting_room_client::WaitingRoomClient,
 };
 use tokio_util::sync::CancellationToken;
-use tonic::{Code, Request, transport::Channel};
+use tonic::{Code, transport::Channel};
 
 use crate::domain::{Event, EventStatus};
 use crate::grpc::convert::timestamp;
@@ -58,11 +58,13 @@ const BACKGROUND_ATTEMPTS: u32 = 20;
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// Longest wait between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long one push may take before it counts as failed and is retried.
+const DEADLINE: Duration = Duration::from_secs(5);
 
 /// Pushes event settings to the waiting room (or says why it did not).
 #[derive(Clone)]
 pub struct Pusher {
-    target: Option<(WaitingRoomClient<Channel>, SecretString)>,
+    target: Option<(WaitingRoomClient<Channel>, Bearer)>,
     pool: PgPool,
     attempts: u32,
     shutdown: CancellationToken,
@@ -89,7 +91,7 @@ impl Pusher {
     /// every push when `target` is `None`. Background retries stop when `shutdown` is
     /// cancelled.
     pub fn new(
-        target: Option<(Channel, SecretString)>,
+        target: Option<(Channel, Bearer)>,
         pool: PgPool,
         attempts: u32,
         shutdown: CancellationToken,
@@ -190,19 +192,17 @@ impl Pusher {
             return Attempt::Skip("a draft event is not pushed to the waiting room");
         };
         let mut client = client.clone();
-        let bearer = format!("Bearer {}", token.expose_secret());
         let result = match kind {
             PushKind::Configure => {
-                let mut request = Request::new(configure_request(&event, state));
-                authorize(&mut request, &bearer);
+                let request = authorized(configure_request(&event, state), token, Some(DEADLINE));
                 client.configure_event(request).await.map(drop)
             }
             PushKind::Rate => {
-                let mut request = Request::new(SetAdmissionRateRequest {
+                let request = SetAdmissionRateRequest {
                     event_id: event.event_id.to_string(),
                     fans_per_minute: event.settings.admission_rate_per_min,
-                });
-                authorize(&mut request, &bearer);
+                };
+                let request = authorized(request, token, Some(DEADLINE));
                 client.set_admission_rate(request).await.map(drop)
             }
         };
@@ -232,15 +232,6 @@ impl Pusher {
         store::events::load(&mut conn, event_id, false)
             .await
             .map_err(|e| e.to_string())
-    }
-}
-
-fn authorize<T>(request: &mut Request<T>, bearer: &str) {
-    match bearer.parse() {
-        Ok(value) => {
-            request.metadata_mut().insert("authorization", value);
-        }
-        Err(_) => tracing::error!("the service token is not valid metadata; sent without it"),
     }
 }
 

@@ -7,12 +7,11 @@
 
 use std::time::Duration;
 
-use secrecy::{ExposeSecret, SecretString};
+use stadium_kit::outbound::{Bearer, authorized};
 use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
 use stadium_proto::waiting_room::v1::{InventoryReport, ReportInventoryRequest};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tonic::Request;
 use tonic::transport::Channel;
 
 use crate::error::{Error, Result};
@@ -20,12 +19,15 @@ use crate::grpc::convert::timestamp;
 use crate::service::BoxOffice;
 use crate::store::seat_counts::SeatCounts;
 
+/// How long one event's report may take (the default interval between rounds is 1 s).
+const REPORT_DEADLINE: Duration = Duration::from_secs(2);
+
 /// Reports seat counts to the waiting room as the box office's service identity.
 #[derive(Clone)]
 pub struct Reporter {
     office: BoxOffice,
     client: WaitingRoomClient<Channel>,
-    token: SecretString,
+    token: Bearer,
 }
 
 impl std::fmt::Debug for Reporter {
@@ -37,7 +39,7 @@ impl std::fmt::Debug for Reporter {
 impl Reporter {
     /// A reporter reading through `office` and calling the waiting room on `channel`
     /// with `token` (an admin token with role `service`).
-    pub fn new(office: BoxOffice, channel: Channel, token: SecretString) -> Self {
+    pub fn new(office: BoxOffice, channel: Channel, token: Bearer) -> Self {
         Self {
             office,
             client: WaitingRoomClient::new(channel),
@@ -54,7 +56,7 @@ impl Reporter {
         let mut sent = Vec::new();
         for event_id in self.office.live_events().await? {
             let counts = self.office.seat_counts(event_id).await?;
-            let mut request = Request::new(ReportInventoryRequest {
+            let request = ReportInventoryRequest {
                 event_id: event_id.to_string(),
                 inventory: Some(InventoryReport {
                     free_seats: counts.free_seats,
@@ -63,10 +65,8 @@ impl Reporter {
                     as_of: Some(timestamp(counts.as_of)),
                     max_seats_per_claim: counts.max_seats_per_claim,
                 }),
-            });
-            if let Ok(value) = format!("Bearer {}", self.token.expose_secret()).parse() {
-                request.metadata_mut().insert("authorization", value);
-            }
+            };
+            let request = authorized(request, &self.token, Some(REPORT_DEADLINE));
             self.client
                 .clone()
                 .report_inventory(request)

@@ -2,6 +2,9 @@
 //! with each call, so those services check and record the same person; their errors
 //! (SEAT_TAKEN, ORDER_NOT_FOUND, …) come back to the caller as they were.
 
+use std::time::Duration;
+
+use stadium_kit::outbound::{Bearer, authorized};
 use stadium_proto::holds::v1 as holds;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::payments::v1 as payments;
@@ -19,13 +22,15 @@ pub struct Upstream {
     pub payments: Option<PaymentsClient<Channel>>,
 }
 
-fn with_token<T>(message: T, token: &str) -> Request<T> {
-    let mut request = Request::new(message);
-    if let Ok(value) = format!("Bearer {token}").parse() {
-        request.metadata_mut().insert("authorization", value);
-    }
-    stadium_telemetry::inject_context(request.metadata_mut());
-    request
+/// How long holds or payments may take to answer (a refund waits on the payment
+/// provider, itself bounded at 10 s by payments).
+const DEADLINE: Duration = Duration::from_secs(15);
+
+/// `message` with the caller's token (already read from a request, so it is valid
+/// metadata), the deadline and the trace context.
+fn with_token<T>(message: T, token: &str) -> Result<Request<T>> {
+    let bearer = Bearer::new(token).map_err(|e| Error::Internal(e.to_string()))?;
+    Ok(authorized(message, &bearer, Some(DEADLINE)))
 }
 
 impl Upstream {
@@ -46,7 +51,7 @@ impl Upstream {
     pub async fn block(&self, token: &str, req: holds::BlockSeatsRequest) -> Result<holds::Hold> {
         let hold = self
             .holds()?
-            .block_seats(with_token(req, token))
+            .block_seats(with_token(req, token)?)
             .await
             .map_err(|status| Error::Upstream {
                 service: "holds",
@@ -68,7 +73,7 @@ impl Upstream {
     ) -> Result<holds::Hold> {
         let hold = self
             .holds()?
-            .release_seats(with_token(req, token))
+            .release_seats(with_token(req, token)?)
             .await
             .map_err(|status| Error::Upstream {
                 service: "holds",
@@ -90,7 +95,7 @@ impl Upstream {
     ) -> Result<payments::Order> {
         let order = self
             .payments()?
-            .issue_comp(with_token(req, token))
+            .issue_comp(with_token(req, token)?)
             .await
             .map_err(|status| Error::Upstream {
                 service: "payments",
@@ -113,7 +118,7 @@ impl Upstream {
         };
         let order = self
             .payments()?
-            .get_order(with_token(req, token))
+            .get_order(with_token(req, token)?)
             .await
             .map_err(|status| Error::Upstream {
                 service: "payments",
@@ -135,7 +140,7 @@ impl Upstream {
     ) -> Result<payments::Order> {
         let order = self
             .payments()?
-            .refund_order(with_token(req, token))
+            .refund_order(with_token(req, token)?)
             .await
             .map_err(|status| Error::Upstream {
                 service: "payments",

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use stadium_proto::waiting_room::v1::GetSigningKeysRequest;
 use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
 use stadium_tokens::{
-    AdminClaims, AdminVerifier, AdmissionClaims, AdmissionVerifier, FanSessionVerifier, Role,
+    Access, AdminClaims, AdminVerifier, AdmissionClaims, AdmissionVerifier, FanSessionVerifier,
     TokenError, VerificationKeys, audience,
 };
 use tonic::transport::Channel;
@@ -251,15 +251,14 @@ impl Authenticator {
         })
     }
 
-    /// An admin token granting at least one of `roles` (`names` for the error).
+    /// An admin token that `access` allows.
     ///
     /// # Errors
     /// [`Error::Token`] (which `admin`); [`Error::RoleRequired`].
     pub fn admin(
         &self,
         token: &str,
-        roles: &[Role],
-        names: &'static str,
+        access: Access,
         now: SystemTime,
     ) -> Result<AdminClaims, Error> {
         let claims = self
@@ -269,8 +268,8 @@ impl Authenticator {
                 which: "admin",
                 source,
             })?;
-        if !claims.has_any_role(roles) {
-            return Err(Error::RoleRequired(names));
+        if !access.allows(&claims) {
+            return Err(Error::RoleRequired(access));
         }
         Ok(claims)
     }

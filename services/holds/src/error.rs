@@ -1,13 +1,17 @@
 //! The service's one error type and the one table that maps it to gRPC.
 //!
 //! Every variant becomes a `tonic::Code` plus a stable `ErrorInfo` reason (listed per RPC
-//! in `holds.proto`); the mapping lives in [`Error::code_and_reason`] and nowhere else.
-//! Database failures are classified by SQLSTATE and constraint name in `store`, never by
-//! message text; their details are logged once here and never sent to the caller.
+//! in `holds.proto`); the mapping lives in [`ServiceError::row`] and nowhere else, the
+//! rows every service shares come from the kit. Database failures are classified by
+//! SQLSTATE and constraint name in `store`, never by message text; their details are
+//! logged once by the kit's conversion and never sent to the caller.
 
 use stadium_db::{DbFailure, Transient, classify};
-use stadium_kit::status::{error_status, invalid_field};
-use stadium_tokens::TokenError;
+use stadium_kit::Reason;
+use stadium_kit::service_error::{
+    ROLE_REQUIRED, Row, ServiceError, database_row, roles_metadata, to_status, token_row,
+};
+use stadium_tokens::{Access, TokenError};
 use tonic::{Code, Status};
 
 use crate::domain::{Limit, SeatId, SectionId};
@@ -34,7 +38,7 @@ pub enum Error {
     WrongEvent,
     /// An admin token without any of the roles this call needs.
     #[error("this call needs one of the roles {0}")]
-    RoleRequired(&'static str),
+    RoleRequired(Access),
     /// A request field is invalid.
     #[error("{field}: {problem}")]
     InvalidField {
@@ -129,50 +133,41 @@ impl Error {
             problem: problem.to_string(),
         }
     }
+}
 
-    /// The gRPC code and `ErrorInfo` reason of this error: the one mapping table.
-    pub fn code_and_reason(&self) -> (Code, &'static str) {
+impl ServiceError for Error {
+    fn row(&self) -> Row {
         match self {
-            Self::MissingToken(_) => (Code::Unauthenticated, stadium_kit::auth::TOKEN_MISSING),
-            Self::Token { source, .. } => (Code::Unauthenticated, source.reason()),
-            Self::WrongFan => (Code::PermissionDenied, "WRONG_FAN"),
-            Self::WrongEvent => (Code::PermissionDenied, "WRONG_EVENT"),
-            Self::RoleRequired(_) => (Code::PermissionDenied, "ROLE_REQUIRED"),
-            Self::InvalidField { .. } => {
-                (Code::InvalidArgument, stadium_kit::status::INVALID_FIELD)
-            }
-            Self::SeatsNotInSection(_) => (Code::InvalidArgument, "SEAT_NOT_IN_SECTION"),
-            Self::EventNotFound => (Code::NotFound, "EVENT_NOT_FOUND"),
-            Self::EventNotOnSale(_) => (Code::FailedPrecondition, "EVENT_NOT_ON_SALE"),
+            Self::MissingToken(_) => (Code::Unauthenticated, Reason::TokenMissing),
+            Self::Token { source, .. } => token_row(source),
+            Self::WrongFan => (Code::PermissionDenied, Reason::WrongFan),
+            Self::WrongEvent => (Code::PermissionDenied, Reason::WrongEvent),
+            Self::RoleRequired(_) => ROLE_REQUIRED,
+            Self::InvalidField { .. } => (Code::InvalidArgument, Reason::InvalidField),
+            Self::SeatsNotInSection(_) => (Code::InvalidArgument, Reason::SeatNotInSection),
+            Self::EventNotFound => (Code::NotFound, Reason::EventNotFound),
+            Self::EventNotOnSale(_) => (Code::FailedPrecondition, Reason::EventNotOnSale),
             Self::SeatTaken { .. } | Self::NoBlockLeft { .. } => {
-                (Code::AlreadyExists, "SEAT_TAKEN")
+                (Code::AlreadyExists, Reason::SeatTaken)
             }
-            Self::Contention => (Code::Aborted, "CONTENTION"),
-            Self::LimitExceeded { .. } => (Code::ResourceExhausted, "LIMIT_EXCEEDED"),
-            Self::HoldNotFound => (Code::NotFound, "HOLD_NOT_FOUND"),
-            Self::HoldExpired => (Code::FailedPrecondition, "HOLD_EXPIRED"),
-            Self::HoldBooked => (Code::FailedPrecondition, "HOLD_BOOKED"),
-            Self::HoldReleased => (Code::FailedPrecondition, "HOLD_RELEASED"),
-            Self::PaymentStarted => (Code::FailedPrecondition, "PAYMENT_STARTED"),
-            Self::HoldLifetimeReached { .. } => (Code::FailedPrecondition, "HOLD_LIFETIME_REACHED"),
-            Self::PriceMissing => (Code::FailedPrecondition, "PRICE_MISSING"),
-            Self::ReleaseNotAllowed => (Code::FailedPrecondition, "RELEASE_NOT_ALLOWED"),
-            Self::KeysUnavailable(_) => (Code::Unavailable, "KEYS_UNAVAILABLE"),
-            Self::Database(e) => match classify(e) {
-                DbFailure::SerializationFailure | DbFailure::DeadlockDetected => {
-                    (Code::Aborted, "CONTENTION")
-                }
-                DbFailure::QueryCanceled | DbFailure::LockNotAvailable => {
-                    (Code::Unavailable, "DATABASE_BUSY")
-                }
-                DbFailure::NotDatabase => (Code::Unavailable, "DATABASE_UNAVAILABLE"),
-                _ => (Code::Internal, "INTERNAL"),
-            },
-            Self::CorruptRow(_) => (Code::Internal, "INTERNAL"),
+            Self::Contention => (Code::Aborted, Reason::Contention),
+            Self::LimitExceeded { .. } => (Code::ResourceExhausted, Reason::LimitExceeded),
+            Self::HoldNotFound => (Code::NotFound, Reason::HoldNotFound),
+            Self::HoldExpired => (Code::FailedPrecondition, Reason::HoldExpired),
+            Self::HoldBooked => (Code::FailedPrecondition, Reason::HoldBooked),
+            Self::HoldReleased => (Code::FailedPrecondition, Reason::HoldReleased),
+            Self::PaymentStarted => (Code::FailedPrecondition, Reason::PaymentStarted),
+            Self::HoldLifetimeReached { .. } => {
+                (Code::FailedPrecondition, Reason::HoldLifetimeReached)
+            }
+            Self::PriceMissing => (Code::FailedPrecondition, Reason::PriceMissing),
+            Self::ReleaseNotAllowed => (Code::FailedPrecondition, Reason::ReleaseNotAllowed),
+            Self::KeysUnavailable(_) => (Code::Unavailable, Reason::KeysUnavailable),
+            Self::Database(e) => database_row(&classify(e)),
+            Self::CorruptRow(_) => (Code::Internal, Reason::Internal),
         }
     }
 
-    /// Metadata of the `ErrorInfo`, as string pairs.
     fn metadata(&self) -> Vec<(String, String)> {
         let list = |seats: &[SeatId]| {
             seats
@@ -210,7 +205,7 @@ impl Error {
                 ("limit".into(), limit.as_str().into()),
                 ("max".into(), max.to_string()),
             ],
-            Self::RoleRequired(roles) => vec![("roles".into(), (*roles).into())],
+            Self::RoleRequired(access) => roles_metadata(*access),
             Self::EventNotOnSale(status) => vec![("status".into(), status.clone())],
             Self::HoldLifetimeReached {
                 max_hold_lifetime_ms,
@@ -221,6 +216,20 @@ impl Error {
             Self::Token { which, .. } => vec![("token".into(), (*which).into())],
             _ => Vec::new(),
         }
+    }
+
+    fn field(&self) -> Option<(&str, &str)> {
+        match self {
+            Self::InvalidField { field, problem } => Some((field, problem)),
+            _ => None,
+        }
+    }
+
+    fn is_private(&self) -> bool {
+        matches!(
+            self,
+            Self::Database(_) | Self::CorruptRow(_) | Self::KeysUnavailable(_)
+        )
     }
 }
 
@@ -235,27 +244,14 @@ impl Transient for Error {
 
 impl From<Error> for Status {
     fn from(error: Error) -> Self {
-        let (code, reason) = error.code_and_reason();
-        match &error {
-            Error::InvalidField { field, problem } => return invalid_field(field, problem),
-            // Internal detail is logged once here and never sent to the caller.
-            Error::Database(_) | Error::CorruptRow(_) | Error::KeysUnavailable(_) => {
-                tracing::error!(error = %error, reason, "request failed");
-                let message = match code {
-                    Code::Internal => "internal error".to_owned(),
-                    _ => "temporarily unavailable, retry".to_owned(),
-                };
-                return error_status(code, reason, message, error.metadata());
-            }
-            _ => tracing::debug!(error = %error, reason, "request refused"),
-        }
-        error_status(code, reason, error.to_string(), error.metadata())
+        to_status(&error)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use stadium_kit::status::error_info;
+    use tonic::Code;
 
     use super::*;
 

@@ -9,23 +9,23 @@
 
 use std::time::Duration;
 
+use stadium_kit::outbound::{Bearer, authorized};
 use stadium_proto::waiting_room::v1::CompleteAdmissionRequest;
 use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
-use tonic::Request;
 use tonic::transport::Channel;
 
 /// A client of the waiting room for completion reports.
 #[derive(Debug, Clone)]
 pub struct AdmissionReporter {
     client: WaitingRoomClient<Channel>,
-    service_token: String,
+    service_token: Bearer,
     timeout: Duration,
 }
 
 impl AdmissionReporter {
     /// Reports over `channel`, as the service with `service_token` (an admin token
     /// with role `service`), each call bounded by `timeout`.
-    pub fn new(channel: Channel, service_token: String, timeout: Duration) -> Self {
+    pub fn new(channel: Channel, service_token: Bearer, timeout: Duration) -> Self {
         Self {
             client: WaitingRoomClient::new(channel),
             service_token,
@@ -36,22 +36,15 @@ impl AdmissionReporter {
     /// Reports in the background that `fan_id` is done with event `event_id`.
     pub fn fan_done(&self, event_id: i64, fan_id: &str) {
         let mut client = self.client.clone();
-        let mut request = Request::new(CompleteAdmissionRequest {
-            admission_token: String::new(),
-            event_id: event_id.to_string(),
-            fan_id: fan_id.to_owned(),
-        });
-        request.set_timeout(self.timeout);
-        match format!("Bearer {}", self.service_token).parse() {
-            Ok(value) => {
-                request.metadata_mut().insert("authorization", value);
-            }
-            Err(_) => {
-                tracing::warn!("service token is not valid metadata: completion not reported");
-                return;
-            }
-        }
-        stadium_telemetry::inject_context(request.metadata_mut());
+        let request = authorized(
+            CompleteAdmissionRequest {
+                admission_token: String::new(),
+                event_id: event_id.to_string(),
+                fan_id: fan_id.to_owned(),
+            },
+            &self.service_token,
+            Some(self.timeout),
+        );
         tokio::spawn(async move {
             if let Err(status) = client.complete_admission(request).await {
                 tracing::warn!(

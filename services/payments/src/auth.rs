@@ -4,10 +4,14 @@
 use std::time::SystemTime;
 
 use stadium_tokens::{
-    AdminClaims, AdminVerifier, FanSessionVerifier, Role, TokenError, VerificationKeys, audience,
+    Access, AdminClaims, AdminVerifier, FanSessionVerifier, Role, TokenError, VerificationKeys,
+    audience,
 };
 
 use crate::error::Error;
+
+/// Staff who may read any fan's orders: box office or operators.
+const STAFF: Access = Access::any_of(&[Role::BoxOffice, Role::Sre]);
 
 /// Verifies every credential the service accepts.
 #[derive(Debug)]
@@ -49,15 +53,14 @@ impl Authenticator {
         Ok(claims.fan_id().to_owned())
     }
 
-    /// An admin token granting at least one of `roles` (`names` for the error).
+    /// An admin token that `access` allows.
     ///
     /// # Errors
     /// [`Error::Token`] (which `admin`); [`Error::RoleRequired`].
     pub fn admin(
         &self,
         token: &str,
-        roles: &[Role],
-        names: &'static str,
+        access: Access,
         now: SystemTime,
     ) -> Result<AdminClaims, Error> {
         let claims = self
@@ -67,8 +70,8 @@ impl Authenticator {
                 which: "admin",
                 source,
             })?;
-        if !claims.has_any_role(roles) {
-            return Err(Error::RoleRequired(names));
+        if !access.allows(&claims) {
+            return Err(Error::RoleRequired(access));
         }
         Ok(claims)
     }
@@ -80,13 +83,11 @@ impl Authenticator {
     pub fn fan_or_staff(&self, token: &str, now: SystemTime) -> Result<Caller, Error> {
         match self.fan(token, now) {
             Ok(fan) => Ok(Caller::Fan(fan)),
-            Err(fan_error) => {
-                match self.admin(token, &[Role::BoxOffice, Role::Sre], "box_office,sre", now) {
-                    Ok(claims) => Ok(Caller::Admin(claims.registered.sub)),
-                    Err(Error::RoleRequired(r)) => Err(Error::RoleRequired(r)),
-                    Err(_) => Err(fan_error),
-                }
-            }
+            Err(fan_error) => match self.admin(token, STAFF, now) {
+                Ok(claims) => Ok(Caller::Admin(claims.registered.sub)),
+                Err(Error::RoleRequired(r)) => Err(Error::RoleRequired(r)),
+                Err(_) => Err(fan_error),
+            },
         }
     }
 }

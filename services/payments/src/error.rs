@@ -1,13 +1,18 @@
 //! The payments service's one error type and the one table that maps it to gRPC.
 //!
 //! Every variant becomes a `tonic::Code` plus a stable `ErrorInfo` reason (listed per
-//! RPC in `payments.proto`); the mapping lives in [`Error::code_and_reason`] and nowhere
-//! else. Internal details (database, provider, holds messages) are logged once here and
-//! never sent to the caller.
+//! RPC in `payments.proto`); the mapping lives in [`ServiceError::row`] and nowhere
+//! else, the rows every service shares come from the kit. Internal details (database,
+//! provider, holds messages) are logged once by the kit's conversion and never sent to
+//! the caller.
 
 use stadium_db::{DbFailure, Transient, classify};
-use stadium_kit::status::{error_status, invalid_field};
-use stadium_tokens::TokenError;
+use stadium_kit::Reason;
+use stadium_kit::service_error::{
+    DEPENDENCY_UNAVAILABLE, ROLE_REQUIRED, Row, ServiceError, database_row, roles_metadata,
+    service_metadata, to_status, token_row,
+};
+use stadium_tokens::{Access, TokenError};
 use tonic::{Code, Status};
 
 /// Everything a payments operation can fail with.
@@ -23,7 +28,7 @@ pub enum Error {
     },
     /// An admin token without any of the roles this call needs.
     #[error("this call needs one of the roles {0}")]
-    RoleRequired(&'static str),
+    RoleRequired(Access),
     /// A request field is invalid.
     #[error("{field}: {problem}")]
     InvalidField {
@@ -90,39 +95,71 @@ impl Error {
             problem: problem.to_string(),
         }
     }
+}
 
-    /// The gRPC code and `ErrorInfo` reason of this error: the one mapping table.
-    pub fn code_and_reason(&self) -> (Code, &'static str) {
+impl ServiceError for Error {
+    fn row(&self) -> Row {
         match self {
-            Self::Token { source, .. } => (Code::Unauthenticated, source.reason()),
-            Self::RoleRequired(_) => (Code::PermissionDenied, "ROLE_REQUIRED"),
-            Self::InvalidField { .. } => {
-                (Code::InvalidArgument, stadium_kit::status::INVALID_FIELD)
-            }
-            Self::HoldNotFound => (Code::NotFound, "HOLD_NOT_FOUND"),
-            Self::HoldReleased => (Code::FailedPrecondition, "HOLD_RELEASED"),
-            Self::HoldExpired => (Code::FailedPrecondition, "HOLD_EXPIRED"),
-            Self::InProgress => (Code::Aborted, "IN_PROGRESS"),
-            Self::PaymentDeclined(_) => (Code::FailedPrecondition, "PAYMENT_DECLINED"),
-            Self::ProviderUnavailable(_) => (Code::Unavailable, "PROVIDER_UNAVAILABLE"),
-            Self::PriceMissing => (Code::FailedPrecondition, "PRICE_MISSING"),
-            Self::OrderNotFound => (Code::NotFound, "ORDER_NOT_FOUND"),
-            Self::NotRefundable(_) => (Code::FailedPrecondition, "NOT_REFUNDABLE"),
-            Self::NoticeSignatureInvalid => (Code::Unauthenticated, "NOTICE_SIGNATURE_INVALID"),
-            Self::Dependency { .. } => (Code::Unavailable, "DEPENDENCY_UNAVAILABLE"),
-            Self::Holds(_) => (Code::Unknown, "HOLDS"),
-            Self::Database(e) => match classify(e) {
-                DbFailure::SerializationFailure | DbFailure::DeadlockDetected => {
-                    (Code::Aborted, "CONTENTION")
-                }
-                DbFailure::QueryCanceled | DbFailure::LockNotAvailable => {
-                    (Code::Unavailable, "DATABASE_BUSY")
-                }
-                DbFailure::NotDatabase => (Code::Unavailable, "DATABASE_UNAVAILABLE"),
-                _ => (Code::Internal, "INTERNAL"),
-            },
-            Self::CorruptRow(_) => (Code::Internal, "INTERNAL"),
+            Self::Token { source, .. } => token_row(source),
+            Self::RoleRequired(_) => ROLE_REQUIRED,
+            Self::InvalidField { .. } => (Code::InvalidArgument, Reason::InvalidField),
+            Self::HoldNotFound => (Code::NotFound, Reason::HoldNotFound),
+            Self::HoldReleased => (Code::FailedPrecondition, Reason::HoldReleased),
+            Self::HoldExpired => (Code::FailedPrecondition, Reason::HoldExpired),
+            Self::InProgress => (Code::Aborted, Reason::InProgress),
+            Self::PaymentDeclined(_) => (Code::FailedPrecondition, Reason::PaymentDeclined),
+            Self::ProviderUnavailable(_) => (Code::Unavailable, Reason::ProviderUnavailable),
+            Self::PriceMissing => (Code::FailedPrecondition, Reason::PriceMissing),
+            Self::OrderNotFound => (Code::NotFound, Reason::OrderNotFound),
+            Self::NotRefundable(_) => (Code::FailedPrecondition, Reason::NotRefundable),
+            Self::NoticeSignatureInvalid => (Code::Unauthenticated, Reason::NoticeSignatureInvalid),
+            Self::Dependency { .. } => DEPENDENCY_UNAVAILABLE,
+            // Passed on as it came (see `passed_on`); this row is never sent.
+            Self::Holds(_) => (Code::Unknown, Reason::DependencyUnavailable),
+            Self::Database(e) => database_row(&classify(e)),
+            Self::CorruptRow(_) => (Code::Internal, Reason::Internal),
         }
+    }
+
+    fn metadata(&self) -> Vec<(String, String)> {
+        match self {
+            Self::RoleRequired(access) => roles_metadata(*access),
+            Self::Dependency { service, .. } => service_metadata(service),
+            _ => Vec::new(),
+        }
+    }
+
+    fn field(&self) -> Option<(&str, &str)> {
+        match self {
+            Self::InvalidField { field, problem } => Some((field, problem)),
+            _ => None,
+        }
+    }
+
+    fn passed_on(&self) -> Option<&Status> {
+        match self {
+            // Holds' own answer (reason and metadata) is the most useful thing to pass on.
+            Self::Holds(status) => Some(status),
+            _ => None,
+        }
+    }
+
+    fn is_private(&self) -> bool {
+        matches!(
+            self,
+            Self::Database(_)
+                | Self::CorruptRow(_)
+                | Self::Dependency { .. }
+                | Self::ProviderUnavailable(_)
+        )
+    }
+
+    fn public_message(&self) -> Option<String> {
+        matches!(self, Self::ProviderUnavailable(_)).then(|| {
+            "the payment provider did not answer; the payment will be completed or refunded \
+             automatically"
+                .to_owned()
+        })
     }
 }
 
@@ -137,41 +174,7 @@ impl Transient for Error {
 
 impl From<Error> for Status {
     fn from(error: Error) -> Self {
-        let (code, reason) = error.code_and_reason();
-        match error {
-            Error::InvalidField { field, problem } => invalid_field(&field, problem),
-            // Holds' own answer (reason and metadata) is the most useful thing to pass on.
-            Error::Holds(status) => status,
-            Error::Database(_) | Error::CorruptRow(_) | Error::Dependency { .. } => {
-                if code == Code::Internal {
-                    tracing::error!(error = %error, "internal error");
-                } else {
-                    tracing::warn!(error = %error, "dependency failure");
-                }
-                let message = match code {
-                    Code::Internal => "internal error",
-                    _ => "a dependency is unavailable, try again",
-                };
-                error_status(code, reason, message, [])
-            }
-            Error::ProviderUnavailable(_) => {
-                tracing::warn!(error = %error, "provider failure");
-                error_status(
-                    code,
-                    reason,
-                    "the payment provider did not answer; the payment will be completed or \
-                     refunded automatically",
-                    [],
-                )
-            }
-            Error::RoleRequired(role) => error_status(
-                code,
-                reason,
-                error.to_string(),
-                [("role".to_owned(), role.to_owned())],
-            ),
-            other => error_status(code, reason, other.to_string(), []),
-        }
+        to_status(&error)
     }
 }
 
@@ -202,7 +205,7 @@ mod tests {
                 "NOTICE_SIGNATURE_INVALID",
             ),
             (
-                Error::RoleRequired("box_office"),
+                Error::RoleRequired(Access::any_of(&[stadium_tokens::Role::BoxOffice])),
                 Code::PermissionDenied,
                 "ROLE_REQUIRED",
             ),

@@ -7,13 +7,14 @@
 
 use std::time::Duration;
 
-use stadium_kit::status::error_info;
+use stadium_kit::Reason;
+use stadium_kit::outbound::{Bearer, authorized};
 use stadium_proto::holds::v1::{
     ClaimCompRequest, ConfirmHoldRequest, Hold, HoldStatus, ReleaseSeatsRequest,
     StartPaymentRequest, holds_client::HoldsClient,
 };
 use tonic::transport::Channel;
-use tonic::{Code, Request, Status};
+use tonic::{Code, Status};
 
 use crate::domain::{HoldKey, HoldState, HoldView, Money};
 use crate::error::Error;
@@ -46,26 +47,8 @@ pub enum Booking {
 #[derive(Debug, Clone)]
 pub struct HoldsGateway {
     client: HoldsClient<Channel>,
-    service_token: String,
+    service_token: Bearer,
     timeout: Duration,
-}
-
-fn with_token<T>(message: T, token: &str, timeout: Duration) -> Result<Request<T>, Error> {
-    let mut request = Request::new(message);
-    request.set_timeout(timeout);
-    let value = format!("Bearer {token}")
-        .parse()
-        .map_err(|_| Error::Dependency {
-            service: "holds",
-            detail: "token is not valid metadata".into(),
-        })?;
-    request.metadata_mut().insert("authorization", value);
-    stadium_telemetry::inject_context(request.metadata_mut());
-    Ok(request)
-}
-
-fn reason(status: &Status) -> String {
-    error_info(status).map(|i| i.reason).unwrap_or_default()
 }
 
 fn unavailable(status: &Status) -> Error {
@@ -111,7 +94,7 @@ pub fn view(hold: Option<Hold>) -> Result<HoldView, Error> {
 impl HoldsGateway {
     /// A gateway over `channel`, calling as the service with `service_token` (an admin
     /// token with role `service`), each call bounded by `timeout`.
-    pub fn new(channel: Channel, service_token: String, timeout: Duration) -> Self {
+    pub fn new(channel: Channel, service_token: Bearer, timeout: Duration) -> Self {
         Self {
             client: HoldsClient::new(channel),
             service_token,
@@ -132,15 +115,15 @@ impl HoldsGateway {
         fan: &str,
         window: Duration,
     ) -> Result<PaymentStart, Error> {
-        let request = with_token(
+        let request = authorized(
             StartPaymentRequest {
                 hold_key: key.to_string(),
                 fan_id: fan.to_owned(),
                 window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
             },
             &self.service_token,
-            self.timeout,
-        )?;
+            Some(self.timeout),
+        );
         let status = match self.client.clone().start_payment(request).await {
             Ok(response) => {
                 let body = response.into_inner();
@@ -154,12 +137,12 @@ impl HoldsGateway {
             }
             Err(status) => status,
         };
-        match (status.code(), reason(&status).as_str()) {
-            (Code::NotFound, "HOLD_NOT_FOUND") => Err(Error::HoldNotFound),
-            (Code::FailedPrecondition, "HOLD_EXPIRED") => Err(Error::HoldExpired),
-            (Code::FailedPrecondition, "HOLD_RELEASED") => Err(Error::HoldReleased),
-            (Code::FailedPrecondition, "HOLD_BOOKED") => Ok(PaymentStart::Booked),
-            (Code::FailedPrecondition, "PRICE_MISSING") => Err(Error::PriceMissing),
+        match Reason::of(&status) {
+            Some(Reason::HoldNotFound) => Err(Error::HoldNotFound),
+            Some(Reason::HoldExpired) => Err(Error::HoldExpired),
+            Some(Reason::HoldReleased) => Err(Error::HoldReleased),
+            Some(Reason::HoldBooked) => Ok(PaymentStart::Booked),
+            Some(Reason::PriceMissing) => Err(Error::PriceMissing),
             _ => Err(unavailable(&status)),
         }
     }
@@ -170,20 +153,21 @@ impl HoldsGateway {
     /// [`Error::Dependency`] for anything but a booking or a definite "gone" (holds
     /// unreachable, our token refused): the payment must then stay pending.
     pub async fn confirm(&self, key: HoldKey, fan: &str) -> Result<Booking, Error> {
-        let request = with_token(
+        let request = authorized(
             ConfirmHoldRequest {
                 hold_key: key.to_string(),
                 fan_id: fan.to_owned(),
             },
             &self.service_token,
-            self.timeout,
-        )?;
+            Some(self.timeout),
+        );
         match self.client.clone().confirm_hold(request).await {
             Ok(response) => Ok(Booking::Booked(view(response.into_inner().hold)?)),
             Err(status)
-                if (status.code() == Code::FailedPrecondition
-                    && reason(&status) == "HOLD_EXPIRED")
-                    || (status.code() == Code::NotFound && reason(&status) == "HOLD_NOT_FOUND") =>
+                if matches!(
+                    Reason::of(&status),
+                    Some(Reason::HoldExpired | Reason::HoldNotFound)
+                ) =>
             {
                 Ok(Booking::Gone)
             }
@@ -196,14 +180,14 @@ impl HoldsGateway {
     /// # Errors
     /// [`Error::Dependency`].
     pub async fn release(&self, key: HoldKey, why: &str) -> Result<(), Error> {
-        let request = with_token(
+        let request = authorized(
             ReleaseSeatsRequest {
                 hold_key: key.to_string(),
                 reason: why.to_owned(),
             },
             &self.service_token,
-            self.timeout,
-        )?;
+            Some(self.timeout),
+        );
         match self.client.clone().release_seats(request).await {
             Ok(_) => Ok(()),
             Err(status) => Err(unavailable(&status)),
@@ -229,7 +213,8 @@ impl HoldsGateway {
             seat_ids: seat_ids.iter().map(|s| s.unsigned_abs()).collect(),
             recipient: recipient.to_owned(),
         };
-        let request = with_token(request, admin_token, self.timeout)?;
+        let bearer = Bearer::new(admin_token).map_err(|e| Error::invalid("authorization", e))?;
+        let request = authorized(request, &bearer, Some(self.timeout));
         match self.client.clone().claim_comp(request).await {
             Ok(response) => view(response.into_inner().hold),
             Err(status)

@@ -138,9 +138,11 @@ pub async fn build_with_metrics(
     let channel = tonic::transport::Endpoint::from(config.holds_url.clone())
         .connect_timeout(Duration::from_secs(2))
         .connect_lazy();
+    let bearer = stadium_kit::outbound::Bearer::new(config.service_token.expose_secret())
+        .map_err(|e| ServeError::Config(format!("--service-token: {e}")))?;
     let holds = holds::HoldsGateway::new(
         channel,
-        config.service_token.expose_secret().to_owned(),
+        bearer.clone(),
         Duration::from_millis(config.holds_timeout_ms),
     );
     let mut core = service::PaymentsCore::new(
@@ -162,7 +164,7 @@ pub async fn build_with_metrics(
             .connect_lazy();
         core = core.with_admission_reporter(admissions::AdmissionReporter::new(
             channel,
-            config.service_token.expose_secret().to_owned(),
+            bearer,
             Duration::from_millis(config.holds_timeout_ms),
         ));
     }

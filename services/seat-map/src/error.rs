@@ -2,7 +2,8 @@
 //! one `tonic::Code` and one `ErrorInfo` reason (the reasons the seat-map contract
 //! lists); internal detail is logged once and never sent to the caller.
 
-use stadium_kit::status::{error_status, invalid_field};
+use stadium_kit::Reason;
+use stadium_kit::service_error::{Row, ServiceError, database_row, to_status, token_row};
 use tonic::{Code, Status};
 
 /// Everything a seat-map call can fail with.
@@ -44,24 +45,34 @@ impl Error {
             problem: problem.into(),
         }
     }
+}
 
-    /// The status code and `ErrorInfo` reason of this error.
-    pub fn code_and_reason(&self) -> (Code, &'static str) {
+impl ServiceError for Error {
+    fn row(&self) -> Row {
         match self {
-            Self::InvalidField { .. } => {
-                (Code::InvalidArgument, stadium_kit::status::INVALID_FIELD)
-            }
-            Self::Token(e) => (Code::Unauthenticated, e.reason()),
-            Self::EventNotFound(_) => (Code::NotFound, "EVENT_NOT_FOUND"),
-            Self::SectionNotFound(_) => (Code::NotFound, "SECTION_NOT_FOUND"),
-            Self::Database(e) => match stadium_db::classify(e) {
-                stadium_db::DbFailure::NotDatabase | stadium_db::DbFailure::QueryCanceled => {
-                    (Code::Unavailable, "DEPENDENCY_UNAVAILABLE")
-                }
-                _ => (Code::Internal, "INTERNAL"),
-            },
-            Self::Corrupt(_) => (Code::Internal, "INTERNAL"),
-            Self::Shared(inner) => inner.code_and_reason(),
+            Self::InvalidField { .. } => (Code::InvalidArgument, Reason::InvalidField),
+            Self::Token(e) => token_row(e),
+            Self::EventNotFound(_) => (Code::NotFound, Reason::EventNotFound),
+            Self::SectionNotFound(_) => (Code::NotFound, Reason::SectionNotFound),
+            Self::Database(e) => database_row(&stadium_db::classify(e)),
+            Self::Corrupt(_) => (Code::Internal, Reason::Internal),
+            Self::Shared(inner) => inner.row(),
+        }
+    }
+
+    fn field(&self) -> Option<(&str, &str)> {
+        match self {
+            Self::InvalidField { field, problem } => Some((field, problem)),
+            Self::Shared(inner) => inner.field(),
+            _ => None,
+        }
+    }
+
+    fn is_private(&self) -> bool {
+        match self {
+            Self::Database(_) | Self::Corrupt(_) => true,
+            Self::Shared(inner) => inner.is_private(),
+            _ => false,
         }
     }
 }
@@ -70,25 +81,6 @@ impl From<Error> for Status {
     fn from(error: Error) -> Self {
         to_status(&error)
     }
-}
-
-fn to_status(error: &Error) -> Status {
-    let (code, reason) = error.code_and_reason();
-    match error {
-        Error::Shared(inner) => return to_status(inner),
-        Error::InvalidField { field, problem } => return invalid_field(field, problem),
-        Error::Database(_) | Error::Corrupt(_) => {
-            tracing::error!(error = %error, reason, "request failed");
-            let message = if code == Code::Internal {
-                "internal error"
-            } else {
-                "temporarily unavailable, retry"
-            };
-            return error_status(code, reason, message, []);
-        }
-        _ => tracing::debug!(error = %error, reason, "request refused"),
-    }
-    error_status(code, reason, error.to_string(), [])
 }
 
 #[cfg(test)]
@@ -119,7 +111,7 @@ mod tests {
             (
                 Error::Database(sqlx::Error::PoolTimedOut),
                 Code::Unavailable,
-                "DEPENDENCY_UNAVAILABLE",
+                "DATABASE_UNAVAILABLE",
             ),
             (Error::Corrupt("x".into()), Code::Internal, "INTERNAL"),
         ];

@@ -1,11 +1,14 @@
 //! The waiting room's one error type and its mapping to gRPC statuses.
 //!
 //! Each variant maps to one `tonic::Code` and one `ErrorInfo.reason` (listed per RPC in
-//! `waiting_room.proto`); [`From<Error> for Status`](Error) logs server-side failures
-//! once and returns a message safe to show a client.
+//! `waiting_room.proto`); the kit's conversion logs server-side failures once and
+//! returns a message safe to show a client.
 
-use stadium_kit::status::{error_status, invalid_field};
-use stadium_tokens::TokenError;
+use stadium_kit::Reason;
+use stadium_kit::service_error::{
+    ROLE_REQUIRED, Row, ServiceError, roles_metadata, to_status, token_row,
+};
+use stadium_tokens::{Access, TokenError};
 use tonic::{Code, Status};
 
 /// Everything that can go wrong in the waiting room.
@@ -37,7 +40,7 @@ pub enum Error {
     /// The admin token lacks every role the RPC accepts (`PERMISSION_DENIED`/
     /// `ROLE_REQUIRED`).
     #[error("one of the roles {0} is required")]
-    RoleRequired(&'static str),
+    RoleRequired(Access),
     /// No queue is configured for the event (`NOT_FOUND`/`EVENT_NOT_FOUND`).
     #[error("event {0} has no queue")]
     EventNotFound(String),
@@ -71,54 +74,56 @@ impl Error {
             problem: problem.into(),
         }
     }
+}
 
-    /// The gRPC code and `ErrorInfo.reason` of this error.
-    pub fn code_and_reason(&self) -> (Code, &'static str) {
+impl ServiceError for Error {
+    fn row(&self) -> Row {
         match self {
-            Self::InvalidField { .. } => {
-                (Code::InvalidArgument, stadium_kit::status::INVALID_FIELD)
+            Self::InvalidField { .. } => (Code::InvalidArgument, Reason::InvalidField),
+            Self::Credential(e) => token_row(e),
+            Self::Ticket(TokenError::Expired) => (Code::Unauthenticated, Reason::TicketExpired),
+            Self::Ticket(_) | Self::TicketOtherEvent => {
+                (Code::Unauthenticated, Reason::TicketInvalid)
             }
-            Self::Credential(e) => (Code::Unauthenticated, e.reason()),
-            Self::Ticket(TokenError::Expired) => (Code::Unauthenticated, "TICKET_EXPIRED"),
-            Self::Ticket(_) | Self::TicketOtherEvent => (Code::Unauthenticated, "TICKET_INVALID"),
-            Self::WrongFan => (Code::PermissionDenied, "WRONG_FAN"),
-            Self::RoleRequired(_) => (Code::PermissionDenied, "ROLE_REQUIRED"),
-            Self::EventNotFound(_) => (Code::NotFound, "EVENT_NOT_FOUND"),
-            Self::NotOnSale(_) => (Code::FailedPrecondition, "EVENT_NOT_ON_SALE"),
-            Self::NotYetOpen(_) => (Code::FailedPrecondition, "NOT_YET_OPEN"),
-            Self::AlreadyOpen(_) => (Code::FailedPrecondition, "ALREADY_OPEN"),
-            Self::AdmissionExpired => (Code::FailedPrecondition, "ADMISSION_EXPIRED"),
-            Self::Redis(_) => (Code::Unavailable, "QUEUE_STORE_UNAVAILABLE"),
-            Self::Internal(_) => (Code::Internal, "INTERNAL"),
+            Self::WrongFan => (Code::PermissionDenied, Reason::WrongFan),
+            Self::RoleRequired(_) => ROLE_REQUIRED,
+            Self::EventNotFound(_) => (Code::NotFound, Reason::EventNotFound),
+            Self::NotOnSale(_) => (Code::FailedPrecondition, Reason::EventNotOnSale),
+            Self::NotYetOpen(_) => (Code::FailedPrecondition, Reason::NotYetOpen),
+            Self::AlreadyOpen(_) => (Code::FailedPrecondition, Reason::AlreadyOpen),
+            Self::AdmissionExpired => (Code::FailedPrecondition, Reason::AdmissionExpired),
+            Self::Redis(_) => (Code::Unavailable, Reason::QueueStoreUnavailable),
+            Self::Internal(_) => (Code::Internal, Reason::Internal),
         }
+    }
+
+    fn metadata(&self) -> Vec<(String, String)> {
+        match self {
+            Self::EventNotFound(id)
+            | Self::NotOnSale(id)
+            | Self::NotYetOpen(id)
+            | Self::AlreadyOpen(id) => vec![("event_id".to_owned(), id.clone())],
+            Self::RoleRequired(access) => roles_metadata(*access),
+            _ => Vec::new(),
+        }
+    }
+
+    fn field(&self) -> Option<(&str, &str)> {
+        match self {
+            Self::InvalidField { field, problem } => Some((field, problem)),
+            _ => None,
+        }
+    }
+
+    fn public_message(&self) -> Option<String> {
+        matches!(self, Self::Redis(_))
+            .then(|| "the queue store is unavailable; retry shortly".to_owned())
     }
 }
 
 impl From<Error> for Status {
     fn from(error: Error) -> Self {
-        if let Error::InvalidField { field, problem } = &error {
-            return invalid_field(field, problem);
-        }
-        let (code, reason) = error.code_and_reason();
-        let message = match &error {
-            Error::Redis(e) => {
-                tracing::warn!(error = %e, "queue store failed");
-                "the queue store is unavailable; retry shortly".to_owned()
-            }
-            Error::Internal(e) => {
-                tracing::error!(error = %e, "internal error");
-                "internal error".to_owned()
-            }
-            other => other.to_string(),
-        };
-        let metadata: Vec<(String, String)> = match &error {
-            Error::EventNotFound(id)
-            | Error::NotOnSale(id)
-            | Error::NotYetOpen(id)
-            | Error::AlreadyOpen(id) => vec![("event_id".to_owned(), id.clone())],
-            _ => Vec::new(),
-        };
-        error_status(code, reason, message, metadata)
+        to_status(&error)
     }
 }
 

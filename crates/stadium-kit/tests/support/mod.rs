@@ -49,7 +49,7 @@ impl SeatMap for TestSeatMap {
             }
             FAIL => Err(error_status(
                 Code::NotFound,
-                "EVENT_NOT_FOUND",
+                stadium_kit::Reason::EventNotFound,
                 "no such event",
                 [("event_id".to_owned(), "fail".to_owned())],
             )),

@@ -28,6 +28,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
+use stadium_kit::outbound::{Bearer, authorized};
 use stadium_proto::box_office::v1::{self as pb, box_office_client::BoxOfficeClient};
 use stadium_proto::common::v1::{Money, PageRequest};
 use tonic::transport::Channel;
@@ -153,15 +154,11 @@ struct Client {
 
 impl Client {
     fn request<T>(&self, message: T) -> Result<Request<T>, CliError> {
-        let mut request = Request::new(message);
         let token = self.token.as_deref().ok_or_else(|| {
             CliError::Other("an admin token is required: --token or STADIUM_ADMIN_TOKEN".into())
         })?;
-        let value = format!("Bearer {}", token.trim())
-            .parse()
-            .map_err(|_| CliError::Other("the token is not valid header text".into()))?;
-        request.metadata_mut().insert("authorization", value);
-        Ok(request)
+        let bearer = Bearer::new(token).map_err(|e| CliError::Other(e.to_string()))?;
+        Ok(authorized(message, &bearer, None))
     }
 }
 

@@ -7,7 +7,7 @@ use stadium_proto::{holds::v1 as holds, payments::v1 as payments};
 use tonic::Request;
 
 use super::{BoxOfficeApi, MAX_SEATS_PER_REQUEST, convert};
-use crate::auth::Access;
+use crate::auth::CHANGE;
 use crate::error::{Error, Result};
 use crate::store::audit::AuditEntry;
 
@@ -71,7 +71,7 @@ impl BoxOfficeApi {
         &self,
         request: Request<pb::BlockSeatsRequest>,
     ) -> Result<pb::BlockSeatsResponse> {
-        let caller = self.caller(&request, Access::Change)?;
+        let caller = self.caller(&request, CHANGE)?;
         let req = request.get_ref();
         let event_id = convert::id("event_id", &req.event_id)?;
         section_id(req.section_id)?;
@@ -113,7 +113,7 @@ impl BoxOfficeApi {
         &self,
         request: Request<pb::ReleaseSeatsRequest>,
     ) -> Result<pb::ReleaseSeatsResponse> {
-        let caller = self.caller(&request, Access::Change)?;
+        let caller = self.caller(&request, CHANGE)?;
         let req = request.get_ref();
         let hold_key = uuid("hold_key", &req.hold_key)?;
         let reason = text("reason", &req.reason, false)?;
@@ -148,7 +148,7 @@ impl BoxOfficeApi {
         &self,
         request: Request<pb::IssueCompRequest>,
     ) -> Result<pb::IssueCompResponse> {
-        let caller = self.caller(&request, Access::Change)?;
+        let caller = self.caller(&request, CHANGE)?;
         let req = request.get_ref();
         let event_id = convert::id("event_id", &req.event_id)?;
         section_id(req.section_id)?;
@@ -196,7 +196,7 @@ impl BoxOfficeApi {
         &self,
         request: Request<pb::RefundOrderRequest>,
     ) -> Result<pb::RefundOrderResponse> {
-        let caller = self.caller(&request, Access::Change)?;
+        let caller = self.caller(&request, CHANGE)?;
         let req = request.get_ref();
         let order_id = uuid("order_id", &req.order_id)?;
         let reason = text("reason", &req.reason, false)?;

@@ -11,7 +11,7 @@ use stadium_proto::box_office::v1::{self as pb, box_office_server};
 use stadium_venues::SourceFormat;
 use tonic::{Request, Response, Status};
 
-use crate::auth::{Access, Authenticator, Caller};
+use crate::auth::{Authenticator, CHANGE, Caller, OPERATE};
 use crate::domain::Transition;
 use crate::error::{Error, Result};
 use crate::service::BoxOffice;
@@ -41,7 +41,7 @@ impl BoxOfficeApi {
         }
     }
 
-    fn caller<T>(&self, request: &Request<T>, access: Access) -> Result<Caller> {
+    fn caller<T>(&self, request: &Request<T>, access: stadium_tokens::Access) -> Result<Caller> {
         self.auth
             .caller(request.metadata(), access, SystemTime::now())
     }
@@ -51,7 +51,7 @@ impl BoxOfficeApi {
         request: Request<String>,
         t: Transition,
     ) -> Result<(pb::Event, pb::WaitingRoomPush)> {
-        let caller = self.caller(&request, Access::Change)?;
+        let caller = self.caller(&request, CHANGE)?;
         let event_id = convert::id("event_id", request.get_ref())?;
         let (event, push) = self.office.transition(&caller.actor, event_id, t).await?;
         Ok((convert::event(&event), convert::push(&push)))
@@ -132,7 +132,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     ) -> Reply<pb::ImportVenueResponse> {
         reply(
             async {
-                let caller = self.caller(&request, Access::Change)?;
+                let caller = self.caller(&request, CHANGE)?;
                 let req = request.get_ref();
                 let format = match pb::PlanFormat::try_from(req.format) {
                     Ok(pb::PlanFormat::PretixJson) => SourceFormat::PretixJson,
@@ -168,7 +168,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     ) -> Reply<pb::ListVenuesResponse> {
         reply(
             async {
-                self.caller(&request, Access::Operate)?;
+                self.caller(&request, OPERATE)?;
                 let (size, after) = convert::page(request.get_ref().page.as_ref())?;
                 let venues = self.office.list_venues(after, size).await?;
                 Ok(pb::ListVenuesResponse {
@@ -190,7 +190,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     ) -> Reply<pb::GetVenueResponse> {
         reply(
             async {
-                self.caller(&request, Access::Operate)?;
+                self.caller(&request, OPERATE)?;
                 let venue_id = convert::id("venue_id", &request.get_ref().venue_id)?;
                 let venue = self.office.get_venue(venue_id).await?;
                 Ok(pb::GetVenueResponse {
@@ -208,7 +208,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     ) -> Reply<pb::CreateEventResponse> {
         reply(
             async {
-                let caller = self.caller(&request, Access::Change)?;
+                let caller = self.caller(&request, CHANGE)?;
                 let req = request.get_ref();
                 let venue_id = convert::id("venue_id", &req.venue_id)?;
                 let settings = convert::settings(req.settings.as_ref(), &req.price_categories)?;
@@ -233,7 +233,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     ) -> Reply<pb::GetEventResponse> {
         reply(
             async {
-                self.caller(&request, Access::Operate)?;
+                self.caller(&request, OPERATE)?;
                 let event_id = convert::id("event_id", &request.get_ref().event_id)?;
                 let event = self.office.get_event(event_id).await?;
                 Ok(pb::GetEventResponse {
@@ -250,7 +250,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     ) -> Reply<pb::ListEventsResponse> {
         reply(
             async {
-                self.caller(&request, Access::Operate)?;
+                self.caller(&request, OPERATE)?;
                 let req = request.get_ref();
                 let (size, after) = convert::page(req.page.as_ref())?;
                 let venue_id = match req.venue_id.as_str() {
@@ -278,7 +278,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     ) -> Reply<pb::SetPriceCategoriesResponse> {
         reply(
             async {
-                let caller = self.caller(&request, Access::Change)?;
+                let caller = self.caller(&request, CHANGE)?;
                 let req = request.get_ref();
                 let event_id = convert::id("event_id", &req.event_id)?;
                 let event = self.office.get_event(event_id).await?;
@@ -371,7 +371,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     ) -> Reply<pb::SetAdmissionRateResponse> {
         reply(
             async {
-                let caller = self.caller(&request, Access::Operate)?;
+                let caller = self.caller(&request, OPERATE)?;
                 let req = request.get_ref();
                 let event_id = convert::id("event_id", &req.event_id)?;
                 let max = crate::domain::MAX_ADMISSION_RATE;
@@ -433,7 +433,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     ) -> Reply<pb::GetSalesReportResponse> {
         reply(
             async {
-                self.caller(&request, Access::Operate)?;
+                self.caller(&request, OPERATE)?;
                 let req = request.get_ref();
                 let event_id = convert::id("event_id", &req.event_id)?;
                 let grouping = match pb::ReportGrouping::try_from(req.group_by) {
@@ -472,7 +472,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     ) -> Reply<pb::GetSalesTimelineResponse> {
         reply(
             async {
-                self.caller(&request, Access::Operate)?;
+                self.caller(&request, OPERATE)?;
                 let req = request.get_ref();
                 let event_id = convert::id("event_id", &req.event_id)?;
                 let bucket_ms = match req.bucket_ms {
@@ -513,7 +513,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     ) -> Reply<pb::CheckInvariantsResponse> {
         reply(
             async {
-                self.caller(&request, Access::Operate)?;
+                self.caller(&request, OPERATE)?;
                 let event_id = convert::id("event_id", &request.get_ref().event_id)?;
                 let violations = self.office.check_invariants(event_id).await?;
                 if !violations.is_empty() {

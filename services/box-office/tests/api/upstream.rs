@@ -2,6 +2,8 @@
 //! record what they receive): the staff member's own token travels, the other
 //! service's refusal comes back as it was, and only changes that happened are audited.
 
+use stadium_kit::Reason;
+
 use std::sync::{Arc, Mutex};
 
 use stadium_kit::status::error_status;
@@ -54,7 +56,7 @@ impl Fake {
         if seat_ids.contains(&TAKEN_SEAT) {
             return Err(error_status(
                 Code::AlreadyExists,
-                "SEAT_TAKEN",
+                Reason::SeatTaken,
                 "seat 13 is taken",
                 [("taken_seat_ids".to_owned(), TAKEN_SEAT.to_string())],
             ));

@@ -17,7 +17,7 @@ use stadium_proto::holds::v1::{
     StartPaymentRequest, StartPaymentResponse, SweepExpiredRequest, SweepExpiredResponse,
     holds_server::Holds,
 };
-use stadium_tokens::Role;
+use stadium_tokens::{Access, Role};
 use tonic::{Request, Response, Status};
 
 use crate::auth::Authenticator;
@@ -27,6 +27,15 @@ use crate::service::{DEFAULT_SWEEP_BATCH, HoldsService};
 use convert::{
     admin_seats, best_request, hold_key, identifier, payment_window, seats_of, text, to_wire,
 };
+
+/// StartPayment and ConfirmHold: the payments service.
+const PAYMENTS: Access = Access::any_of(&[Role::Service]);
+/// BlockSeats: box-office staff.
+const BLOCKS: Access = Access::any_of(&[Role::BoxOffice]);
+/// ClaimComp and ReleaseSeats: staff, or payments acting for them (a refund).
+const BOX_OFFICE_OR_SERVICE: Access = Access::any_of(&[Role::BoxOffice, Role::Service]);
+/// SweepExpired: operators.
+const SWEEP: Access = Access::any_of(&[Role::Sre]);
 
 /// The gRPC face of [`HoldsService`].
 #[derive(Debug, Clone)]
@@ -157,12 +166,8 @@ impl Holds for HoldsApi {
         &self,
         request: Request<StartPaymentRequest>,
     ) -> Result<Response<StartPaymentResponse>, Status> {
-        self.auth.admin(
-            bearer(&request)?,
-            &[Role::Service],
-            "service",
-            SystemTime::now(),
-        )?;
+        self.auth
+            .admin(bearer(&request)?, PAYMENTS, SystemTime::now())?;
         let body = request.get_ref();
         let key = hold_key(&body.hold_key)?;
         let fan = identifier("fan_id", &body.fan_id, 200)?;
@@ -180,12 +185,8 @@ impl Holds for HoldsApi {
         &self,
         request: Request<ConfirmHoldRequest>,
     ) -> Result<Response<ConfirmHoldResponse>, Status> {
-        self.auth.admin(
-            bearer(&request)?,
-            &[Role::Service],
-            "service",
-            SystemTime::now(),
-        )?;
+        self.auth
+            .admin(bearer(&request)?, PAYMENTS, SystemTime::now())?;
         let body = request.get_ref();
         let key = hold_key(&body.hold_key)?;
         let fan = identifier("fan_id", &body.fan_id, 200)?;
@@ -200,12 +201,9 @@ impl Holds for HoldsApi {
         &self,
         request: Request<BlockSeatsRequest>,
     ) -> Result<Response<BlockSeatsResponse>, Status> {
-        let admin = self.auth.admin(
-            bearer(&request)?,
-            &[Role::BoxOffice],
-            "box_office",
-            SystemTime::now(),
-        )?;
+        let admin = self
+            .auth
+            .admin(bearer(&request)?, BLOCKS, SystemTime::now())?;
         let body = request.into_inner();
         let (event, section, seats) = admin_seats(&body.event_id, body.section_id, &body.seat_ids)?;
         let reason = text("reason", &body.reason, 500)?;
@@ -229,12 +227,9 @@ impl Holds for HoldsApi {
         &self,
         request: Request<ClaimCompRequest>,
     ) -> Result<Response<ClaimCompResponse>, Status> {
-        let admin = self.auth.admin(
-            bearer(&request)?,
-            &[Role::BoxOffice, Role::Service],
-            "box_office,service",
-            SystemTime::now(),
-        )?;
+        let admin = self
+            .auth
+            .admin(bearer(&request)?, BOX_OFFICE_OR_SERVICE, SystemTime::now())?;
         let body = request.into_inner();
         let (event, section, seats) = admin_seats(&body.event_id, body.section_id, &body.seat_ids)?;
         let recipient = text("recipient", &body.recipient, 200)?;
@@ -258,12 +253,9 @@ impl Holds for HoldsApi {
         &self,
         request: Request<ReleaseSeatsRequest>,
     ) -> Result<Response<ReleaseSeatsResponse>, Status> {
-        let admin = self.auth.admin(
-            bearer(&request)?,
-            &[Role::BoxOffice, Role::Service],
-            "box_office,service",
-            SystemTime::now(),
-        )?;
+        let admin = self
+            .auth
+            .admin(bearer(&request)?, BOX_OFFICE_OR_SERVICE, SystemTime::now())?;
         let key = hold_key(&request.get_ref().hold_key)?;
         tracing::info!(admin = %admin.registered.sub, hold_key = %key, reason = %request.get_ref().reason, "releasing seats");
         let scope = if admin.has_role(Role::Service) {
@@ -283,7 +275,7 @@ impl Holds for HoldsApi {
         request: Request<SweepExpiredRequest>,
     ) -> Result<Response<SweepExpiredResponse>, Status> {
         self.auth
-            .admin(bearer(&request)?, &[Role::Sre], "sre", SystemTime::now())?;
+            .admin(bearer(&request)?, SWEEP, SystemTime::now())?;
         let batch = match request.get_ref().batch_size {
             0 => DEFAULT_SWEEP_BATCH,
             n => n.min(10_000),

@@ -15,7 +15,7 @@ use stadium_proto::payments::v1::{
     ProviderNoticeRequest, ProviderNoticeResponse, RefundOrderRequest, RefundOrderResponse, Ticket,
     VerifyTicketRequest, VerifyTicketResponse, get_order_request, payments_server::Payments,
 };
-use stadium_tokens::Role;
+use stadium_tokens::{Access, Role};
 use tonic::{Request, Response, Status};
 
 use crate::auth::{Authenticator, Caller};
@@ -28,6 +28,8 @@ use crate::service::{
 
 /// The default page size of `ListOrders`.
 const DEFAULT_PAGE: u32 = 50;
+/// RefundOrder and IssueComp: box-office staff.
+const BOX_OFFICE: Access = Access::any_of(&[Role::BoxOffice]);
 
 /// The gRPC face of [`PaymentsCore`].
 #[derive(Debug, Clone)]
@@ -137,12 +139,9 @@ impl Payments for PaymentsApi {
         &self,
         request: Request<RefundOrderRequest>,
     ) -> Result<Response<RefundOrderResponse>, Status> {
-        let admin = self.auth.admin(
-            bearer(&request)?,
-            &[Role::BoxOffice],
-            "box_office",
-            SystemTime::now(),
-        )?;
+        let admin = self
+            .auth
+            .admin(bearer(&request)?, BOX_OFFICE, SystemTime::now())?;
         let id = convert::uuid("order_id", &request.get_ref().order_id)?;
         tracing::Span::current().record("order_id", tracing::field::display(id));
         tracing::info!(staff = %admin.registered.sub, reason = %request.get_ref().reason, "refund requested");
@@ -158,8 +157,7 @@ impl Payments for PaymentsApi {
         request: Request<IssueCompRequest>,
     ) -> Result<Response<IssueCompResponse>, Status> {
         let token = bearer(&request)?.to_owned();
-        self.auth
-            .admin(&token, &[Role::BoxOffice], "box_office", SystemTime::now())?;
+        self.auth.admin(&token, BOX_OFFICE, SystemTime::now())?;
         let body = request.into_inner();
         if body.seat_ids.is_empty() {
             return Err(Error::invalid("seat_ids", "at least one seat is required").into());

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use stadium_kit::auth::bearer_token;
 use stadium_proto::waiting_room::v1 as pb;
-use stadium_tokens::{Role, TokenError};
+use stadium_tokens::{Access, TokenError};
 use tonic::{Status, metadata::MetadataMap};
 
 use super::{Inner, convert};
@@ -52,19 +52,14 @@ impl Inner {
         Ok(fan)
     }
 
-    pub(super) fn admin(
-        &self,
-        metadata: &MetadataMap,
-        roles: &[Role],
-        names: &'static str,
-    ) -> Result<(), Status> {
+    pub(super) fn admin(&self, metadata: &MetadataMap, access: Access) -> Result<(), Status> {
         let token = bearer_token(metadata)?;
         let claims = self
             .admins
             .verify(token, self.clock.now())
             .map_err(Error::Credential)?;
-        if !claims.has_any_role(roles) {
-            return Err(Error::RoleRequired(names).into());
+        if !access.allows(&claims) {
+            return Err(Error::RoleRequired(access).into());
         }
         Ok(())
     }

@@ -12,8 +12,8 @@ use futures::Stream;
 use stadium_proto::waiting_room::v1 as pb;
 use stadium_proto::waiting_room::v1::waiting_room_server::WaitingRoom;
 use stadium_tokens::{
-    AdminVerifier, AdmissionIssuer, AdmissionVerifier, FanSessionVerifier, QueueTickets, Role,
-    SigningKeyRing, TokenError,
+    Access, AdminVerifier, AdmissionIssuer, AdmissionVerifier, FanSessionVerifier, QueueTickets,
+    Role, SigningKeyRing, TokenError,
 };
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
@@ -25,13 +25,13 @@ use crate::error::Error;
 use crate::store::Store;
 
 /// Roles allowed to steer admission.
-const STEER: &[Role] = &[Role::BoxOffice, Role::Sre];
+const STEER: Access = Access::any_of(&[Role::BoxOffice, Role::Sre]);
 /// Roles allowed to configure an event's queue (the box office's service identity too).
-const CONFIGURE: &[Role] = &[Role::BoxOffice, Role::Sre, Role::Service];
+const CONFIGURE: Access = Access::any_of(&[Role::BoxOffice, Role::Sre, Role::Service]);
 /// Roles that may report a fan's completion without the fan's admission token.
-const REPORT_COMPLETION: &[Role] = &[Role::Service];
+const REPORT_COMPLETION: Access = Access::any_of(&[Role::Service]);
 /// Roles that may report an event's seat inventory.
-const REPORT_INVENTORY: &[Role] = &[Role::Service, Role::BoxOffice];
+const REPORT_INVENTORY: Access = Access::any_of(&[Role::Service, Role::BoxOffice]);
 
 /// What the service needs, built once by [`crate::serve`].
 pub struct Inner {
@@ -223,7 +223,7 @@ impl WaitingRoom for WaitingRoomService {
         let body = request.get_ref();
         let (event, fan) = if body.admission_token.is_empty() {
             // A service reporting for a fan (payments, once the order is paid).
-            inner.admin(request.metadata(), REPORT_COMPLETION, "service")?;
+            inner.admin(request.metadata(), REPORT_COMPLETION)?;
             let event = convert::event_id(&body.event_id)?;
             let fan =
                 FanId::parse(&body.fan_id).map_err(|problem| Error::invalid("fan_id", problem))?;
@@ -257,7 +257,7 @@ impl WaitingRoom for WaitingRoomService {
         request: Request<pb::ConfigureEventRequest>,
     ) -> Result<Response<pb::ConfigureEventResponse>, Status> {
         let inner = &self.inner;
-        inner.admin(request.metadata(), CONFIGURE, "box_office, sre, service")?;
+        inner.admin(request.metadata(), CONFIGURE)?;
         let (event, settings) = convert::settings(request.get_ref(), inner.default_admission_ttl)?;
         inner.store.configure(&event, &settings).await?;
         inner.cache.invalidate(&event);
@@ -274,7 +274,7 @@ impl WaitingRoom for WaitingRoomService {
         request: Request<pb::SetAdmissionRateRequest>,
     ) -> Result<Response<pb::SetAdmissionRateResponse>, Status> {
         let inner = &self.inner;
-        inner.admin(request.metadata(), STEER, "box_office, sre")?;
+        inner.admin(request.metadata(), STEER)?;
         let req = request.get_ref();
         let event = convert::event_id(&req.event_id)?;
         let rate = convert::fans_per_minute(req.fans_per_minute)?;
@@ -293,7 +293,7 @@ impl WaitingRoom for WaitingRoomService {
         request: Request<pb::PauseAdmissionRequest>,
     ) -> Result<Response<pb::PauseAdmissionResponse>, Status> {
         let inner = &self.inner;
-        inner.admin(request.metadata(), STEER, "box_office, sre")?;
+        inner.admin(request.metadata(), STEER)?;
         let event = convert::event_id(&request.get_ref().event_id)?;
         inner.store.set_paused(&event, true).await?;
         inner.cache.invalidate(&event);
@@ -310,7 +310,7 @@ impl WaitingRoom for WaitingRoomService {
         request: Request<pb::ResumeAdmissionRequest>,
     ) -> Result<Response<pb::ResumeAdmissionResponse>, Status> {
         let inner = &self.inner;
-        inner.admin(request.metadata(), STEER, "box_office, sre")?;
+        inner.admin(request.metadata(), STEER)?;
         let event = convert::event_id(&request.get_ref().event_id)?;
         inner.store.set_paused(&event, false).await?;
         inner.cache.invalidate(&event);
@@ -326,7 +326,7 @@ impl WaitingRoom for WaitingRoomService {
         request: Request<pb::GetQueueStatsRequest>,
     ) -> Result<Response<pb::GetQueueStatsResponse>, Status> {
         let inner = &self.inner;
-        inner.admin(request.metadata(), STEER, "box_office, sre")?;
+        inner.admin(request.metadata(), STEER)?;
         let event = convert::event_id(&request.get_ref().event_id)?;
         let snap = inner.store.snapshot(&event).await?;
         Ok(Response::new(convert::stats(&event, &snap)))
@@ -338,7 +338,7 @@ impl WaitingRoom for WaitingRoomService {
         request: Request<pb::ReportInventoryRequest>,
     ) -> Result<Response<pb::ReportInventoryResponse>, Status> {
         let inner = &self.inner;
-        inner.admin(request.metadata(), REPORT_INVENTORY, "service, box_office")?;
+        inner.admin(request.metadata(), REPORT_INVENTORY)?;
         let (event, inventory) = convert::inventory(request.get_ref(), inner.clock.now_ms())?;
         let ttl_ms = u64::try_from(inner.inventory_ttl.as_millis()).unwrap_or(u64::MAX);
         let recorded = inner
