@@ -12,6 +12,7 @@
 //! - [`auth`]: the bearer token of a request;
 //! - [`outbound`]: requests to another service (token, deadline, trace context);
 //! - [`args`]: the flags every service shares ([`CommonArgs`](args::CommonArgs));
+//! - [`StartError`]: why a service could not start (every service's `build`/`serve`);
 //! - [`testing`]: loopback listeners and channels that retry until the server is up.
 
 pub mod args;
@@ -23,6 +24,7 @@ pub mod reason;
 pub mod server;
 pub mod service_error;
 pub mod shutdown;
+mod start;
 pub mod status;
 pub mod testing;
 mod timeout;
@@ -30,3 +32,4 @@ mod timeout;
 pub use error::KitError;
 pub use reason::Reason;
 pub use service_error::ServiceError;
+pub use start::StartError;

@@ -30,6 +30,7 @@ pub mod service;
 pub mod store;
 pub mod upstream;
 
+use stadium_kit::StartError;
 use stadium_kit::outbound::Bearer;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,23 +57,6 @@ pub const DEFAULT_PORT: u16 = stadium_kit::args::ports::BOX_OFFICE;
 /// pretix JSON is several megabytes, past tonic's 4 MiB default.
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 
-/// Why [`serve`] could not start or stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// A flag is unusable.
-    #[error("configuration: {0}")]
-    Config(String),
-    /// The database could not be reached at start.
-    #[error("cannot reach the database")]
-    Database(#[source] sqlx::Error),
-    /// Migrations failed.
-    #[error("migrations: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
-    /// The gRPC server failed.
-    #[error(transparent)]
-    Server(#[from] stadium_kit::KitError),
-}
-
 /// A running box office's parts, for embedding (tests, an all-in-one runner).
 #[derive(Debug, Clone)]
 pub struct Parts {
@@ -86,9 +70,9 @@ pub struct Parts {
     pub reporter: Option<seat_report::Reporter>,
 }
 
-fn channel(flag: &str, uri: &http::Uri) -> Result<Channel, ServeError> {
+fn channel(flag: &str, uri: &http::Uri) -> Result<Channel, StartError> {
     Ok(Endpoint::from_shared(uri.to_string())
-        .map_err(|e| ServeError::Config(format!("{flag}: {e}")))?
+        .map_err(|e| StartError::Config(format!("{flag}: {e}")))?
         .connect_timeout(Duration::from_secs(2))
         .timeout(Duration::from_secs(5))
         .connect_lazy())
@@ -98,21 +82,21 @@ fn channel(flag: &str, uri: &http::Uri) -> Result<Channel, ServeError> {
 /// (pushes retried later) stops when `shutdown` is cancelled.
 ///
 /// # Errors
-/// [`ServeError::Config`] for unusable keys or flags; [`ServeError::Database`];
-/// [`ServeError::Migrate`].
-pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Parts, ServeError> {
+/// [`StartError::Config`] for unusable keys or flags; [`StartError::Database`];
+/// [`StartError::Migrate`].
+pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Parts, StartError> {
     let keys = VerificationKeys::from_jwks_json(&config.identity_jwks)
-        .map_err(|e| ServeError::Config(format!("--identity-jwks: {e}")))?;
+        .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
     let auth = auth::Authenticator::new(keys, &config.identity_issuer)
-        .map_err(|e| ServeError::Config(format!("--identity-issuer: {e}")))?;
+        .map_err(|e| StartError::Config(format!("--identity-issuer: {e}")))?;
     let waiting_room = match (&config.waiting_room_url, &config.service_token) {
         (Some(url), Some(token)) => {
             let bearer = Bearer::new(token.expose_secret())
-                .map_err(|e| ServeError::Config(format!("--service-token: {e}")))?;
+                .map_err(|e| StartError::Config(format!("--service-token: {e}")))?;
             Some((channel("--waiting-room-url", url)?, bearer))
         }
         (Some(_), None) => {
-            return Err(ServeError::Config(
+            return Err(StartError::Config(
                 "--waiting-room-url needs --service-token (an admin token with role service)"
                     .into(),
             ));
@@ -143,7 +127,7 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
         },
     )
     .await
-    .map_err(ServeError::Database)?;
+    .map_err(StartError::Database)?;
     if config.migrate {
         stadium_db::migrate(&pool).await?;
     }
@@ -171,12 +155,12 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
 /// requests (at most `--grace-period-ms`), stops both and returns.
 ///
 /// # Errors
-/// As [`build`]; [`ServeError::Server`].
+/// As [`build`]; [`StartError::Server`].
 pub async fn serve(
     config: Config,
     listener: TcpListener,
     shutdown: CancellationToken,
-) -> Result<(), ServeError> {
+) -> Result<(), StartError> {
     let parts = build(&config, &shutdown).await?;
     serve_parts(&config, parts, listener, shutdown).await
 }
@@ -184,13 +168,13 @@ pub async fn serve(
 /// As [`serve`] with parts already built (so an embedder keeps handles to them).
 ///
 /// # Errors
-/// [`ServeError::Server`].
+/// [`StartError::Server`].
 pub async fn serve_parts(
     config: &Config,
     parts: Parts,
     listener: TcpListener,
     shutdown: CancellationToken,
-) -> Result<(), ServeError> {
+) -> Result<(), StartError> {
     let canary_stop = shutdown.child_token();
     let canary = config.canary_interval().map(|interval| {
         canary::spawn(
@@ -216,5 +200,5 @@ pub async fn serve_parts(
             tracing::warn!(%error, "background task ended abnormally");
         }
     }
-    served.map_err(ServeError::from)
+    served.map_err(StartError::from)
 }

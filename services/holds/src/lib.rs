@@ -23,6 +23,7 @@ pub mod service;
 pub mod store;
 pub mod sweeper;
 
+use stadium_kit::StartError;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,23 +37,6 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::Config;
 
-/// Why [`serve`] could not start or stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// A flag is unusable.
-    #[error("configuration: {0}")]
-    Config(String),
-    /// The database is unreachable.
-    #[error("database: {0}")]
-    Database(#[from] sqlx::Error),
-    /// Migrations failed.
-    #[error("migrations: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
-    /// The gRPC server failed.
-    #[error(transparent)]
-    Server(#[from] stadium_kit::KitError),
-}
-
 /// A running service's parts, for embedding (tests, an all-in-one runner).
 #[derive(Debug, Clone)]
 pub struct Parts {
@@ -65,21 +49,21 @@ pub struct Parts {
 /// Connects, builds the service from `config` and returns its parts.
 ///
 /// # Errors
-/// [`ServeError::Config`] for bad keys or flags; [`ServeError::Database`];
-/// [`ServeError::Migrate`].
-pub async fn build(config: &Config) -> Result<Parts, ServeError> {
-    config.validate().map_err(ServeError::Config)?;
+/// [`StartError::Config`] for bad keys or flags; [`StartError::Database`];
+/// [`StartError::Migrate`].
+pub async fn build(config: &Config) -> Result<Parts, StartError> {
+    config.validate().map_err(StartError::Config)?;
     let source: Arc<dyn auth::JwksSource> = match (&config.admission_jwks, &config.waiting_room_url)
     {
         (Some(json), _) => Arc::new(auth::StaticJwks(json.clone())),
         (None, Some(url)) => {
             let channel = tonic::transport::Endpoint::from_shared(url.clone())
-                .map_err(|e| ServeError::Config(format!("--waiting-room-url: {e}")))?
+                .map_err(|e| StartError::Config(format!("--waiting-room-url: {e}")))?
                 .connect_timeout(Duration::from_secs(2))
                 .connect_lazy();
             Arc::new(auth::WaitingRoomJwks::new(channel, Duration::from_secs(2)))
         }
-        (None, None) => return Err(ServeError::Config("no admission key source".into())),
+        (None, None) => return Err(StartError::Config("no admission key source".into())),
     };
     build_with_source(config, source).await
 }
@@ -92,18 +76,18 @@ pub async fn build(config: &Config) -> Result<Parts, ServeError> {
 pub async fn build_with_source(
     config: &Config,
     source: Arc<dyn auth::JwksSource>,
-) -> Result<Parts, ServeError> {
+) -> Result<Parts, StartError> {
     let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
-        .map_err(|e| ServeError::Config(format!("--identity-jwks: {e}")))?;
+        .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
     let admission = auth::AdmissionKeys::new(
         source,
         &config.admission_issuer,
         Duration::from_millis(config.admission_refresh_min_ms),
     )
     .await
-    .map_err(|e| ServeError::Config(e.to_string()))?;
+    .map_err(|e| StartError::Config(e.to_string()))?;
     let auth = auth::Authenticator::new(identity, &config.identity_issuer, admission)
-        .map_err(|e| ServeError::Config(e.to_string()))?;
+        .map_err(|e| StartError::Config(e.to_string()))?;
 
     let pool = stadium_db::connect(
         &config.database_url,
@@ -135,12 +119,12 @@ pub async fn build_with_source(
 /// is cancelled and awaited before this returns.
 ///
 /// # Errors
-/// As [`build`]; [`ServeError::Server`].
+/// As [`build`]; [`StartError::Server`].
 pub async fn serve(
     config: Config,
     listener: TcpListener,
     shutdown: CancellationToken,
-) -> Result<(), ServeError> {
+) -> Result<(), StartError> {
     let parts = build(&config).await?;
     serve_parts(&config, parts, listener, shutdown).await
 }
@@ -148,13 +132,13 @@ pub async fn serve(
 /// As [`serve`] with parts already built (so an embedder can keep handles to them).
 ///
 /// # Errors
-/// [`ServeError::Server`].
+/// [`StartError::Server`].
 pub async fn serve_parts(
     config: &Config,
     parts: Parts,
     listener: TcpListener,
     shutdown: CancellationToken,
-) -> Result<(), ServeError> {
+) -> Result<(), StartError> {
     let sweeper_stop = shutdown.child_token();
     let sweeper = config.sweep_interval().map(|interval| {
         sweeper::spawn(
@@ -175,7 +159,7 @@ pub async fn serve_parts(
     {
         tracing::warn!(%error, "sweeper task ended abnormally");
     }
-    served.map_err(ServeError::from)
+    served.map_err(StartError::from)
 }
 
 /// The address to listen on by default (`127.0.0.1:50053`) unless `--listen` says.

@@ -30,6 +30,7 @@ pub mod reconciler;
 pub mod service;
 pub mod store;
 
+use stadium_kit::StartError;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,23 +54,6 @@ pub const SERVICE_NAME: &str = "payments";
 /// The port `--listen` defaults to (on 127.0.0.1).
 pub const DEFAULT_PORT: u16 = stadium_kit::args::ports::PAYMENTS;
 
-/// Why [`serve`] could not start or stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// A flag is unusable.
-    #[error("configuration: {0}")]
-    Config(String),
-    /// The database is unreachable.
-    #[error("database: {0}")]
-    Database(#[from] sqlx::Error),
-    /// Migrations failed.
-    #[error("migrations: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
-    /// The gRPC server failed.
-    #[error(transparent)]
-    Server(#[from] stadium_kit::KitError),
-}
-
 /// A built service's parts, for embedding (tests, an all-in-one runner).
 #[derive(Debug, Clone)]
 pub struct Parts {
@@ -83,12 +67,12 @@ pub struct Parts {
 /// charging through `provider`.
 ///
 /// # Errors
-/// [`ServeError::Config`] for bad keys or flags; [`ServeError::Database`];
-/// [`ServeError::Migrate`].
+/// [`StartError::Config`] for bad keys or flags; [`StartError::Database`];
+/// [`StartError::Migrate`].
 pub async fn build(
     config: &Config,
     provider: Arc<dyn PaymentProvider>,
-) -> Result<Parts, ServeError> {
+) -> Result<Parts, StartError> {
     let metrics = Arc::new(metrics::Metrics::new(&stadium_telemetry::meter(
         SERVICE_NAME,
     )));
@@ -104,17 +88,17 @@ pub async fn build_with_metrics(
     config: &Config,
     provider: Arc<dyn PaymentProvider>,
     metrics: Arc<metrics::Metrics>,
-) -> Result<Parts, ServeError> {
+) -> Result<Parts, StartError> {
     let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
-        .map_err(|e| ServeError::Config(format!("--identity-jwks: {e}")))?;
+        .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
     let auth = auth::Authenticator::new(identity, &config.identity_issuer)
-        .map_err(|e| ServeError::Config(e.to_string()))?;
-    let signer = match config.ticket_seed().map_err(ServeError::Config)? {
+        .map_err(|e| StartError::Config(e.to_string()))?;
+    let signer = match config.ticket_seed().map_err(StartError::Config)? {
         Some(seed) => TicketSigner::from_seed(&seed),
         None => {
             let mut seed = [0u8; 32];
             getrandom::getrandom(&mut seed)
-                .map_err(|e| ServeError::Config(format!("no randomness for a ticket key: {e}")))?;
+                .map_err(|e| StartError::Config(format!("no randomness for a ticket key: {e}")))?;
             tracing::warn!(
                 "no --ticket-signing-seed: tickets of this run stop verifying after a restart"
             );
@@ -139,7 +123,7 @@ pub async fn build_with_metrics(
         .connect_timeout(Duration::from_secs(2))
         .connect_lazy();
     let bearer = stadium_kit::outbound::Bearer::new(config.service_token.expose_secret())
-        .map_err(|e| ServeError::Config(format!("--service-token: {e}")))?;
+        .map_err(|e| StartError::Config(format!("--service-token: {e}")))?;
     let holds = holds::HoldsGateway::new(
         channel,
         bearer.clone(),
@@ -180,12 +164,12 @@ pub async fn build_with_metrics(
 /// from `--sim-provider-latency-ms`).
 ///
 /// # Errors
-/// As [`build`]; [`ServeError::Server`].
+/// As [`build`]; [`StartError::Server`].
 pub async fn serve(
     config: Config,
     listener: TcpListener,
     shutdown: CancellationToken,
-) -> Result<(), ServeError> {
+) -> Result<(), StartError> {
     let provider: Arc<dyn PaymentProvider> = match &config.provider_url {
         Some(url) => {
             let channel = tonic::transport::Endpoint::from(url.clone())
@@ -211,13 +195,13 @@ pub async fn serve(
 /// it too; on shutdown it is cancelled before the server drains.
 ///
 /// # Errors
-/// [`ServeError::Server`].
+/// [`StartError::Server`].
 pub async fn serve_parts(
     config: &Config,
     parts: Parts,
     listener: TcpListener,
     shutdown: CancellationToken,
-) -> Result<(), ServeError> {
+) -> Result<(), StartError> {
     let reconciler = async {
         if let Some(interval) = config.reconcile_interval() {
             reconciler::run(
@@ -234,5 +218,5 @@ pub async fn serve_parts(
         .add_service(PaymentsServer::new(api))
         .serve(listener, shutdown.clone());
     let (served, ()) = tokio::join!(server, reconciler);
-    served.map_err(ServeError::from)
+    served.map_err(StartError::from)
 }

@@ -70,7 +70,7 @@ async fn payments_refuses_an_unreachable_database_at_start() {
     .await
     .expect("gives up within the pool's acquire timeout");
     assert!(
-        matches!(result, Err(payments::ServeError::Database(_))),
+        matches!(result, Err(stadium_kit::StartError::Database(_))),
         "{result:?}"
     );
 }

@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod service;
 pub mod store;
 
+use stadium_kit::StartError;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -32,23 +33,6 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use config::Config;
-
-/// Why [`serve`] could not start or stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// A flag is unusable.
-    #[error("configuration: {0}")]
-    Config(String),
-    /// The database is unreachable.
-    #[error("database: {0}")]
-    Database(#[from] sqlx::Error),
-    /// Migrations failed.
-    #[error("migrations: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
-    /// The gRPC server failed.
-    #[error(transparent)]
-    Server(#[from] stadium_kit::KitError),
-}
 
 /// A running service's parts, for embedding (tests, an all-in-one runner, benchmarks).
 #[derive(Debug, Clone)]
@@ -62,17 +46,17 @@ pub struct Parts {
 /// Connects and builds the service from `config`.
 ///
 /// # Errors
-/// [`ServeError::Config`] for unusable keys; [`ServeError::Database`];
-/// [`ServeError::Migrate`].
-pub async fn build(config: &Config) -> Result<Parts, ServeError> {
+/// [`StartError::Config`] for unusable keys; [`StartError::Database`];
+/// [`StartError::Migrate`].
+pub async fn build(config: &Config) -> Result<Parts, StartError> {
     let keys = VerificationKeys::from_jwks_json(&config.identity_jwks)
-        .map_err(|e| ServeError::Config(format!("--identity-jwks: {e}")))?;
+        .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
     let fans = FanSessionVerifier::new(
         keys,
         &config.identity_issuer,
         stadium_tokens::audience::SEAT_MAP,
     )
-    .map_err(|e| ServeError::Config(format!("--identity-issuer: {e}")))?;
+    .map_err(|e| StartError::Config(format!("--identity-issuer: {e}")))?;
     let pool = stadium_db::connect(
         &config.database_url,
         &PoolOptions {
@@ -101,12 +85,12 @@ pub async fn build(config: &Config) -> Result<Parts, ServeError> {
 /// Serves the seat-map gRPC service on `listener` until `shutdown` is cancelled.
 ///
 /// # Errors
-/// As [`build`]; [`ServeError::Server`].
+/// As [`build`]; [`StartError::Server`].
 pub async fn serve(
     config: Config,
     listener: TcpListener,
     shutdown: CancellationToken,
-) -> Result<(), ServeError> {
+) -> Result<(), StartError> {
     let parts = build(&config).await?;
     serve_parts(&config, parts, listener, shutdown).await
 }
@@ -114,13 +98,13 @@ pub async fn serve(
 /// As [`serve`] with parts already built (so an embedder keeps handles to them).
 ///
 /// # Errors
-/// [`ServeError::Server`].
+/// [`StartError::Server`].
 pub async fn serve_parts(
     config: &Config,
     parts: Parts,
     listener: TcpListener,
     shutdown: CancellationToken,
-) -> Result<(), ServeError> {
+) -> Result<(), StartError> {
     GrpcServer::new(config.common.server_options("seat-map"))
         .add_service(SeatMapServer::new(grpc::SeatMapApi::new(
             parts.service,
@@ -128,7 +112,7 @@ pub async fn serve_parts(
         )))
         .serve(listener, shutdown)
         .await
-        .map_err(ServeError::from)
+        .map_err(StartError::from)
 }
 
 /// The address to listen on by default (`127.0.0.1:50052`) unless `--listen` says.

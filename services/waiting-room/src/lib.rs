@@ -21,6 +21,7 @@ pub mod grpc;
 pub mod metrics;
 pub mod store;
 
+use stadium_kit::StartError;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ use stadium_kit::server::{GrpcServer, ServerOptions};
 use stadium_proto::waiting_room::v1::waiting_room_server::WaitingRoomServer;
 use stadium_tokens::{
     AdminVerifier, AdmissionIssuer, AdmissionVerifier, FanSessionVerifier, QueueTicketKeys,
-    QueueTickets, SigningKeyRing, TokenError, VerificationKeys, audience,
+    QueueTickets, SigningKeyRing, VerificationKeys, audience,
 };
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -84,29 +85,15 @@ impl std::fmt::Debug for Settings {
     }
 }
 
-/// Why the service could not start or stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// Redis could not be reached, or the key prefix is unusable.
-    #[error("queue store: {0}")]
-    Store(#[from] Error),
-    /// A token issuer or verifier could not be built.
-    #[error("tokens: {0}")]
-    Tokens(#[from] TokenError),
-    /// The gRPC server failed.
-    #[error("server: {0}")]
-    Server(#[from] stadium_kit::KitError),
-}
-
 /// Builds the gRPC service from `settings` (connects to Redis).
 ///
 /// # Errors
-/// [`ServeError::Store`] when Redis is unreachable; [`ServeError::Tokens`] for an empty
+/// [`StartError::Store`] when Redis is unreachable; [`StartError::Tokens`] for an empty
 /// issuer name.
 pub async fn service(
     settings: &Settings,
     shutdown: CancellationToken,
-) -> Result<grpc::WaitingRoomService, ServeError> {
+) -> Result<grpc::WaitingRoomService, StartError> {
     let clock = Arc::clone(&settings.clock);
     let store = store::Store::connect(
         &settings.redis_url,
@@ -114,7 +101,8 @@ pub async fn service(
         settings.redis_response_timeout,
         Arc::clone(&clock),
     )
-    .await?;
+    .await
+    .map_err(StartError::store("queue store"))?;
     let metrics = metrics::Metrics::new(&opentelemetry::global::meter("waiting-room"));
     let refresh_ms = u64::try_from(settings.snapshot_refresh.as_millis()).unwrap_or(u64::MAX);
     let inner = grpc::Inner {
@@ -165,12 +153,12 @@ pub async fn service(
 /// Serves the waiting room on `listener` until `shutdown` is cancelled, then drains.
 ///
 /// # Errors
-/// As [`service`], and [`ServeError::Server`] when the gRPC server fails.
+/// As [`service`], and [`StartError::Server`] when the gRPC server fails.
 pub async fn serve(
     settings: Settings,
     listener: TcpListener,
     shutdown: CancellationToken,
-) -> Result<(), ServeError> {
+) -> Result<(), StartError> {
     let svc = service(&settings, shutdown.clone()).await?;
     GrpcServer::new(settings.server.clone())
         .add_service(WaitingRoomServer::new(svc))

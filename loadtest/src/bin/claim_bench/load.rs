@@ -35,7 +35,7 @@ pub struct Service {
     admission: Arc<AdmissionIssuer>,
     channels: Vec<Channel>,
     shutdown: CancellationToken,
-    served: JoinHandle<Result<(), holds::ServeError>>,
+    served: JoinHandle<Result<(), stadium_kit::StartError>>,
 }
 
 impl Service {

@@ -35,8 +35,8 @@ pub struct Stack {
     holds_channels: Vec<Channel>,
     payments_channels: Vec<Channel>,
     shutdown: CancellationToken,
-    holds: JoinHandle<Result<(), holds::ServeError>>,
-    payments: JoinHandle<Result<(), payments::ServeError>>,
+    holds: JoinHandle<Result<(), stadium_kit::StartError>>,
+    payments: JoinHandle<Result<(), stadium_kit::StartError>>,
     /// The payments service's payment window, milliseconds.
     pub window_ms: u64,
     /// The payments service's lease on a payment it drives, milliseconds.

@@ -355,7 +355,7 @@ async fn a_waiting_room_without_a_service_token_is_a_configuration_error() {
     let config = config(&db, &dev, &["--waiting-room-url", "http://127.0.0.1:1"]);
     let result = box_office::build(&config, &CancellationToken::new()).await;
     assert!(
-        matches!(result, Err(box_office::ServeError::Config(_))),
+        matches!(result, Err(stadium_kit::StartError::Config(_))),
         "{:?}",
         result.err()
     );

@@ -38,7 +38,7 @@ pub struct Office {
     /// Where it listens.
     pub addr: std::net::SocketAddr,
     shutdown: CancellationToken,
-    served: JoinHandle<Result<(), box_office::ServeError>>,
+    served: JoinHandle<Result<(), stadium_kit::StartError>>,
 }
 
 /// Flags for a test office: canary and seat reports off unless `extra` says, no grace.

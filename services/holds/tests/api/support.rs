@@ -60,7 +60,7 @@ pub struct TestApp {
     /// Section "A" (5 rows × 20 seats) and "B" (2 rows × 10 seats) of the venue.
     pub sections: Vec<Section>,
     shutdown: CancellationToken,
-    served: JoinHandle<Result<(), holds::ServeError>>,
+    served: JoinHandle<Result<(), stadium_kit::StartError>>,
 }
 
 /// Service pool size: enough for truly parallel claims, small enough that a few tests

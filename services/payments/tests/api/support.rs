@@ -38,7 +38,7 @@ pub struct PaymentsServer {
     pub parts: payments::Parts,
     pub channel: Channel,
     shutdown: CancellationToken,
-    task: JoinHandle<Result<(), payments::ServeError>>,
+    task: JoinHandle<Result<(), stadium_kit::StartError>>,
 }
 
 /// How to start payments.
@@ -86,7 +86,7 @@ pub struct Stack {
     pub round_trips: Option<RoundTrips>,
     provider: Arc<dyn PaymentProvider>,
     holds_shutdown: CancellationToken,
-    holds_task: JoinHandle<Result<(), holds::ServeError>>,
+    holds_task: JoinHandle<Result<(), stadium_kit::StartError>>,
     seed: String,
 }
 
