@@ -12,7 +12,7 @@ use opentelemetry::metrics::{Gauge, Meter};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::service::BoxOffice;
+use crate::service::BoxOfficeService;
 
 /// Counts of the last canary round.
 #[derive(Debug, Default)]
@@ -38,7 +38,7 @@ impl CanaryStatus {
 ///
 /// # Errors
 /// The first database failure (the round stops there).
-pub async fn round(office: &BoxOffice, gauge: &Gauge<u64>) -> crate::error::Result<u64> {
+pub async fn round(office: &BoxOfficeService, gauge: &Gauge<u64>) -> crate::error::Result<u64> {
     let mut total = 0u64;
     for event_id in office.live_events().await? {
         let violations = office.check_invariants(event_id).await?;
@@ -54,7 +54,7 @@ pub async fn round(office: &BoxOffice, gauge: &Gauge<u64>) -> crate::error::Resu
 
 /// Starts the canary; it stops when `shutdown` is cancelled.
 pub fn spawn(
-    office: BoxOffice,
+    office: BoxOfficeService,
     meter: &Meter,
     interval: Duration,
     status: Arc<CanaryStatus>,

@@ -13,22 +13,20 @@
 //!
 //! Layout: [`config`] (flags), [`auth`] (tokens and roles), [`grpc`] (the tonic
 //! service and wire conversion), [`service`] (transactions), [`domain`], [`store`]
-//! (SQL), [`push`] (waiting room), [`seat_report`] (seat counts for the waiting room),
-//! [`upstream`] (holds, payments), [`canary`],
+//! (SQL), [`clients`] (holds and payments; the waiting room: sale changes and seat
+//! counts), [`canary`],
 //! [`error`] (the one error table), [`cli`] (the `stadiumctl` command line over this API).
 
 pub mod auth;
 pub mod canary;
+pub mod clients;
 pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod error;
 pub mod grpc;
-pub mod push;
-pub mod seat_report;
 pub mod service;
 pub mod store;
-pub mod upstream;
 
 use stadium_kit::StartError;
 use stadium_kit::outbound::Bearer;
@@ -61,13 +59,13 @@ pub const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Debug, Clone)]
 pub struct Parts {
     /// The operations.
-    pub office: service::BoxOffice,
+    pub office: service::BoxOfficeService,
     /// The gRPC API.
     pub api: grpc::BoxOfficeApi,
     /// What the canary found last.
     pub canary: Arc<canary::CanaryStatus>,
     /// Reports seat counts to the waiting room; `None` without `--waiting-room-url`.
-    pub reporter: Option<seat_report::Reporter>,
+    pub reporter: Option<clients::seat_report::Reporter>,
 }
 
 fn channel(flag: &str, uri: &http::Uri) -> Result<Channel, StartError> {
@@ -106,7 +104,7 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
             None
         }
     };
-    let upstream = upstream::Upstream {
+    let upstream = clients::upstream::Upstream {
         holds: config
             .holds_url
             .as_ref()
@@ -131,16 +129,16 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
     if config.migrate {
         stadium_db::migrate(&pool).await?;
     }
-    let pusher = push::Pusher::new(
+    let pusher = clients::push::Pusher::new(
         waiting_room.clone(),
         pool.clone(),
         config.push_attempts,
         shutdown.clone(),
     );
-    let office = service::BoxOffice::new(pool, pusher, config.canary_grace());
+    let office = service::BoxOfficeService::new(pool, pusher, config.canary_grace());
     let api = grpc::BoxOfficeApi::new(office.clone(), Arc::new(auth), upstream);
     let reporter = waiting_room
-        .map(|(channel, token)| seat_report::Reporter::new(office.clone(), channel, token));
+        .map(|(channel, token)| clients::seat_report::Reporter::new(office.clone(), channel, token));
     Ok(Parts {
         office,
         api,
@@ -189,7 +187,7 @@ pub async fn serve_parts(
         .reporter
         .clone()
         .zip(config.inventory_interval())
-        .map(|(reporter, interval)| seat_report::spawn(reporter, interval, canary_stop.clone()));
+        .map(|(reporter, interval)| clients::seat_report::spawn(reporter, interval, canary_stop.clone()));
     let served = GrpcServer::new(config.common.server_options(SERVICE_NAME))
         .add_service(BoxOfficeServer::new(parts.api).max_decoding_message_size(MAX_REQUEST_BYTES))
         .serve(listener, shutdown)

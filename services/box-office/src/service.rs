@@ -10,7 +10,7 @@ use stadium_venues::{ImportError, SourceFormat};
 
 use crate::domain::{Event, EventSettings, PriceCategory, Transition};
 use crate::error::{Error, Result};
-use crate::push::{PushKind, PushReport, Pusher};
+use crate::clients::push::{PushKind, PushReport, Pusher};
 use crate::store::audit::{self, AuditEntry};
 use crate::store::invariants::Violation;
 use crate::store::reports::{Grouping, ReportLine, TimelineBucket};
@@ -31,7 +31,7 @@ pub struct Imported {
 
 /// The box office over its database and the waiting room.
 #[derive(Debug, Clone)]
-pub struct BoxOffice {
+pub struct BoxOfficeService {
     pool: PgPool,
     pusher: Pusher,
     grace: Duration,
@@ -45,7 +45,7 @@ fn event_target(event_id: i64) -> String {
     format!("event:{event_id}")
 }
 
-impl BoxOffice {
+impl BoxOfficeService {
     /// Operations over `pool`, pushing sale changes with `pusher`; the canary skips
     /// half-done bookings younger than `grace`.
     pub fn new(pool: PgPool, pusher: Pusher, grace: Duration) -> Self {

@@ -13,17 +13,16 @@
 //! whose driver died.
 //!
 //! Layout: [`config`] (flags), [`grpc`] (the tonic service), [`domain`] (ids, states,
-//! ticket codes), [`store`] (SQL), [`service`] (the flows), [`holds`] (the holds
-//! client), [`provider`] (the provider trait and the simulated provider), [`auth`],
+//! ticket codes), [`store`] (SQL), [`service`] (the flows), [`clients`] (holds, the
+//! waiting room), [`provider`] (the provider trait and the simulated provider), [`auth`],
 //! [`reconciler`], [`metrics`], [`error`] (the one error table).
 
-pub mod admissions;
 pub mod auth;
+pub mod clients;
 pub mod config;
 pub mod domain;
 pub mod error;
 pub mod grpc;
-pub mod holds;
 pub mod metrics;
 pub mod provider;
 pub mod reconciler;
@@ -58,7 +57,7 @@ pub const DEFAULT_PORT: u16 = stadium_kit::args::ports::PAYMENTS;
 #[derive(Debug, Clone)]
 pub struct Parts {
     /// The operations.
-    pub core: Arc<service::PaymentsCore>,
+    pub core: Arc<service::PaymentsService>,
     /// The credential checks.
     pub auth: Arc<auth::Authenticator>,
 }
@@ -124,12 +123,12 @@ pub async fn build_with_metrics(
         .connect_lazy();
     let bearer = stadium_kit::outbound::Bearer::new(config.service_token.expose_secret())
         .map_err(|e| StartError::Config(format!("--service-token: {e}")))?;
-    let holds = holds::HoldsGateway::new(
+    let holds = clients::holds::HoldsGateway::new(
         channel,
         bearer.clone(),
         Duration::from_millis(config.holds_timeout_ms),
     );
-    let mut core = service::PaymentsCore::new(
+    let mut core = service::PaymentsService::new(
         pool,
         provider,
         holds,
@@ -146,7 +145,7 @@ pub async fn build_with_metrics(
         let channel = tonic::transport::Endpoint::from(url.clone())
             .connect_timeout(Duration::from_secs(2))
             .connect_lazy();
-        core = core.with_admission_reporter(admissions::AdmissionReporter::new(
+        core = core.with_admission_reporter(clients::waiting_room::AdmissionReporter::new(
             channel,
             bearer,
             Duration::from_millis(config.holds_timeout_ms),

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::service::PaymentsCore;
+use crate::service::PaymentsService;
 
 /// Runs passes of up to `batch` payments: at start, then every `interval`, until `stop`
 /// is cancelled.
-pub async fn run(core: Arc<PaymentsCore>, interval: Duration, batch: u32, stop: CancellationToken) {
+pub async fn run(core: Arc<PaymentsService>, interval: Duration, batch: u32, stop: CancellationToken) {
     loop {
         tokio::select! {
             () = stop.cancelled() => return,

@@ -14,7 +14,7 @@ use crate::domain::{
     MAX_SEATS_PER_FAN, PriceCategory,
 };
 use crate::error::{Error, Result};
-use crate::push::PushReport;
+use crate::clients::push::PushReport;
 use crate::store::venues::VenueSummary;
 
 /// Default page size of list calls.

@@ -1,5 +1,5 @@
 //! `stadium.box_office.v1.BoxOffice` over tonic: authenticate, convert and check the
-//! request, call [`BoxOffice`], convert the answer.
+//! request, call [`BoxOfficeService`], convert the answer.
 
 pub mod convert;
 mod inventory;
@@ -14,9 +14,9 @@ use tonic::{Request, Response, Status};
 use crate::auth::{Authenticator, CHANGE, Caller, OPERATE};
 use crate::domain::Transition;
 use crate::error::{Error, Result};
-use crate::service::BoxOffice;
+use crate::service::BoxOfficeService;
 use crate::store::reports::{Grouping, ReportLine};
-use crate::upstream::Upstream;
+use crate::clients::upstream::Upstream;
 use inventory::text;
 
 /// Most seats one block or comp may name.
@@ -25,7 +25,7 @@ pub const MAX_SEATS_PER_REQUEST: usize = 1000;
 /// The gRPC face of the box office.
 #[derive(Debug, Clone)]
 pub struct BoxOfficeApi {
-    office: BoxOffice,
+    office: BoxOfficeService,
     auth: Arc<Authenticator>,
     upstream: Upstream,
 }
@@ -33,7 +33,7 @@ pub struct BoxOfficeApi {
 impl BoxOfficeApi {
     /// The API over `office`, checking tokens with `auth`, reaching holds and payments
     /// through `upstream`.
-    pub fn new(office: BoxOffice, auth: Arc<Authenticator>, upstream: Upstream) -> Self {
+    pub fn new(office: BoxOfficeService, auth: Arc<Authenticator>, upstream: Upstream) -> Self {
         Self {
             office,
             auth,

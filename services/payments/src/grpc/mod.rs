@@ -23,7 +23,7 @@ use crate::domain::Money;
 use crate::error::Error;
 use crate::provider::{Notice, NoticeKind};
 use crate::service::{
-    CompRequest, OrderKey, PageRequest, PaymentsCore, format_cursor, parse_cursor,
+    CompRequest, OrderKey, PageRequest, PaymentsService, format_cursor, parse_cursor,
 };
 
 /// The default page size of `ListOrders`.
@@ -31,16 +31,16 @@ const DEFAULT_PAGE: u32 = 50;
 /// RefundOrder and IssueComp: box-office staff.
 const BOX_OFFICE: Access = Access::any_of(&[Role::BoxOffice]);
 
-/// The gRPC face of [`PaymentsCore`].
+/// The gRPC face of [`PaymentsService`].
 #[derive(Debug, Clone)]
 pub struct PaymentsApi {
-    core: Arc<PaymentsCore>,
+    core: Arc<PaymentsService>,
     auth: Arc<Authenticator>,
 }
 
 impl PaymentsApi {
     /// Serves `core`, authenticating with `auth`.
-    pub fn new(core: Arc<PaymentsCore>, auth: Arc<Authenticator>) -> Self {
+    pub fn new(core: Arc<PaymentsService>, auth: Arc<Authenticator>) -> Self {
         Self { core, auth }
     }
 }

@@ -5,17 +5,17 @@ use std::time::{Duration, Instant};
 use stadium_db::{RetryPolicy, retry_transient};
 use uuid::Uuid;
 
-use super::PaymentsCore;
+use super::PaymentsService;
 use crate::domain::{HoldKey, Order, Payment, PaymentStatus, RefundReason};
 use crate::error::Error;
-use crate::holds::{Booking, PaymentStart};
+use crate::clients::holds::{Booking, PaymentStart};
 use crate::provider::{ChargeOutcome, ChargeRequest, RefundRequest};
 use crate::store::{self, BookedSeat, Lease, NewPayment, NoticeMark};
 
 /// How often a duplicate looks again while the first request runs.
 const DUPLICATE_POLL: Duration = Duration::from_millis(25);
 
-impl PaymentsCore {
+impl PaymentsService {
     /// Confirms and pays `fan`'s hold `key` with the payment method `method`.
     ///
     /// Before any charge, holds moves the hold into its payment window (at least
@@ -304,7 +304,7 @@ impl PaymentsCore {
     ///
     /// # Errors
     /// [`Error::NotRefundable`] when the payment is in no state to refund; as
-    /// [`PaymentsCore::finish_refund`].
+    /// [`PaymentsService::finish_refund`].
     pub(super) async fn refund_from(
         &self,
         id: Uuid,

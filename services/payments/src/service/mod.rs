@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
-use crate::admissions::AdmissionReporter;
+use crate::clients::waiting_room::AdmissionReporter;
 use crate::domain::ticket_code::TicketSigner;
-use crate::holds::HoldsGateway;
+use crate::clients::holds::HoldsGateway;
 use crate::metrics::Metrics;
 use crate::provider::{PaymentProvider, ProviderError};
 
@@ -64,7 +64,7 @@ impl Default for Settings {
 
 /// The payments operations.
 #[derive(Debug)]
-pub struct PaymentsCore {
+pub struct PaymentsService {
     pool: PgPool,
     provider: Arc<dyn PaymentProvider>,
     holds: HoldsGateway,
@@ -76,7 +76,7 @@ pub struct PaymentsCore {
     admissions: Option<AdmissionReporter>,
 }
 
-impl PaymentsCore {
+impl PaymentsService {
     /// The operations over `pool`, charging through `provider`, booking through `holds`,
     /// signing tickets with `signer`, verifying provider notices with `notice_secret`.
     pub fn new(

@@ -3,7 +3,7 @@
 //! and a redelivery finds the mark and changes nothing. Every accepted delivery is
 //! acknowledged, also when someone else is already finishing the payment.
 
-use super::PaymentsCore;
+use super::PaymentsService;
 use crate::domain::{HoldKey, PaymentStatus};
 use crate::error::Error;
 use crate::provider::{Notice, NoticeKind};
@@ -21,7 +21,7 @@ pub enum NoticeOutcome {
     Deferred,
 }
 
-impl PaymentsCore {
+impl PaymentsService {
     /// Applies a provider notice after checking its signature.
     ///
     /// # Errors

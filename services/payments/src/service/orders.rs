@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::PaymentsCore;
+use super::PaymentsService;
 use crate::domain::ticket_code::{TicketClaims, TicketCodeError};
 use crate::domain::{HoldKey, Money, Order, PaymentStatus, RefundReason};
 use crate::error::Error;
@@ -51,7 +51,7 @@ pub struct CompRequest {
     pub recipient: String,
 }
 
-impl PaymentsCore {
+impl PaymentsService {
     /// One order. `fan` restricts it to that fan's own (`None`: an admin reads any).
     ///
     /// # Errors
@@ -98,7 +98,7 @@ impl PaymentsCore {
     ///
     /// # Errors
     /// [`Error::OrderNotFound`]; [`Error::NotRefundable`] (pending, failed, comp);
-    /// [`Error::InProgress`]; as [`PaymentsCore::finish_refund`].
+    /// [`Error::InProgress`]; as [`PaymentsService::finish_refund`].
     pub async fn refund_order(&self, id: Uuid) -> Result<Order, Error> {
         let payment = self.payment_by_id(id).await?.ok_or(Error::OrderNotFound)?;
         match payment.status {

@@ -2,7 +2,7 @@
 //! unreachable dependency, by asking the provider what happened under the payment's
 //! idempotency key.
 
-use super::PaymentsCore;
+use super::PaymentsService;
 use crate::domain::{Payment, PaymentStatus};
 use crate::error::Error;
 use crate::provider::{ChargeOutcome, LedgerRecord};
@@ -34,7 +34,7 @@ impl ReconcileReport {
     }
 }
 
-impl PaymentsCore {
+impl PaymentsService {
     /// One pass: every unfinished payment nobody holds a lease on (up to `batch`), each
     /// under its own lease.
     ///
@@ -84,7 +84,7 @@ impl PaymentsCore {
     /// older than the abandon age, else left for later. Returns the action taken.
     ///
     /// # Errors
-    /// [`Error::ProviderUnavailable`]; as [`PaymentsCore::book`].
+    /// [`Error::ProviderUnavailable`]; as [`PaymentsService::book`].
     pub(super) async fn resolve_pending(
         &self,
         payment: Payment,

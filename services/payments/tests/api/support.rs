@@ -194,7 +194,7 @@ impl Stack {
         &self.db.pool
     }
 
-    pub fn core(&self) -> &payments::service::PaymentsCore {
+    pub fn core(&self) -> &payments::service::PaymentsService {
         &self.payments.parts.core
     }
 

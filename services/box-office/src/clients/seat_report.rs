@@ -16,7 +16,7 @@ use tonic::transport::Channel;
 
 use crate::error::{Error, Result};
 use crate::grpc::convert::timestamp;
-use crate::service::BoxOffice;
+use crate::service::BoxOfficeService;
 use crate::store::seat_counts::SeatCounts;
 
 /// How long one event's report may take (the default interval between rounds is 1 s).
@@ -25,7 +25,7 @@ const REPORT_DEADLINE: Duration = Duration::from_secs(2);
 /// Reports seat counts to the waiting room as the box office's service identity.
 #[derive(Clone)]
 pub struct Reporter {
-    office: BoxOffice,
+    office: BoxOfficeService,
     client: WaitingRoomClient<Channel>,
     token: Bearer,
 }
@@ -39,7 +39,7 @@ impl std::fmt::Debug for Reporter {
 impl Reporter {
     /// A reporter reading through `office` and calling the waiting room on `channel`
     /// with `token` (an admin token with role `service`).
-    pub fn new(office: BoxOffice, channel: Channel, token: Bearer) -> Self {
+    pub fn new(office: BoxOfficeService, channel: Channel, token: Bearer) -> Self {
         Self {
             office,
             client: WaitingRoomClient::new(channel),
