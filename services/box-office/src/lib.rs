@@ -19,8 +19,8 @@
 
 pub mod auth;
 pub mod canary;
-pub mod clients;
 pub mod cli;
+pub mod clients;
 pub mod config;
 pub mod domain;
 pub mod error;
@@ -137,8 +137,9 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
     );
     let office = service::BoxOfficeService::new(pool, pusher, config.canary_grace());
     let api = grpc::BoxOfficeApi::new(office.clone(), Arc::new(auth), upstream);
-    let reporter = waiting_room
-        .map(|(channel, token)| clients::seat_report::Reporter::new(office.clone(), channel, token));
+    let reporter = waiting_room.map(|(channel, token)| {
+        clients::seat_report::Reporter::new(office.clone(), channel, token)
+    });
     Ok(Parts {
         office,
         api,
@@ -183,11 +184,14 @@ pub async fn serve_parts(
             canary_stop.clone(),
         )
     });
-    let reporter = parts
-        .reporter
-        .clone()
-        .zip(config.inventory_interval())
-        .map(|(reporter, interval)| clients::seat_report::spawn(reporter, interval, canary_stop.clone()));
+    let reporter =
+        parts
+            .reporter
+            .clone()
+            .zip(config.inventory_interval())
+            .map(|(reporter, interval)| {
+                clients::seat_report::spawn(reporter, interval, canary_stop.clone())
+            });
     let served = GrpcServer::new(config.common.server_options(SERVICE_NAME))
         .add_service(BoxOfficeServer::new(parts.api).max_decoding_message_size(MAX_REQUEST_BYTES))
         .serve(listener, shutdown)

@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 use sqlx::{Acquire, PgPool};
 use stadium_venues::{ImportError, SourceFormat};
 
+use crate::clients::push::{PushKind, PushReport, Pusher};
 use crate::domain::{Event, EventSettings, PriceCategory, Transition};
 use crate::error::{Error, Result};
-use crate::clients::push::{PushKind, PushReport, Pusher};
 use crate::store::audit::{self, AuditEntry};
 use crate::store::invariants::Violation;
 use crate::store::reports::{Grouping, ReportLine, TimelineBucket};

@@ -11,7 +11,12 @@ use crate::service::PaymentsService;
 
 /// Runs passes of up to `batch` payments: at start, then every `interval`, until `stop`
 /// is cancelled.
-pub async fn run(core: Arc<PaymentsService>, interval: Duration, batch: u32, stop: CancellationToken) {
+pub async fn run(
+    core: Arc<PaymentsService>,
+    interval: Duration,
+    batch: u32,
+    stop: CancellationToken,
+) {
     loop {
         tokio::select! {
             () = stop.cancelled() => return,

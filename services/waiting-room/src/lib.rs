@@ -4,7 +4,9 @@
 //! - [`store`]: the queue in Redis, every multi-key step one atomic Lua script;
 //! - [`cache`]: per-replica snapshots, so position polls cost no Redis round trip;
 //! - [`domain`]: ids, positions and waits, the pre-queue shuffle;
-//! - [`grpc`]: the `WaitingRoom` gRPC service;
+//! - [`service`]: the operations in domain terms (join, status, steering, reports);
+//! - [`auth`]: fan sessions, admin roles, admission tokens;
+//! - [`grpc`]: the `WaitingRoom` gRPC face, wire types only;
 //! - [`config`]: flags and environment;
 //! - [`clock`]: injectable time, so tests simulate minutes without sleeping;
 //! - [`metrics`]: queue gauges and counters (OpenTelemetry).
@@ -12,6 +14,7 @@
 //! [`serve`] runs the service on a listener until a shutdown token is cancelled; the
 //! binary and tests both call it.
 
+pub mod auth;
 pub mod cache;
 pub mod clock;
 pub mod config;
@@ -19,6 +22,7 @@ pub mod domain;
 pub mod error;
 pub mod grpc;
 pub mod metrics;
+pub mod service;
 pub mod store;
 
 use stadium_kit::StartError;
@@ -85,15 +89,21 @@ impl std::fmt::Debug for Settings {
     }
 }
 
-/// Builds the gRPC service from `settings` (connects to Redis).
+/// A built waiting room's parts.
+#[derive(Debug, Clone)]
+pub struct Parts {
+    /// The queue operations.
+    pub service: Arc<service::WaitingRoomService>,
+    /// The credential checks.
+    pub auth: Arc<auth::Authenticator>,
+}
+
+/// Connects to Redis and builds the service from `settings`.
 ///
 /// # Errors
-/// [`StartError::Store`] when Redis is unreachable; [`StartError::Tokens`] for an empty
-/// issuer name.
-pub async fn service(
-    settings: &Settings,
-    shutdown: CancellationToken,
-) -> Result<grpc::WaitingRoomService, StartError> {
+/// [`StartError::Store`] when Redis is unreachable; [`StartError::Tokens`] for an
+/// empty issuer name or unusable keys.
+pub async fn build(settings: &Settings) -> Result<Parts, StartError> {
     let clock = Arc::clone(&settings.clock);
     let store = store::Store::connect(
         &settings.redis_url,
@@ -105,7 +115,7 @@ pub async fn service(
     .map_err(StartError::store("queue store"))?;
     let metrics = metrics::Metrics::new(&opentelemetry::global::meter("waiting-room"));
     let refresh_ms = u64::try_from(settings.snapshot_refresh.as_millis()).unwrap_or(u64::MAX);
-    let inner = grpc::Inner {
+    let service = service::WaitingRoomService::new(service::Parts {
         cache: cache::SnapshotCache::new(
             store.clone(),
             Arc::clone(&clock),
@@ -113,55 +123,53 @@ pub async fn service(
             metrics.clone(),
         ),
         store,
-        clock,
+        clock: Arc::clone(&clock),
         tickets: QueueTickets::new(settings.ticket_keys.clone()).with_issuer(&settings.issuer)?,
         admission: AdmissionIssuer::new(settings.admission_keys.clone(), &settings.issuer)?
             .with_ttl(settings.default_admission_ttl)?,
-        admission_verifier: AdmissionVerifier::for_ring(
-            &settings.admission_keys,
-            &settings.issuer,
-            audience::HOLDS,
-        )?,
         ring: settings.admission_keys.clone(),
-        sessions: FanSessionVerifier::new(
+        metrics,
+        default_admission_ttl: settings.default_admission_ttl,
+        inventory_ttl: settings.inventory_ttl,
+    });
+    let auth = auth::Authenticator::new(
+        FanSessionVerifier::new(
             settings.session_keys.clone(),
             &settings.session_issuer,
             audience::WAITING_ROOM,
         )?,
-        sessions_seen: moka::future::Cache::builder()
-            .max_capacity(200_000)
-            .time_to_live(Duration::from_secs(15 * 60))
-            .build(),
-        admins: AdminVerifier::new(
+        AdminVerifier::new(
             settings.admin_keys.clone(),
             &settings.admin_issuer,
             audience::WAITING_ROOM,
         )?,
-        admitted: moka::future::Cache::builder()
-            .max_capacity(1_000_000)
-            .time_to_live(settings.default_admission_ttl.max(Duration::from_secs(60)) * 2)
-            .build(),
-        metrics,
-        watch_interval: settings.watch_interval,
-        default_admission_ttl: settings.default_admission_ttl,
-        inventory_ttl: settings.inventory_ttl,
-        shutdown,
-    };
-    Ok(grpc::WaitingRoomService::new(inner))
+        AdmissionVerifier::for_ring(&settings.admission_keys, &settings.issuer, audience::HOLDS)?,
+        clock,
+    );
+    Ok(Parts {
+        service: Arc::new(service),
+        auth: Arc::new(auth),
+    })
 }
 
 /// Serves the waiting room on `listener` until `shutdown` is cancelled, then drains.
 ///
 /// # Errors
-/// As [`service`], and [`StartError::Server`] when the gRPC server fails.
+/// As [`build`], and [`StartError::Server`] when the gRPC server fails.
 pub async fn serve(
     settings: Settings,
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let svc = service(&settings, shutdown.clone()).await?;
+    let parts = build(&settings).await?;
+    let api = grpc::WaitingRoomApi::new(
+        parts.service,
+        parts.auth,
+        settings.watch_interval,
+        shutdown.clone(),
+    );
     GrpcServer::new(settings.server.clone())
-        .add_service(WaitingRoomServer::new(svc))
+        .add_service(WaitingRoomServer::new(api))
         .serve(listener, shutdown)
         .await?;
     Ok(())

@@ -8,13 +8,13 @@ use prost_types::Timestamp;
 use stadium_proto::box_office::v1 as pb;
 use stadium_proto::common::v1::{Money, PageRequest};
 
+use crate::clients::push::PushReport;
 use crate::domain::{
     self, DEFAULT_ADMISSION_TTL_MS, Event, EventSettings, EventStatus, MAX_ADMISSION_RATE,
     MAX_ADMISSION_TTL_MS, MAX_HOLD_LIFETIME_MS, MAX_HOLD_TTL_MS, MAX_SEATS_PER_CLAIM,
     MAX_SEATS_PER_FAN, PriceCategory,
 };
 use crate::error::{Error, Result};
-use crate::clients::push::PushReport;
 use crate::store::venues::VenueSummary;
 
 /// Default page size of list calls.

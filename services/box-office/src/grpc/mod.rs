@@ -12,11 +12,11 @@ use stadium_venues::SourceFormat;
 use tonic::{Request, Response, Status};
 
 use crate::auth::{Authenticator, CHANGE, Caller, OPERATE};
+use crate::clients::upstream::Upstream;
 use crate::domain::Transition;
 use crate::error::{Error, Result};
 use crate::service::BoxOfficeService;
 use crate::store::reports::{Grouping, ReportLine};
-use crate::clients::upstream::Upstream;
 use inventory::text;
 
 /// Most seats one block or comp may name.

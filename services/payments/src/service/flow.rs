@@ -6,9 +6,9 @@ use stadium_db::{RetryPolicy, retry_transient};
 use uuid::Uuid;
 
 use super::PaymentsService;
+use crate::clients::holds::{Booking, PaymentStart};
 use crate::domain::{HoldKey, Order, Payment, PaymentStatus, RefundReason};
 use crate::error::Error;
-use crate::clients::holds::{Booking, PaymentStart};
 use crate::provider::{ChargeOutcome, ChargeRequest, RefundRequest};
 use crate::store::{self, BookedSeat, Lease, NewPayment, NoticeMark};
 

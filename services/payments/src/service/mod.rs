@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
+use crate::clients::holds::HoldsGateway;
 use crate::clients::waiting_room::AdmissionReporter;
 use crate::domain::ticket_code::TicketSigner;
-use crate::clients::holds::HoldsGateway;
 use crate::metrics::Metrics;
 use crate::provider::{PaymentProvider, ProviderError};
 

@@ -6,8 +6,9 @@ use std::time::Duration;
 use prost_types::Timestamp;
 use stadium_proto::waiting_room::v1 as pb;
 
-use crate::domain::{EventId, Inventory, QueueSnapshot, SaleState};
+use crate::domain::{EventId, Inventory, QueueSnapshot, SaleState, Standing};
 use crate::error::Error;
+use crate::service::FanStatus;
 use crate::store::{EventSettings, RequestedState};
 
 /// Highest accepted admission rate, fans per minute: keeps the credit arithmetic in
@@ -20,6 +21,46 @@ pub const MAX_ADMISSION_TTL: Duration = Duration::from_secs(24 * 3600);
 /// Parses the `event_id` field.
 pub fn event_id(raw: &str) -> Result<EventId, Error> {
     EventId::parse(raw).map_err(|problem| Error::invalid("event_id", problem))
+}
+
+/// Parses an optional `event_id` field (empty: none).
+pub fn optional_event_id(raw: &str) -> Result<Option<EventId>, Error> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    event_id(raw).map(Some)
+}
+
+/// The wire state of a standing.
+pub fn queue_state(standing: Standing) -> pb::QueueState {
+    match standing {
+        Standing::PreQueue => pb::QueueState::PreQueue,
+        Standing::Waiting { .. } => pb::QueueState::Waiting,
+        Standing::Paused { .. } => pb::QueueState::Paused,
+        Standing::Admitted => pb::QueueState::Admitted,
+        Standing::Closed => pb::QueueState::Closed,
+        Standing::SoldOut { .. } => pb::QueueState::SoldOut,
+    }
+}
+
+/// A fan's status as the wire says it.
+pub fn fan_status(status: FanStatus) -> pb::QueueStatus {
+    let (admission_token, admission_expires_in_ms) = status
+        .admission
+        .map(|a| (a.token, a.expires_in_ms))
+        .unwrap_or_default();
+    pb::QueueStatus {
+        event_id: status.event.to_string(),
+        state: queue_state(status.standing) as i32,
+        queue_number: status.queue_number,
+        position: status.position,
+        estimated_wait_ms: status.estimated_wait_ms,
+        queue_ticket: status.queue_ticket,
+        admission_token,
+        admission_expires_in_ms,
+        as_of: Some(timestamp(status.as_of_ms)),
+        poll_after_ms: status.poll_after_ms,
+    }
 }
 
 /// Parses a `fans_per_minute` field (1 to [`MAX_FANS_PER_MINUTE`]).

@@ -2,7 +2,6 @@
 //! request fields are checked here, then the domain and the store do the work.
 
 pub mod convert;
-mod fan;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,18 +10,14 @@ use std::time::Duration;
 use futures::Stream;
 use stadium_proto::waiting_room::v1 as pb;
 use stadium_proto::waiting_room::v1::waiting_room_server::WaitingRoom;
-use stadium_tokens::{
-    Access, AdminVerifier, AdmissionIssuer, AdmissionVerifier, FanSessionVerifier, QueueTickets,
-    Role, SigningKeyRing, TokenError,
-};
+use stadium_tokens::{Access, Role};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
-use crate::cache::SnapshotCache;
-use crate::clock::Clock;
-use crate::domain::{EventId, FanId, shuffle};
+use crate::auth::Authenticator;
+use crate::domain::{FanId, shuffle};
 use crate::error::Error;
-use crate::store::Store;
+use crate::service::WaitingRoomService;
 
 /// Roles allowed to steer admission.
 const STEER: Access = Access::any_of(&[Role::BoxOffice, Role::Sre]);
@@ -33,63 +28,31 @@ const REPORT_COMPLETION: Access = Access::any_of(&[Role::Service]);
 /// Roles that may report an event's seat inventory.
 const REPORT_INVENTORY: Access = Access::any_of(&[Role::Service, Role::BoxOffice]);
 
-/// What the service needs, built once by [`crate::serve`].
-pub struct Inner {
-    /// The queue in Redis.
-    pub store: Store,
-    /// Per-replica snapshots for polls.
-    pub cache: SnapshotCache,
-    /// Time source.
-    pub clock: Arc<dyn Clock>,
-    /// Queue ticket issuer/verifier (HS256, shared secrets).
-    pub tickets: QueueTickets,
-    /// Admission token issuer (EdDSA).
-    pub admission: AdmissionIssuer,
-    /// Verifies admission tokens presented to `CompleteAdmission`.
-    pub admission_verifier: AdmissionVerifier,
-    /// The admission signing keys (published as JWKS).
-    pub ring: SigningKeyRing,
-    /// Verifies fan sessions.
-    pub sessions: FanSessionVerifier,
-    /// Fan sessions this replica has verified, by token: `(fan, exp in Unix seconds)`.
-    /// A poll then costs one HMAC (the ticket), not an Ed25519 verification as well.
-    pub sessions_seen: moka::future::Cache<String, (FanId, u64)>,
-    /// Verifies admin tokens.
-    pub admins: AdminVerifier,
-    /// Admission tokens this replica has seen, by (event, fan): `(token, exp ms)`.
-    pub admitted: moka::future::Cache<(EventId, FanId), (String, u64)>,
-    /// Queue gauges and counters.
-    pub metrics: crate::metrics::Metrics,
-    /// Pause between two status computations of one `WatchStatus` stream.
-    pub watch_interval: Duration,
-    /// Admission token lifetime when an event does not set one.
-    pub default_admission_ttl: Duration,
-    /// How long an inventory report steers admission.
-    pub inventory_ttl: Duration,
-    /// Cancelled at shutdown: ends open watch streams.
-    pub shutdown: CancellationToken,
-}
-
-impl std::fmt::Debug for Inner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inner")
-            .field("store", &self.store)
-            .field("watch_interval", &self.watch_interval)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The gRPC service; cheap to clone.
+/// The gRPC face of [`WaitingRoomService`]; cheap to clone.
 #[derive(Debug, Clone)]
-pub struct WaitingRoomService {
-    inner: Arc<Inner>,
+pub struct WaitingRoomApi {
+    service: Arc<WaitingRoomService>,
+    auth: Arc<Authenticator>,
+    /// Pause between two status computations of one `WatchStatus` stream.
+    watch_interval: Duration,
+    /// Cancelled at shutdown: ends open watch streams.
+    shutdown: CancellationToken,
 }
 
-impl WaitingRoomService {
-    /// Wraps the shared state.
-    pub fn new(inner: Inner) -> Self {
+impl WaitingRoomApi {
+    /// Serves `service`, checking credentials with `auth`; watch streams recompute a
+    /// fan's status every `watch_interval` and end when `shutdown` is cancelled.
+    pub fn new(
+        service: Arc<WaitingRoomService>,
+        auth: Arc<Authenticator>,
+        watch_interval: Duration,
+        shutdown: CancellationToken,
+    ) -> Self {
         Self {
-            inner: Arc::new(inner),
+            service,
+            auth,
+            watch_interval,
+            shutdown,
         }
     }
 }
@@ -97,24 +60,17 @@ impl WaitingRoomService {
 type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchStatusResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
-impl WaitingRoom for WaitingRoomService {
+impl WaitingRoom for WaitingRoomApi {
     #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
     async fn join(
         &self,
         request: Request<pb::JoinRequest>,
     ) -> Result<Response<pb::JoinResponse>, Status> {
-        let inner = &self.inner;
-        let fan = inner.fan(request.metadata()).await?;
+        let fan = self.auth.fan(request.metadata()).await?;
         let event = convert::event_id(&request.get_ref().event_id)?;
-        let number = inner.store.join(&event, &fan).await?;
-        inner.metrics.joined(&event);
-        let ticket = inner.ticket(&event, &fan, number)?;
-        let snap = inner.cache.get(&event).await?;
-        let status = inner
-            .build_status(&event, &fan, number, ticket, &snap)
-            .await?;
+        let status = self.service.join(&event, &fan).await?;
         Ok(Response::new(pb::JoinResponse {
-            status: Some(status),
+            status: Some(convert::fan_status(status)),
         }))
     }
 
@@ -122,15 +78,15 @@ impl WaitingRoom for WaitingRoomService {
         &self,
         request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::GetStatusResponse>, Status> {
-        let inner = &self.inner;
-        let fan = inner.fan(request.metadata()).await?;
+        let fan = self.auth.fan(request.metadata()).await?;
         let req = request.get_ref();
-        let expected = Inner::expected_event(&req.event_id)?;
-        let status = inner
+        let expected = convert::optional_event_id(&req.event_id)?;
+        let status = self
+            .service
             .status(&fan, &req.queue_ticket, expected.as_ref())
             .await?;
         Ok(Response::new(pb::GetStatusResponse {
-            status: Some(status),
+            status: Some(convert::fan_status(status)),
         }))
     }
 
@@ -140,17 +96,19 @@ impl WaitingRoom for WaitingRoomService {
         &self,
         request: Request<pb::WatchStatusRequest>,
     ) -> Result<Response<Self::WatchStatusStream>, Status> {
-        let inner = Arc::clone(&self.inner);
-        let fan = inner.fan(request.metadata()).await?;
+        let fan = self.auth.fan(request.metadata()).await?;
         let req = request.into_inner();
-        let expected = Inner::expected_event(&req.event_id)?;
+        let expected = convert::optional_event_id(&req.event_id)?;
+        let service = Arc::clone(&self.service);
         // Refuse a bad ticket before the stream starts, as a plain error.
-        let first = inner
+        let first = service
             .status(&fan, &req.queue_ticket, expected.as_ref())
             .await?;
         let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let interval = self.watch_interval;
+        let shutdown = self.shutdown.clone();
         tokio::spawn(async move {
-            let mut status = first;
+            let mut status = convert::fan_status(first);
             let mut last_sent: Option<(i32, u64, u64)> = None;
             loop {
                 let key = (status.state, status.queue_number, status.position);
@@ -170,12 +128,12 @@ impl WaitingRoom for WaitingRoomService {
                     return;
                 }
                 tokio::select! {
-                    () = tokio::time::sleep(inner.watch_interval) => {}
+                    () = tokio::time::sleep(interval) => {}
                     () = tx.closed() => return,
-                    () = inner.shutdown.cancelled() => return,
+                    () = shutdown.cancelled() => return,
                 }
-                status = match inner.status(&fan, &ticket, expected.as_ref()).await {
-                    Ok(status) => status,
+                status = match service.status(&fan, &ticket, expected.as_ref()).await {
+                    Ok(status) => convert::fan_status(status),
                     Err(error) => {
                         let _ = tx.send(Err(error.into())).await;
                         return;
@@ -192,11 +150,7 @@ impl WaitingRoom for WaitingRoomService {
         &self,
         _request: Request<pb::GetSigningKeysRequest>,
     ) -> Result<Response<pb::GetSigningKeysResponse>, Status> {
-        let jwks_json = self
-            .inner
-            .ring
-            .jwks_json()
-            .map_err(|e| Error::Internal(format!("exporting the JWKS: {e}")))?;
+        let jwks_json = self.service.jwks_json()?;
         Ok(Response::new(pb::GetSigningKeysResponse { jwks_json }))
     }
 
@@ -206,7 +160,7 @@ impl WaitingRoom for WaitingRoomService {
         request: Request<pb::GetShuffleSeedRequest>,
     ) -> Result<Response<pb::GetShuffleSeedResponse>, Status> {
         let event = convert::event_id(&request.get_ref().event_id)?;
-        let seed = self.inner.store.shuffle_seed(&event).await?;
+        let seed = self.service.shuffle_seed(&event).await?;
         Ok(Response::new(pb::GetShuffleSeedResponse {
             event_id: event.to_string(),
             seed_hex: hex::encode(seed.seed),
@@ -219,34 +173,18 @@ impl WaitingRoom for WaitingRoomService {
         &self,
         request: Request<pb::CompleteAdmissionRequest>,
     ) -> Result<Response<pb::CompleteAdmissionResponse>, Status> {
-        let inner = &self.inner;
         let body = request.get_ref();
         let (event, fan) = if body.admission_token.is_empty() {
             // A service reporting for a fan (payments, once the order is paid).
-            inner.admin(request.metadata(), REPORT_COMPLETION)?;
+            self.auth.admin(request.metadata(), REPORT_COMPLETION)?;
             let event = convert::event_id(&body.event_id)?;
             let fan =
                 FanId::parse(&body.fan_id).map_err(|problem| Error::invalid("fan_id", problem))?;
             (event, fan)
         } else {
-            let claims = inner
-                .admission_verifier
-                .verify(&body.admission_token, inner.clock.now())
-                .map_err(Error::Credential)?;
-            let event = EventId::parse(&claims.event_id)
-                .map_err(|_| Error::Credential(TokenError::MissingClaim("event_id".into())))?;
-            let fan = FanId::parse(claims.fan_id()).map_err(|reason| {
-                Error::Credential(TokenError::InvalidClaim {
-                    claim: "sub",
-                    reason,
-                })
-            })?;
-            (event, fan)
+            self.auth.admission(&body.admission_token)?
         };
-        let freed = inner.store.complete(&event, &fan).await?;
-        if freed {
-            inner.metrics.completed(&event);
-        }
+        let freed = self.service.complete(&event, &fan).await?;
         tracing::info!(event_id = %event, freed, "admission completed");
         Ok(Response::new(pb::CompleteAdmissionResponse {}))
     }
@@ -256,12 +194,10 @@ impl WaitingRoom for WaitingRoomService {
         &self,
         request: Request<pb::ConfigureEventRequest>,
     ) -> Result<Response<pb::ConfigureEventResponse>, Status> {
-        let inner = &self.inner;
-        inner.admin(request.metadata(), CONFIGURE)?;
-        let (event, settings) = convert::settings(request.get_ref(), inner.default_admission_ttl)?;
-        inner.store.configure(&event, &settings).await?;
-        inner.cache.invalidate(&event);
-        let snap = inner.store.snapshot(&event).await?;
+        self.auth.admin(request.metadata(), CONFIGURE)?;
+        let (event, settings) =
+            convert::settings(request.get_ref(), self.service.default_admission_ttl())?;
+        let snap = self.service.configure(&event, &settings).await?;
         tracing::info!(event_id = %event, ?settings, "event configured");
         Ok(Response::new(pb::ConfigureEventResponse {
             stats: Some(convert::stats(&event, &snap)),
@@ -273,14 +209,11 @@ impl WaitingRoom for WaitingRoomService {
         &self,
         request: Request<pb::SetAdmissionRateRequest>,
     ) -> Result<Response<pb::SetAdmissionRateResponse>, Status> {
-        let inner = &self.inner;
-        inner.admin(request.metadata(), STEER)?;
+        self.auth.admin(request.metadata(), STEER)?;
         let req = request.get_ref();
         let event = convert::event_id(&req.event_id)?;
         let rate = convert::fans_per_minute(req.fans_per_minute)?;
-        inner.store.set_rate(&event, rate).await?;
-        inner.cache.invalidate(&event);
-        let snap = inner.store.snapshot(&event).await?;
+        let snap = self.service.set_rate(&event, rate).await?;
         tracing::info!(event_id = %event, fans_per_minute = rate, "admission rate changed");
         Ok(Response::new(pb::SetAdmissionRateResponse {
             stats: Some(convert::stats(&event, &snap)),
@@ -292,12 +225,9 @@ impl WaitingRoom for WaitingRoomService {
         &self,
         request: Request<pb::PauseAdmissionRequest>,
     ) -> Result<Response<pb::PauseAdmissionResponse>, Status> {
-        let inner = &self.inner;
-        inner.admin(request.metadata(), STEER)?;
+        self.auth.admin(request.metadata(), STEER)?;
         let event = convert::event_id(&request.get_ref().event_id)?;
-        inner.store.set_paused(&event, true).await?;
-        inner.cache.invalidate(&event);
-        let snap = inner.store.snapshot(&event).await?;
+        let snap = self.service.set_paused(&event, true).await?;
         tracing::info!(event_id = %event, "admission paused");
         Ok(Response::new(pb::PauseAdmissionResponse {
             stats: Some(convert::stats(&event, &snap)),
@@ -309,12 +239,9 @@ impl WaitingRoom for WaitingRoomService {
         &self,
         request: Request<pb::ResumeAdmissionRequest>,
     ) -> Result<Response<pb::ResumeAdmissionResponse>, Status> {
-        let inner = &self.inner;
-        inner.admin(request.metadata(), STEER)?;
+        self.auth.admin(request.metadata(), STEER)?;
         let event = convert::event_id(&request.get_ref().event_id)?;
-        inner.store.set_paused(&event, false).await?;
-        inner.cache.invalidate(&event);
-        let snap = inner.store.snapshot(&event).await?;
+        let snap = self.service.set_paused(&event, false).await?;
         tracing::info!(event_id = %event, "admission resumed");
         Ok(Response::new(pb::ResumeAdmissionResponse {
             stats: Some(convert::stats(&event, &snap)),
@@ -325,10 +252,9 @@ impl WaitingRoom for WaitingRoomService {
         &self,
         request: Request<pb::GetQueueStatsRequest>,
     ) -> Result<Response<pb::GetQueueStatsResponse>, Status> {
-        let inner = &self.inner;
-        inner.admin(request.metadata(), STEER)?;
+        self.auth.admin(request.metadata(), STEER)?;
         let event = convert::event_id(&request.get_ref().event_id)?;
-        let snap = inner.store.snapshot(&event).await?;
+        let snap = self.service.snapshot(&event).await?;
         Ok(Response::new(convert::stats(&event, &snap)))
     }
 
@@ -337,16 +263,10 @@ impl WaitingRoom for WaitingRoomService {
         &self,
         request: Request<pb::ReportInventoryRequest>,
     ) -> Result<Response<pb::ReportInventoryResponse>, Status> {
-        let inner = &self.inner;
-        inner.admin(request.metadata(), REPORT_INVENTORY)?;
-        let (event, inventory) = convert::inventory(request.get_ref(), inner.clock.now_ms())?;
-        let ttl_ms = u64::try_from(inner.inventory_ttl.as_millis()).unwrap_or(u64::MAX);
-        let recorded = inner
-            .store
-            .report_inventory(&event, &inventory, ttl_ms)
-            .await?;
-        inner.cache.invalidate(&event);
-        let snap = inner.store.snapshot(&event).await?;
+        self.auth.admin(request.metadata(), REPORT_INVENTORY)?;
+        let now_ms = self.service.clock().now_ms();
+        let (event, inventory) = convert::inventory(request.get_ref(), now_ms)?;
+        let (recorded, snap) = self.service.report_inventory(&event, &inventory).await?;
         tracing::debug!(event_id = %event, ?inventory, recorded, "inventory reported");
         Ok(Response::new(pb::ReportInventoryResponse {
             stats: Some(convert::stats(&event, &snap)),
