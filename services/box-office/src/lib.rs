@@ -15,11 +15,11 @@
 //! service and wire conversion), [`service`] (transactions), [`domain`], [`store`]
 //! (SQL), [`clients`] (holds and payments; the waiting room: sale changes and seat
 //! counts), [`canary`],
-//! [`error`] (the one error table), [`cli`] (the `stadiumctl` command line over this API).
+//! [`error`] (the one error table). The `stadiumctl` command line over this API is its
+//! own application crate.
 
 pub mod auth;
 pub mod canary;
-pub mod cli;
 pub mod clients;
 pub mod config;
 pub mod domain;

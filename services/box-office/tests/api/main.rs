@@ -3,7 +3,6 @@
 //! waiting room, and the invariant canary on sales planted by SQL.
 
 mod canary;
-mod cli;
 mod events;
 mod inventory;
 mod push;

@@ -35,8 +35,6 @@ pub struct Office {
     pub dev: DevIssuer,
     /// Handles to the running parts.
     pub parts: Parts,
-    /// Where it listens.
-    pub addr: std::net::SocketAddr,
     shutdown: CancellationToken,
     served: JoinHandle<Result<(), stadium_kit::StartError>>,
 }
@@ -89,7 +87,6 @@ impl Office {
             db,
             dev,
             parts,
-            addr,
             shutdown,
             served,
         }

@@ -1,12 +1,74 @@
-//! `stadiumctl` against a running box office: tables and JSON, and its exit status on
-//! success, on a refused call and on invariant violations.
+//! `stadiumctl` against a running box office (on a loopback port, over a fresh
+//! PostgreSQL database): tables and JSON, and its exit status on success, on a refused
+//! call and on invariant violations.
 
+use std::net::SocketAddr;
 use std::process::Output;
+use std::time::SystemTime;
 
+use clap::Parser as _;
 use serde_json::Value;
-use stadium_tokens::Role;
+use sqlx::PgPool;
+use stadium_kit::testing::loopback_listener;
+use stadium_testkit::TestDatabase;
+use stadium_tokens::{DevIssuer, Role};
+use tokio_util::sync::CancellationToken;
 
-use crate::support::{Office, VENUE_CSV};
+/// Sections A (2 rows of 3, category FRONT) and B (one row of 4, category BACK).
+const VENUE_CSV: &str = "section,row,seat,category\n\
+A,1,1,FRONT\nA,1,2,FRONT\nA,1,3,FRONT\nA,2,1,FRONT\nA,2,2,FRONT\nA,2,3,FRONT\n\
+B,1,1,BACK\nB,1,2,BACK\nB,1,3,BACK\nB,1,4,BACK\n";
+
+/// A box office serving on a loopback port, trusting `dev`'s admin tokens.
+struct Office {
+    addr: SocketAddr,
+    db: TestDatabase,
+    dev: DevIssuer,
+    shutdown: CancellationToken,
+}
+
+impl Office {
+    async fn start() -> Office {
+        let db = stadium_testkit::fresh_database().await;
+        let dev = DevIssuer::generate().expect("dev issuer");
+        let jwks = dev.jwks_json().expect("dev JWKS");
+        let config = box_office::Config::parse_from([
+            "box-office",
+            "--database-url",
+            db.url.as_str(),
+            "--identity-jwks",
+            jwks.as_str(),
+            "--canary-interval-ms",
+            "0",
+            // A booking without its payment is a violation at once, not after a grace.
+            "--canary-grace-ms",
+            "0",
+            "--inventory-interval-ms",
+            "0",
+        ]);
+        let shutdown = CancellationToken::new();
+        let (listener, addr) = loopback_listener().await;
+        let stop = shutdown.clone();
+        tokio::spawn(async move { box_office::serve(config, listener, stop).await });
+        Office {
+            addr,
+            db,
+            dev,
+            shutdown,
+        }
+    }
+
+    fn token(&self, subject: &str, roles: &[Role]) -> String {
+        self.dev
+            .admin(subject, roles, SystemTime::now())
+            .expect("admin token")
+            .token
+    }
+
+    fn pool(&self) -> &PgPool {
+        &self.db.pool
+    }
+}
 
 async fn ctl(office: &Office, token: Option<&str>, args: &[&str]) -> Output {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_stadiumctl"));
@@ -28,7 +90,7 @@ fn json_of(output: &Output) -> Value {
 
 #[tokio::test]
 async fn the_cli_runs_a_sale_and_exits_non_zero_on_violations() {
-    let office = Office::start(&[]).await;
+    let office = Office::start().await;
     let token = office.token("ann", &[Role::BoxOffice, Role::Sre]);
     let plan = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(plan.path(), VENUE_CSV).unwrap();
@@ -121,5 +183,5 @@ async fn the_cli_runs_a_sale_and_exits_non_zero_on_violations() {
         String::from_utf8_lossy(&out.stderr).contains("ROLE_REQUIRED"),
         "{out:?}"
     );
-    office.stop().await;
+    office.shutdown.cancel();
 }

@@ -17,7 +17,7 @@
 //! stadiumctl report 1 --by category
 //! stadiumctl --json check 1 || echo "invariants broken"
 //! ```
-mod args;
+pub mod args;
 pub mod render;
 
 pub use args::{
