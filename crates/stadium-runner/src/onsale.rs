@@ -237,9 +237,8 @@ pub async fn check_database(pool: &PgPool, report: &RunReport) -> anyhow::Result
         .await?,
         seats_claimed_twice: scalar(
             pool,
-            "SELECT count(*) FROM (SELECT seat_id FROM holds.seat_holds
-              WHERE event_id = $1 AND status IN ('held', 'booked', 'blocked')
-              GROUP BY seat_id HAVING count(*) > 1) AS twice",
+            "SELECT count(*) FROM catalog.invariant_violations($1, 0)
+              WHERE invariant = 'two_active_claims'",
             event,
         )
         .await?,

@@ -334,9 +334,11 @@ pub async fn active_counts(pool: &PgPool, event: &str) -> (i64, i64, i64) {
 /// 2. no hold is split: an expired row never sits beside a live one of the same key,
 ///    and every live row of a key shares one status.
 pub async fn assert_invariants(pool: &PgPool) {
-    let doubled: Vec<(i64, i64, i64)> = sqlx::query_as(
-        "SELECT event_id, seat_id, count(*) FROM holds.seat_holds \
-         WHERE status IN ('held', 'booked', 'blocked') GROUP BY 1, 2 HAVING count(*) > 1",
+    let doubled: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT e.event_id, v.detail \
+         FROM (SELECT DISTINCT event_id FROM holds.seat_holds) e, \
+              catalog.invariant_violations(e.event_id, 0) v \
+         WHERE v.invariant = 'two_active_claims'",
     )
     .fetch_all(pool)
     .await

@@ -446,8 +446,8 @@ impl Stack {
             );
         }
         let doubled: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM (SELECT event_id, seat_id FROM holds.seat_holds \
-             WHERE status IN ('held', 'booked', 'blocked') GROUP BY 1, 2 HAVING count(*) > 1) d",
+            "SELECT count(*) FROM (SELECT DISTINCT event_id FROM holds.seat_holds) e, \
+             catalog.invariant_violations(e.event_id, 0) v WHERE v.invariant = 'two_active_claims'",
         )
         .fetch_one(self.pool())
         .await
