@@ -10,7 +10,7 @@
 use std::fmt::Display;
 
 use stadium_db::DbFailure;
-use stadium_tokens::{Access, TokenError};
+use stadium_tokens::{Access, AccessRefused, TokenError};
 use tonic::{Code, Status};
 
 use crate::reason::Reason;
@@ -124,12 +124,25 @@ pub fn token_row(error: &TokenError) -> Row {
     }
 }
 
-/// The row of a verified admin token without a role `access` accepts.
-pub const ROLE_REQUIRED: Row = (Code::PermissionDenied, Reason::RoleRequired);
+/// The row of an admin token refused for a call: as [`token_row`] when it does not
+/// verify, `PERMISSION_DENIED/ROLE_REQUIRED` when it grants no accepted role.
+pub fn access_row(refused: &AccessRefused) -> Row {
+    match refused {
+        AccessRefused::Token(error) => token_row(error),
+        AccessRefused::RoleRequired(_) => (Code::PermissionDenied, Reason::RoleRequired),
+    }
+}
 
-/// The metadata of a `ROLE_REQUIRED` refusal: `roles` = the accepted roles joined by
-/// `,`.
-pub fn roles_metadata(access: Access) -> Vec<(String, String)> {
+/// The metadata of an access refusal: for `ROLE_REQUIRED`, `roles` = the accepted
+/// roles joined by `,`; for a refused token, `token` = `admin`.
+pub fn access_metadata(refused: &AccessRefused) -> Vec<(String, String)> {
+    match refused {
+        AccessRefused::RoleRequired(access) => roles_metadata(*access),
+        AccessRefused::Token(_) => vec![("token".to_owned(), "admin".to_owned())],
+    }
+}
+
+fn roles_metadata(access: Access) -> Vec<(String, String)> {
     vec![("roles".to_owned(), access.to_string())]
 }
 
@@ -246,7 +259,11 @@ mod tests {
             Reason::DatabaseBusy
         );
         let access = Access::any_of(&[Role::BoxOffice, Role::Service]);
-        assert_eq!(roles_metadata(access)[0].1, "box_office,service");
+        let refused = AccessRefused::RoleRequired(access);
+        assert_eq!(access_row(&refused).1, Reason::RoleRequired);
+        assert_eq!(access_metadata(&refused)[0].1, "box_office,service");
+        let expired = AccessRefused::Token(TokenError::Expired);
+        assert_eq!(access_row(&expired).1, Reason::TokenExpired);
         assert!(unanswered(&Status::unavailable("connection refused")));
         let refusal = error_status(Code::Unavailable, Reason::DatabaseBusy, "busy", []);
         assert!(!unanswered(&refusal));

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::claims::{AdminClaims, Role};
+use crate::error::TokenError;
 
 /// An admin token with at least one of these roles may make the call.
 ///
@@ -39,6 +40,17 @@ impl fmt::Display for Access {
         }
         Ok(())
     }
+}
+
+/// Why an admin token does not open a call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessRefused {
+    /// The token does not verify.
+    #[error("admin token refused: {0}")]
+    Token(#[from] TokenError),
+    /// The token verifies but grants no role the call accepts.
+    #[error("this call needs one of the roles {0}")]
+    RoleRequired(Access),
 }
 
 #[cfg(test)]

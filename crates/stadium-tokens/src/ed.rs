@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use jsonwebtoken::{Algorithm, DecodingKey};
 
+use crate::access::{Access, AccessRefused};
 use crate::claims::{
     AdminClaims, AdmissionClaims, FanSessionClaims, Issued, RegisteredClaims, Role, WireClaims,
     check_fan_id, non_empty, take_string,
@@ -513,5 +514,23 @@ impl EdVerifier<Admin> {
             .ok_or_else(|| TokenError::MissingClaim("roles".into()))?;
         let roles = normalise_roles(names.iter().filter_map(|n| Role::parse(n)));
         Ok(AdminClaims { registered, roles })
+    }
+
+    /// Verifies an admin token at `now` and checks that `access` allows it.
+    ///
+    /// # Errors
+    /// [`AccessRefused::Token`] as [`verify`](Self::verify);
+    /// [`AccessRefused::RoleRequired`] when no granted role is one `access` accepts.
+    pub fn verify_access(
+        &self,
+        token: &str,
+        access: Access,
+        now: SystemTime,
+    ) -> Result<AdminClaims, AccessRefused> {
+        let claims = self.verify(token, now)?;
+        if !access.allows(&claims) {
+            return Err(AccessRefused::RoleRequired(access));
+        }
+        Ok(claims)
     }
 }

@@ -57,7 +57,7 @@ mod verified;
 
 use std::time::Duration;
 
-pub use access::Access;
+pub use access::{Access, AccessRefused};
 pub use claims::{
     AdminClaims, AdmissionClaims, FanSessionClaims, Issued, MAX_FAN_ID_BYTES, QueueTicketClaims,
     RegisteredClaims, Role, check_fan_id,

@@ -48,8 +48,8 @@ impl Authenticator {
     /// The caller of a request with `metadata`, if its token grants `access`.
     ///
     /// # Errors
-    /// [`Error::MissingToken`] without a bearer token; [`Error::Token`] for a refused
-    /// token; [`Error::RoleRequired`] when no granted role allows `access`.
+    /// [`Error::MissingToken`] without a bearer token; [`Error::Access`] for a refused
+    /// token or when no granted role allows `access`.
     pub fn caller(
         &self,
         metadata: &MetadataMap,
@@ -57,10 +57,7 @@ impl Authenticator {
         now: SystemTime,
     ) -> Result<Caller, Error> {
         let token = stadium_kit::auth::bearer_token(metadata).map_err(Error::MissingToken)?;
-        let claims = self.admin.verify(token, now)?;
-        if !access.allows(&claims) {
-            return Err(Error::RoleRequired(access));
-        }
+        let claims = self.admin.verify_access(token, access, now)?;
         Ok(Caller {
             actor: claims.registered.sub.clone(),
             token: token.to_owned(),
@@ -71,7 +68,7 @@ impl Authenticator {
 
 #[cfg(test)]
 mod tests {
-    use stadium_tokens::DevIssuer;
+    use stadium_tokens::{AccessRefused, DevIssuer};
 
     use super::*;
 
@@ -97,11 +94,11 @@ mod tests {
         assert!(auth.caller(&metadata(&sre), OPERATE, now).is_ok());
         assert!(matches!(
             auth.caller(&metadata(&sre), CHANGE, now),
-            Err(Error::RoleRequired(_))
+            Err(Error::Access(AccessRefused::RoleRequired(_)))
         ));
         assert!(matches!(
             auth.caller(&metadata(&service), OPERATE, now),
-            Err(Error::RoleRequired(_))
+            Err(Error::Access(AccessRefused::RoleRequired(_)))
         ));
         assert!(matches!(
             auth.caller(&MetadataMap::new(), OPERATE, now),
@@ -114,7 +111,7 @@ mod tests {
             .token;
         assert!(matches!(
             auth.caller(&metadata(&forged), CHANGE, now),
-            Err(Error::Token(_))
+            Err(Error::Access(AccessRefused::Token(_)))
         ));
     }
 }

@@ -3,10 +3,10 @@
 
 use stadium_kit::Reason;
 use stadium_kit::service_error::{
-    DEPENDENCY_UNAVAILABLE, ROLE_REQUIRED, Row, ServiceError, database_row, roles_metadata,
-    service_metadata, to_status, token_row, unanswered,
+    DEPENDENCY_UNAVAILABLE, Row, ServiceError, access_metadata, access_row, database_row,
+    service_metadata, to_status, unanswered,
 };
-use stadium_tokens::{Access, TokenError};
+use stadium_tokens::AccessRefused;
 use tonic::{Code, Status};
 
 /// Everything a box-office call can fail with.
@@ -15,12 +15,9 @@ pub enum Error {
     /// No usable bearer token (the kit's status already says why).
     #[error("{}", .0.message())]
     MissingToken(Status),
-    /// The admin token was refused.
-    #[error("admin token refused: {0}")]
-    Token(#[from] TokenError),
-    /// The token lacks every role that would allow the call.
-    #[error("this call needs one of the roles {0}")]
-    RoleRequired(Access),
+    /// The admin token does not verify, or lacks every role that would allow the call.
+    #[error(transparent)]
+    Access(#[from] AccessRefused),
     /// A request field is missing or malformed.
     #[error("{field}: {problem}")]
     InvalidField {
@@ -96,8 +93,7 @@ impl ServiceError for Error {
     fn row(&self) -> Row {
         match self {
             Self::MissingToken(_) => (Code::Unauthenticated, Reason::TokenMissing),
-            Self::Token(token) => token_row(token),
-            Self::RoleRequired(_) => ROLE_REQUIRED,
+            Self::Access(refused) => access_row(refused),
             Self::InvalidField { .. } => (Code::InvalidArgument, Reason::InvalidField),
             Self::PlanInvalid { .. } => (Code::InvalidArgument, Reason::PlanInvalid),
             Self::VenueNotFound(_) => (Code::NotFound, Reason::VenueNotFound),
@@ -121,7 +117,7 @@ impl ServiceError for Error {
                 .collect()
         };
         match self {
-            Self::RoleRequired(access) => roles_metadata(*access),
+            Self::Access(refused) => access_metadata(refused),
             Self::PlanInvalid { path, problem, .. } => {
                 meta(&[("path", path), ("problem", problem)])
             }
@@ -181,12 +177,12 @@ mod tests {
     fn each_variant_has_its_code_and_reason() {
         let cases = [
             (
-                Error::Token(TokenError::Expired),
+                Error::Access(AccessRefused::Token(stadium_tokens::TokenError::Expired)),
                 Code::Unauthenticated,
                 "TOKEN_EXPIRED",
             ),
             (
-                Error::RoleRequired(crate::auth::CHANGE),
+                Error::Access(AccessRefused::RoleRequired(crate::auth::CHANGE)),
                 Code::PermissionDenied,
                 "ROLE_REQUIRED",
             ),

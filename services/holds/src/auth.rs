@@ -254,24 +254,14 @@ impl Authenticator {
     /// An admin token that `access` allows.
     ///
     /// # Errors
-    /// [`Error::Token`] (which `admin`); [`Error::RoleRequired`].
+    /// [`Error::Access`].
     pub fn admin(
         &self,
         token: &str,
         access: Access,
         now: SystemTime,
     ) -> Result<AdminClaims, Error> {
-        let claims = self
-            .admin
-            .verify(token, now)
-            .map_err(|source| Error::Token {
-                which: "admin",
-                source,
-            })?;
-        if !access.allows(&claims) {
-            return Err(Error::RoleRequired(access));
-        }
-        Ok(claims)
+        Ok(self.admin.verify_access(token, access, now)?)
     }
 }
 

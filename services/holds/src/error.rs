@@ -9,9 +9,9 @@
 use stadium_db::{DbFailure, Transient, classify};
 use stadium_kit::Reason;
 use stadium_kit::service_error::{
-    ROLE_REQUIRED, Row, ServiceError, database_row, roles_metadata, to_status, token_row,
+    Row, ServiceError, access_metadata, access_row, database_row, to_status, token_row,
 };
-use stadium_tokens::{Access, TokenError};
+use stadium_tokens::{AccessRefused, TokenError};
 use tonic::{Code, Status};
 
 use crate::domain::{Limit, SeatId, SectionId};
@@ -36,9 +36,9 @@ pub enum Error {
     /// The admission token is for another event than the request's.
     #[error("the admission token is for another event")]
     WrongEvent,
-    /// An admin token without any of the roles this call needs.
-    #[error("this call needs one of the roles {0}")]
-    RoleRequired(Access),
+    /// An admin token refused for this call (does not verify, or lacks the roles).
+    #[error(transparent)]
+    Access(#[from] AccessRefused),
     /// A request field is invalid.
     #[error("{field}: {problem}")]
     InvalidField {
@@ -142,7 +142,7 @@ impl ServiceError for Error {
             Self::Token { source, .. } => token_row(source),
             Self::WrongFan => (Code::PermissionDenied, Reason::WrongFan),
             Self::WrongEvent => (Code::PermissionDenied, Reason::WrongEvent),
-            Self::RoleRequired(_) => ROLE_REQUIRED,
+            Self::Access(refused) => access_row(refused),
             Self::InvalidField { .. } => (Code::InvalidArgument, Reason::InvalidField),
             Self::SeatsNotInSection(_) => (Code::InvalidArgument, Reason::SeatNotInSection),
             Self::EventNotFound => (Code::NotFound, Reason::EventNotFound),
@@ -205,7 +205,7 @@ impl ServiceError for Error {
                 ("limit".into(), limit.as_str().into()),
                 ("max".into(), max.to_string()),
             ],
-            Self::RoleRequired(access) => roles_metadata(*access),
+            Self::Access(refused) => access_metadata(refused),
             Self::EventNotOnSale(status) => vec![("status".into(), status.clone())],
             Self::HoldLifetimeReached {
                 max_hold_lifetime_ms,

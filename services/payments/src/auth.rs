@@ -4,8 +4,8 @@
 use std::time::SystemTime;
 
 use stadium_tokens::{
-    Access, AdminClaims, AdminVerifier, FanSessionVerifier, Role, TokenError, VerificationKeys,
-    audience,
+    Access, AccessRefused, AdminClaims, AdminVerifier, FanSessionVerifier, Role, TokenError,
+    VerificationKeys, audience,
 };
 
 use crate::error::Error;
@@ -56,24 +56,14 @@ impl Authenticator {
     /// An admin token that `access` allows.
     ///
     /// # Errors
-    /// [`Error::Token`] (which `admin`); [`Error::RoleRequired`].
+    /// [`Error::Access`].
     pub fn admin(
         &self,
         token: &str,
         access: Access,
         now: SystemTime,
     ) -> Result<AdminClaims, Error> {
-        let claims = self
-            .admin
-            .verify(token, now)
-            .map_err(|source| Error::Token {
-                which: "admin",
-                source,
-            })?;
-        if !access.allows(&claims) {
-            return Err(Error::RoleRequired(access));
-        }
-        Ok(claims)
+        Ok(self.admin.verify_access(token, access, now)?)
     }
 
     /// A fan session or, failing that, an admin token with role `box_office` or `sre`.
@@ -85,7 +75,7 @@ impl Authenticator {
             Ok(fan) => Ok(Caller::Fan(fan)),
             Err(fan_error) => match self.admin(token, STAFF, now) {
                 Ok(claims) => Ok(Caller::Admin(claims.registered.sub)),
-                Err(Error::RoleRequired(r)) => Err(Error::RoleRequired(r)),
+                Err(refused @ Error::Access(AccessRefused::RoleRequired(_))) => Err(refused),
                 Err(_) => Err(fan_error),
             },
         }

@@ -9,10 +9,10 @@
 use stadium_db::{DbFailure, Transient, classify};
 use stadium_kit::Reason;
 use stadium_kit::service_error::{
-    DEPENDENCY_UNAVAILABLE, ROLE_REQUIRED, Row, ServiceError, database_row, roles_metadata,
+    DEPENDENCY_UNAVAILABLE, Row, ServiceError, access_metadata, access_row, database_row,
     service_metadata, to_status, token_row,
 };
-use stadium_tokens::{Access, TokenError};
+use stadium_tokens::{AccessRefused, TokenError};
 use tonic::{Code, Status};
 
 /// Everything a payments operation can fail with.
@@ -26,9 +26,9 @@ pub enum Error {
         /// Why it was refused.
         source: TokenError,
     },
-    /// An admin token without any of the roles this call needs.
-    #[error("this call needs one of the roles {0}")]
-    RoleRequired(Access),
+    /// An admin token refused for this call (does not verify, or lacks the roles).
+    #[error(transparent)]
+    Access(#[from] AccessRefused),
     /// A request field is invalid.
     #[error("{field}: {problem}")]
     InvalidField {
@@ -101,7 +101,7 @@ impl ServiceError for Error {
     fn row(&self) -> Row {
         match self {
             Self::Token { source, .. } => token_row(source),
-            Self::RoleRequired(_) => ROLE_REQUIRED,
+            Self::Access(refused) => access_row(refused),
             Self::InvalidField { .. } => (Code::InvalidArgument, Reason::InvalidField),
             Self::HoldNotFound => (Code::NotFound, Reason::HoldNotFound),
             Self::HoldReleased => (Code::FailedPrecondition, Reason::HoldReleased),
@@ -123,7 +123,7 @@ impl ServiceError for Error {
 
     fn metadata(&self) -> Vec<(String, String)> {
         match self {
-            Self::RoleRequired(access) => roles_metadata(*access),
+            Self::Access(refused) => access_metadata(refused),
             Self::Dependency { service, .. } => service_metadata(service),
             _ => Vec::new(),
         }
@@ -205,7 +205,9 @@ mod tests {
                 "NOTICE_SIGNATURE_INVALID",
             ),
             (
-                Error::RoleRequired(Access::any_of(&[stadium_tokens::Role::BoxOffice])),
+                Error::Access(AccessRefused::RoleRequired(stadium_tokens::Access::any_of(
+                    &[stadium_tokens::Role::BoxOffice],
+                ))),
                 Code::PermissionDenied,
                 "ROLE_REQUIRED",
             ),

@@ -95,13 +95,9 @@ impl Authenticator {
     /// (`ROLE_REQUIRED`).
     pub fn admin(&self, metadata: &MetadataMap, access: Access) -> Result<(), Status> {
         let token = bearer_token(metadata)?;
-        let claims = self
-            .admins
-            .verify(token, self.clock.now())
-            .map_err(Error::Credential)?;
-        if !access.allows(&claims) {
-            return Err(Error::RoleRequired(access).into());
-        }
+        self.admins
+            .verify_access(token, access, self.clock.now())
+            .map_err(Error::from)?;
         Ok(())
     }
 

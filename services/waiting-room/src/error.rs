@@ -6,9 +6,9 @@
 
 use stadium_kit::Reason;
 use stadium_kit::service_error::{
-    ROLE_REQUIRED, Row, ServiceError, roles_metadata, to_status, token_row,
+    Row, ServiceError, access_metadata, access_row, to_status, token_row,
 };
-use stadium_tokens::{Access, TokenError};
+use stadium_tokens::{AccessRefused, TokenError};
 use tonic::{Code, Status};
 
 /// Everything that can go wrong in the waiting room.
@@ -37,10 +37,10 @@ pub enum Error {
     /// The queue ticket belongs to another fan (`PERMISSION_DENIED`/`WRONG_FAN`).
     #[error("queue ticket belongs to another fan")]
     WrongFan,
-    /// The admin token lacks every role the RPC accepts (`PERMISSION_DENIED`/
-    /// `ROLE_REQUIRED`).
-    #[error("one of the roles {0} is required")]
-    RoleRequired(Access),
+    /// The admin token does not verify or lacks every role the RPC accepts
+    /// (`UNAUTHENTICATED`, or `PERMISSION_DENIED`/`ROLE_REQUIRED`).
+    #[error(transparent)]
+    Access(#[from] AccessRefused),
     /// No queue is configured for the event (`NOT_FOUND`/`EVENT_NOT_FOUND`).
     #[error("event {0} has no queue")]
     EventNotFound(String),
@@ -86,7 +86,7 @@ impl ServiceError for Error {
                 (Code::Unauthenticated, Reason::TicketInvalid)
             }
             Self::WrongFan => (Code::PermissionDenied, Reason::WrongFan),
-            Self::RoleRequired(_) => ROLE_REQUIRED,
+            Self::Access(refused) => access_row(refused),
             Self::EventNotFound(_) => (Code::NotFound, Reason::EventNotFound),
             Self::NotOnSale(_) => (Code::FailedPrecondition, Reason::EventNotOnSale),
             Self::NotYetOpen(_) => (Code::FailedPrecondition, Reason::NotYetOpen),
@@ -103,7 +103,7 @@ impl ServiceError for Error {
             | Self::NotOnSale(id)
             | Self::NotYetOpen(id)
             | Self::AlreadyOpen(id) => vec![("event_id".to_owned(), id.clone())],
-            Self::RoleRequired(access) => roles_metadata(*access),
+            Self::Access(refused) => access_metadata(refused),
             _ => Vec::new(),
         }
     }

@@ -9,7 +9,7 @@ use stadium_proto::holds::v1 as holds;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::payments::v1 as payments;
 use stadium_proto::payments::v1::payments_client::PaymentsClient;
-use tonic::{Request, transport::Channel};
+use tonic::{Request, Response, Status, transport::Channel};
 
 use crate::error::{Error, Result};
 
@@ -49,17 +49,8 @@ impl Upstream {
     /// # Errors
     /// [`Error::NotConfigured`]; [`Error::Upstream`] with the holds answer.
     pub async fn block(&self, token: &str, req: holds::BlockSeatsRequest) -> Result<holds::Hold> {
-        let hold = self
-            .holds()?
-            .block_seats(with_token(req, token)?)
-            .await
-            .map_err(|status| Error::Upstream {
-                service: "holds",
-                status,
-            })?
-            .into_inner()
-            .hold;
-        hold.ok_or_else(|| Error::Internal("holds answered BlockSeats without a hold".into()))
+        let answer = self.holds()?.block_seats(with_token(req, token)?).await;
+        present(answered("holds", answer)?.hold, "holds", "BlockSeats")
     }
 
     /// holds `ReleaseSeats`.
@@ -71,17 +62,8 @@ impl Upstream {
         token: &str,
         req: holds::ReleaseSeatsRequest,
     ) -> Result<holds::Hold> {
-        let hold = self
-            .holds()?
-            .release_seats(with_token(req, token)?)
-            .await
-            .map_err(|status| Error::Upstream {
-                service: "holds",
-                status,
-            })?
-            .into_inner()
-            .hold;
-        hold.ok_or_else(|| Error::Internal("holds answered ReleaseSeats without a hold".into()))
+        let answer = self.holds()?.release_seats(with_token(req, token)?).await;
+        present(answered("holds", answer)?.hold, "holds", "ReleaseSeats")
     }
 
     /// payments `IssueComp`.
@@ -93,17 +75,8 @@ impl Upstream {
         token: &str,
         req: payments::IssueCompRequest,
     ) -> Result<payments::Order> {
-        let order = self
-            .payments()?
-            .issue_comp(with_token(req, token)?)
-            .await
-            .map_err(|status| Error::Upstream {
-                service: "payments",
-                status,
-            })?
-            .into_inner()
-            .order;
-        order.ok_or_else(|| Error::Internal("payments answered IssueComp without an order".into()))
+        let answer = self.payments()?.issue_comp(with_token(req, token)?).await;
+        present(answered("payments", answer)?.order, "payments", "IssueComp")
     }
 
     /// payments `GetOrder` by order id.
@@ -116,17 +89,8 @@ impl Upstream {
                 order_id.to_owned(),
             )),
         };
-        let order = self
-            .payments()?
-            .get_order(with_token(req, token)?)
-            .await
-            .map_err(|status| Error::Upstream {
-                service: "payments",
-                status,
-            })?
-            .into_inner()
-            .order;
-        order.ok_or_else(|| Error::Internal("payments answered GetOrder without an order".into()))
+        let answer = self.payments()?.get_order(with_token(req, token)?).await;
+        present(answered("payments", answer)?.order, "payments", "GetOrder")
     }
 
     /// payments `RefundOrder`.
@@ -138,17 +102,27 @@ impl Upstream {
         token: &str,
         req: payments::RefundOrderRequest,
     ) -> Result<payments::Order> {
-        let order = self
-            .payments()?
-            .refund_order(with_token(req, token)?)
-            .await
-            .map_err(|status| Error::Upstream {
-                service: "payments",
-                status,
-            })?
-            .into_inner()
-            .order;
-        order
-            .ok_or_else(|| Error::Internal("payments answered RefundOrder without an order".into()))
+        let answer = self.payments()?.refund_order(with_token(req, token)?).await;
+        present(
+            answered("payments", answer)?.order,
+            "payments",
+            "RefundOrder",
+        )
     }
+}
+
+/// The message of `service`'s answer, or its refusal as [`Error::Upstream`].
+fn answered<T>(
+    service: &'static str,
+    answer: std::result::Result<Response<T>, Status>,
+) -> Result<T> {
+    answer
+        .map(Response::into_inner)
+        .map_err(|status| Error::Upstream { service, status })
+}
+
+/// The required part of an answer; [`Error::Internal`] when `service` left it out of
+/// its `rpc` answer (a contract breach, not a refusal).
+fn present<T>(part: Option<T>, service: &str, rpc: &str) -> Result<T> {
+    part.ok_or_else(|| Error::Internal(format!("{service} answered {rpc} without its result")))
 }
