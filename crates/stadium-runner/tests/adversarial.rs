@@ -3,284 +3,88 @@
 //! fans' hold keys and the per-fan limit under concurrent claims. Every refusal is
 //! checked for its typed error and, by SQL, for having written nothing.
 //!
-//! The messages are encoded by hand in the protobuf wire format (a small codec below),
-//! so the test needs no generated code of its own.
+//! The calls go through the generated clients and messages of `stadium-proto`. The
+//! malformed input is malformed in its values (ids of 0 or -1, repeated seats, keys that
+//! are not UUIDs, missing fields, tampered tokens), which well-formed protobuf carries,
+//! so no request needs bytes of its own making.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Debug;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use sqlx::PgPool;
 mod support;
 
+use stadium_kit::Reason;
+use stadium_proto::box_office::v1::box_office_client::BoxOfficeClient;
+use stadium_proto::box_office::v1::{
+    BlockSeatsRequest, BlockSeatsResponse, CreateEventRequest, EventSettings, ImportVenueRequest,
+    OpenSaleRequest, PlanFormat, PriceCategory, ReleaseSeatsRequest,
+};
+use stadium_proto::common::v1::Money;
+use stadium_proto::holds::v1::holds_client::HoldsClient;
+use stadium_proto::holds::v1::{
+    ClaimSeatsRequest, GetHoldRequest, Hold, HoldStatus, ReleaseHoldRequest,
+};
+use stadium_proto::payments::v1::payments_client::PaymentsClient;
+use stadium_proto::payments::v1::{ConfirmRequest, Order, OrderStatus, PaymentMethod};
+use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
+use stadium_proto::waiting_room::v1::{GetStatusRequest, JoinRequest};
 use stadium_runner::Stack;
 use stadium_tokens::{Role, WAITING_ROOM_ISSUER};
 use support::stack_on_fresh_database;
-use tokio_util::bytes::{Buf, BufMut};
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::Channel;
-use tonic::{Code, Status};
+use tonic::{Code, Request, Status};
 
 // ---------------------------------------------------------------------------------
-// Protobuf wire format, just enough for these tests.
+// Calls and refusals.
 
-/// A message being encoded.
-#[derive(Debug, Clone, Default)]
-struct Msg(Vec<u8>);
-
-fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
+/// `message` with the bearer token every stadium call is made with.
+fn authed<T>(message: T, token: &str) -> Request<T> {
+    let mut request = Request::new(message);
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("ascii token"),
+    );
+    request
 }
 
-impl Msg {
-    fn new() -> Self {
-        Msg::default()
-    }
-    fn key(&mut self, field: u32, wire: u8) {
-        put_varint(&mut self.0, (u64::from(field) << 3) | u64::from(wire));
-    }
-    fn bytes(mut self, field: u32, value: &[u8]) -> Self {
-        self.key(field, 2);
-        put_varint(&mut self.0, value.len() as u64);
-        self.0.extend_from_slice(value);
-        self
-    }
-    fn str(self, field: u32, value: &str) -> Self {
-        self.bytes(field, value.as_bytes())
-    }
-    fn varint(mut self, field: u32, value: u64) -> Self {
-        self.key(field, 0);
-        put_varint(&mut self.0, value);
-        self
-    }
-    fn msg(self, field: u32, value: Msg) -> Self {
-        self.bytes(field, &value.0)
-    }
-    fn packed(self, field: u32, values: &[u64]) -> Self {
-        let mut inner = Vec::new();
-        for v in values {
-            put_varint(&mut inner, *v);
-        }
-        self.bytes(field, &inner)
-    }
-    fn timestamp(field: u32, at: SystemTime) -> (u32, Msg) {
-        let since = at.duration_since(UNIX_EPOCH).expect("after the epoch");
-        (
-            field,
-            Msg::new()
-                .varint(1, since.as_secs())
-                .varint(2, u64::from(since.subsec_nanos())),
-        )
-    }
-}
-
-#[derive(Debug, Clone)]
-enum Val {
-    Varint(u64),
-    Bytes(Vec<u8>),
-}
-
-/// A decoded message: its fields in wire order.
-#[derive(Debug, Clone, Default)]
-struct Fields(Vec<(u32, Val)>);
-
-fn get_varint(buf: &[u8], pos: &mut usize) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
-    loop {
-        let b = buf[*pos];
-        *pos += 1;
-        v |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            return v;
-        }
-        shift += 7;
-    }
-}
-
-impl Fields {
-    fn parse(buf: &[u8]) -> Fields {
-        let mut out = Vec::new();
-        let mut pos = 0;
-        while pos < buf.len() {
-            let key = get_varint(buf, &mut pos);
-            let field = (key >> 3) as u32;
-            match key & 7 {
-                0 => out.push((field, Val::Varint(get_varint(buf, &mut pos)))),
-                1 => {
-                    let mut b = [0u8; 8];
-                    b.copy_from_slice(&buf[pos..pos + 8]);
-                    pos += 8;
-                    out.push((field, Val::Varint(u64::from_le_bytes(b))));
-                }
-                2 => {
-                    let len = get_varint(buf, &mut pos) as usize;
-                    out.push((field, Val::Bytes(buf[pos..pos + len].to_vec())));
-                    pos += len;
-                }
-                5 => {
-                    let mut b = [0u8; 4];
-                    b.copy_from_slice(&buf[pos..pos + 4]);
-                    pos += 4;
-                    out.push((field, Val::Varint(u64::from(u32::from_le_bytes(b)))));
-                }
-                other => panic!("unsupported wire type {other}"),
-            }
-        }
-        Fields(out)
-    }
-    fn str(&self, field: u32) -> String {
-        self.0
-            .iter()
-            .rev()
-            .find_map(|(f, v)| match v {
-                Val::Bytes(b) if *f == field => Some(String::from_utf8(b.clone()).expect("utf-8")),
-                _ => None,
-            })
-            .unwrap_or_default()
-    }
-    fn u64(&self, field: u32) -> u64 {
-        self.0
-            .iter()
-            .rev()
-            .find_map(|(f, v)| match v {
-                Val::Varint(x) if *f == field => Some(*x),
-                _ => None,
-            })
-            .unwrap_or_default()
-    }
-    fn msg(&self, field: u32) -> Fields {
-        self.msgs(field).pop().unwrap_or_default()
-    }
-    fn msgs(&self, field: u32) -> Vec<Fields> {
-        self.0
-            .iter()
-            .filter_map(|(f, v)| match v {
-                Val::Bytes(b) if *f == field => Some(Fields::parse(b)),
-                _ => None,
-            })
-            .collect()
-    }
-    /// A repeated varint field, packed or not.
-    fn u64s(&self, field: u32) -> Vec<u64> {
-        let mut out = Vec::new();
-        for (f, v) in &self.0 {
-            if *f != field {
-                continue;
-            }
-            match v {
-                Val::Varint(x) => out.push(*x),
-                Val::Bytes(b) => {
-                    let mut pos = 0;
-                    while pos < b.len() {
-                        out.push(get_varint(b, &mut pos));
-                    }
-                }
-            }
-        }
-        out
-    }
-}
-
-/// Passes encoded messages through unchanged.
-#[derive(Debug, Clone, Copy, Default)]
-struct RawCodec;
-
-impl Codec for RawCodec {
-    type Encode = Vec<u8>;
-    type Decode = Vec<u8>;
-    type Encoder = RawCodec;
-    type Decoder = RawCodec;
-    fn encoder(&mut self) -> Self::Encoder {
-        RawCodec
-    }
-    fn decoder(&mut self) -> Self::Decoder {
-        RawCodec
-    }
-}
-
-impl Encoder for RawCodec {
-    type Item = Vec<u8>;
-    type Error = Status;
-    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Decoder for RawCodec {
-    type Item = Vec<u8>;
-    type Error = Status;
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
-        let n = src.remaining();
-        Ok(Some(src.copy_to_bytes(n).to_vec()))
-    }
-}
-
-// ---------------------------------------------------------------------------------
-// Calls.
-
-const WR: &str = "/stadium.waiting_room.v1.WaitingRoom/";
-const HOLDS: &str = "/stadium.holds.v1.Holds/";
-const PAY: &str = "/stadium.payments.v1.Payments/";
-const BO: &str = "/stadium.box_office.v1.BoxOffice/";
-
-async fn call(
-    channel: &Channel,
-    service: &str,
-    method: &str,
-    token: &str,
-    body: Msg,
-) -> Result<Fields, Status> {
-    let mut grpc = tonic::client::Grpc::new(channel.clone());
-    grpc.ready()
-        .await
-        .map_err(|e| Status::unavailable(format!("not ready: {e}")))?;
-    let mut request = tonic::Request::new(body.0);
-    if !token.is_empty() {
-        request.metadata_mut().insert(
-            "authorization",
-            format!("Bearer {token}").parse().expect("ascii token"),
-        );
-    }
-    let path = PathAndQuery::try_from(format!("{service}{method}")).expect("path");
-    let response = grpc.unary(request, path, RawCodec).await?;
-    Ok(Fields::parse(&response.into_inner()))
-}
-
-/// The code and ErrorInfo (reason, metadata) of a refusal; panics on success.
-fn refusal(what: &str, result: Result<Fields, Status>) -> (Code, String, BTreeMap<String, String>) {
-    let status = match result {
-        Ok(fields) => panic!("{what}: expected a refusal, got {fields:?}"),
-        Err(status) => status,
-    };
-    let info = stadium_kit::status::error_info(&status)
+/// The code, typed reason and ErrorInfo metadata of a refused call.
+fn parts(what: &str, status: &Status) -> (Code, Option<Reason>, BTreeMap<String, String>) {
+    let info = stadium_kit::status::error_info(status)
         .unwrap_or_else(|| panic!("{what}: no ErrorInfo in {status:?}"));
     (
         status.code(),
-        info.reason,
+        Reason::of(status),
         info.metadata.into_iter().collect(),
     )
 }
 
-fn assert_refused(what: &str, result: Result<Fields, Status>, code: Code, reason: &str) {
+/// The code, typed reason and ErrorInfo metadata of a refusal; panics on success.
+fn refusal<T: Debug>(
+    what: &str,
+    result: Result<T, Status>,
+) -> (Code, Option<Reason>, BTreeMap<String, String>) {
+    match result {
+        Ok(answer) => panic!("{what}: expected a refusal, got {answer:?}"),
+        Err(status) => parts(what, &status),
+    }
+}
+
+fn assert_refused<T: Debug>(what: &str, result: Result<T, Status>, code: Code, reason: Reason) {
     let (got_code, got_reason, meta) = refusal(what, result);
     assert_eq!(
-        (got_code, got_reason.as_str()),
-        (code, reason),
+        (got_code, got_reason),
+        (code, Some(reason)),
         "{what}: metadata {meta:?}"
     );
 }
 
-fn assert_invalid_field(what: &str, result: Result<Fields, Status>, field: &str) {
+fn assert_invalid_field<T: Debug>(what: &str, result: Result<T, Status>, field: &str) {
     let (code, reason, meta) = refusal(what, result);
-    assert_eq!(code, Code::InvalidArgument, "{what}: {reason} {meta:?}");
-    assert_eq!(reason, "INVALID_FIELD", "{what}: {meta:?}");
+    assert_eq!(code, Code::InvalidArgument, "{what}: {reason:?} {meta:?}");
+    assert_eq!(reason, Some(Reason::InvalidField), "{what}: {meta:?}");
     // The field, one element of it (`seat_ids[1]`) or one of its fields
     // (`payment_method.token`).
     let named = meta.get("field").map(String::as_str).unwrap_or_default();
@@ -299,16 +103,17 @@ fn assert_invalid_field(what: &str, result: Result<Fields, Status>, field: &str)
 struct World {
     stack: Stack,
     db: stadium_testkit::TestDatabase,
-    channels: Channels,
+    clients: Clients,
     admin: String,
 }
 
+/// A client of each service the tests call; cheap to clone (they share the channels).
 #[derive(Clone)]
-struct Channels {
-    wr: Channel,
-    holds: Channel,
-    pay: Channel,
-    bo: Channel,
+struct Clients {
+    wr: WaitingRoomClient<Channel>,
+    holds: HoldsClient<Channel>,
+    pay: PaymentsClient<Channel>,
+    bo: BoxOfficeClient<Channel>,
 }
 
 /// An event with its sections' seat ids (ascending, per section in import order).
@@ -326,6 +131,18 @@ struct Fan {
     admission: String,
 }
 
+/// A fan's call on one hold, by its key.
+#[derive(Debug, Clone, Copy)]
+enum HoldCall {
+    GetHold,
+    ReleaseHold,
+}
+
+impl HoldCall {
+    /// Both, for the checks that hold for either.
+    const BOTH: [HoldCall; 2] = [HoldCall::GetHold, HoldCall::ReleaseHold];
+}
+
 async fn channel(url: &str) -> Channel {
     tonic::transport::Endpoint::from_shared(url.to_owned())
         .expect("url")
@@ -338,11 +155,11 @@ async fn channel(url: &str) -> Channel {
 async fn world() -> World {
     let (stack, db) = stack_on_fresh_database().await;
     let e = stack.endpoints.clone();
-    let channels = Channels {
-        wr: channel(&e.waiting_room).await,
-        holds: channel(&e.holds).await,
-        pay: channel(&e.payments).await,
-        bo: channel(&e.box_office).await,
+    let clients = Clients {
+        wr: WaitingRoomClient::new(channel(&e.waiting_room).await),
+        holds: HoldsClient::new(channel(&e.holds).await),
+        pay: PaymentsClient::new(channel(&e.payments).await),
+        bo: BoxOfficeClient::new(channel(&e.box_office).await),
     };
     let admin = stack
         .issuer
@@ -356,7 +173,7 @@ async fn world() -> World {
     World {
         stack,
         db,
-        channels,
+        clients,
         admin,
     }
 }
@@ -378,71 +195,67 @@ impl World {
                 }
             }
         }
-        let venue = call(
-            &self.channels.bo,
-            BO,
-            "ImportVenue",
-            &self.admin,
-            Msg::new()
-                .str(1, name)
-                .varint(2, 2)
-                .bytes(3, csv.as_bytes()),
-        )
-        .await
-        .expect("ImportVenue")
-        .msg(1);
-        let venue_id = venue.str(1);
-        assert!(!venue_id.is_empty(), "venue id in {venue:?}");
+        let mut bo = self.clients.bo.clone();
+        let import = ImportVenueRequest {
+            name: name.to_owned(),
+            format: PlanFormat::CsvManifest.into(),
+            content: csv.into_bytes(),
+        };
+        let venue = bo
+            .import_venue(authed(import, &self.admin))
+            .await
+            .expect("ImportVenue")
+            .into_inner()
+            .venue
+            .expect("ImportVenue answers the venue");
+        assert!(!venue.venue_id.is_empty(), "venue id in {venue:?}");
 
         let now = SystemTime::now();
-        let (f, starts) = Msg::timestamp(2, now + Duration::from_secs(30 * 24 * 3600));
-        let (g, onsale) = Msg::timestamp(3, now + Duration::from_millis(300));
-        let settings = Msg::new()
-            .str(1, name)
-            .msg(f, starts)
-            .msg(g, onsale)
-            .varint(4, 120_000)
-            .varint(5, u64::from(max_per_claim))
-            .varint(6, u64::from(max_per_fan))
-            .varint(7, 60_000)
-            .str(10, "EUR");
-        let price = |code: &str, minor: u64| {
-            Msg::new()
-                .str(1, code)
-                .str(2, code)
-                .msg(3, Msg::new().varint(1, minor).str(2, "EUR"))
+        let settings = EventSettings {
+            name: name.to_owned(),
+            starts_at: Some((now + Duration::from_secs(30 * 24 * 3600)).into()),
+            onsale_at: Some((now + Duration::from_millis(300)).into()),
+            hold_ttl_ms: 120_000,
+            max_seats_per_claim: max_per_claim,
+            max_seats_per_fan: max_per_fan,
+            admission_rate_per_min: 60_000,
+            currency: "EUR".to_owned(),
+            ..EventSettings::default()
         };
-        let event = call(
-            &self.channels.bo,
-            BO,
-            "CreateEvent",
-            &self.admin,
-            Msg::new()
-                .str(1, &venue_id)
-                .msg(2, settings)
-                .msg(3, price("A", 5_000))
-                .msg(3, price("B", 2_500)),
-        )
-        .await
-        .expect("CreateEvent")
-        .msg(1);
-        let id = event.str(1);
-        call(
-            &self.channels.bo,
-            BO,
-            "OpenSale",
-            &self.admin,
-            Msg::new().str(1, &id),
-        )
-        .await
-        .expect("OpenSale");
+        let price = |code: &str, amount_minor: i64| PriceCategory {
+            code: code.to_owned(),
+            name: code.to_owned(),
+            price: Some(Money {
+                amount_minor,
+                currency: "EUR".to_owned(),
+            }),
+        };
+        let create = CreateEventRequest {
+            venue_id: venue.venue_id.clone(),
+            settings: Some(settings),
+            price_categories: vec![price("A", 5_000), price("B", 2_500)],
+        };
+        let id = bo
+            .create_event(authed(create, &self.admin))
+            .await
+            .expect("CreateEvent")
+            .into_inner()
+            .event
+            .expect("CreateEvent answers the event")
+            .event_id;
+        let open = OpenSaleRequest {
+            event_id: id.clone(),
+        };
+        bo.open_sale(authed(open, &self.admin))
+            .await
+            .expect("OpenSale");
 
         let rows: Vec<(i64, i64)> = sqlx::query_as(
             "SELECT s.section_id, s.seat_id FROM catalog.seats s \
              JOIN catalog.sections c USING (section_id) \
              WHERE s.venue_id = $1::bigint ORDER BY c.sort_order, s.seat_id",
         )
-        .bind(venue_id.parse::<i64>().expect("numeric venue id"))
+        .bind(venue.venue_id.parse::<i64>().expect("numeric venue id"))
         .fetch_all(self.pool())
         .await
         .expect("seats");
@@ -469,37 +282,39 @@ impl World {
     /// Joins the event's queue as `fan_id` and polls until admitted.
     async fn admitted(&self, fan_id: &str, event: &Event) -> Fan {
         let session = self.session(fan_id);
-        let joined = call(
-            &self.channels.wr,
-            WR,
-            "Join",
-            &session,
-            Msg::new().str(1, &event.id),
-        )
-        .await
-        .expect("Join")
-        .msg(1);
-        let mut ticket = joined.str(6);
-        let mut admission = joined.str(7);
+        let mut wr = self.clients.wr.clone();
+        let join = JoinRequest {
+            event_id: event.id.clone(),
+        };
+        let joined = wr
+            .join(authed(join, &session))
+            .await
+            .expect("Join")
+            .into_inner()
+            .status
+            .expect("Join answers the queue status");
+        let mut ticket = joined.queue_ticket;
+        let mut admission = joined.admission_token;
         for _ in 0..200 {
             if !admission.is_empty() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
-            let status = call(
-                &self.channels.wr,
-                WR,
-                "GetStatus",
-                &session,
-                Msg::new().str(1, &ticket).str(2, &event.id),
-            )
-            .await
-            .expect("GetStatus")
-            .msg(1);
-            if !status.str(6).is_empty() {
-                ticket = status.str(6);
+            let poll = GetStatusRequest {
+                queue_ticket: ticket.clone(),
+                event_id: event.id.clone(),
+            };
+            let status = wr
+                .get_status(authed(poll, &session))
+                .await
+                .expect("GetStatus")
+                .into_inner()
+                .status
+                .expect("GetStatus answers the queue status");
+            if !status.queue_ticket.is_empty() {
+                ticket = status.queue_ticket;
             }
-            admission = status.str(7);
+            admission = status.admission_token;
         }
         assert!(!admission.is_empty(), "{fan_id} was never admitted");
         Fan {
@@ -516,46 +331,37 @@ impl World {
         event_id: &str,
         section: u64,
         seats: &[u64],
-    ) -> Result<Fields, Status> {
-        claim_on(
-            &self.channels,
-            fan,
-            &fan.admission,
-            event_id,
-            section,
-            seats,
-        )
-        .await
+    ) -> Result<Hold, Status> {
+        claim_on(&self.clients, fan, &fan.admission, event_id, section, seats).await
     }
 
-    async fn block(&self, event: &Event, section: u64, seats: &[u64]) -> Result<Fields, Status> {
-        call(
-            &self.channels.bo,
-            BO,
-            "BlockSeats",
-            &self.admin,
-            Msg::new()
-                .str(1, &event.id)
-                .varint(2, section)
-                .packed(3, seats)
-                .str(4, "camera position"),
-        )
-        .await
+    async fn block(
+        &self,
+        event_id: &str,
+        section: u64,
+        seats: &[u64],
+    ) -> Result<BlockSeatsResponse, Status> {
+        let request = BlockSeatsRequest {
+            event_id: event_id.to_owned(),
+            section_id: section,
+            seat_ids: seats.to_vec(),
+            reason: "camera position".to_owned(),
+        };
+        let response = self
+            .clients
+            .bo
+            .clone()
+            .block_seats(authed(request, &self.admin))
+            .await?;
+        Ok(response.into_inner())
     }
 
-    async fn confirm(&self, fan: &Fan, hold_key: &str) -> Result<Fields, Status> {
-        confirm_on(&self.channels, &fan.session, hold_key).await
+    async fn confirm(&self, fan: &Fan, hold_key: &str) -> Result<Order, Status> {
+        confirm_on(&self.clients, &fan.session, hold_key).await
     }
 
-    async fn holds_call(&self, fan: &Fan, method: &str, hold_key: &str) -> Result<Fields, Status> {
-        call(
-            &self.channels.holds,
-            HOLDS,
-            method,
-            &fan.session,
-            Msg::new().str(1, hold_key),
-        )
-        .await
+    async fn hold_call(&self, fan: &Fan, call: HoldCall, hold_key: &str) -> Result<Hold, Status> {
+        hold_call_on(&self.clients, &fan.session, call, hold_key).await
     }
 
     /// Every row of `holds.seat_holds`, as text, to compare before and after.
@@ -591,46 +397,77 @@ impl World {
     }
 }
 
+/// Claims `seats` with `admission` in the session of `fan`.
 async fn claim_on(
-    channels: &Channels,
+    clients: &Clients,
     fan: &Fan,
     admission: &str,
     event_id: &str,
     section: u64,
     seats: &[u64],
-) -> Result<Fields, Status> {
-    call(
-        &channels.holds,
-        HOLDS,
-        "ClaimSeats",
-        &fan.session,
-        Msg::new()
-            .str(1, admission)
-            .str(2, event_id)
-            .varint(3, section)
-            .packed(4, seats),
-    )
-    .await
+) -> Result<Hold, Status> {
+    let request = ClaimSeatsRequest {
+        admission_token: admission.to_owned(),
+        event_id: event_id.to_owned(),
+        section_id: section,
+        seat_ids: seats.to_vec(),
+    };
+    let response = clients
+        .holds
+        .clone()
+        .claim_seats(authed(request, &fan.session))
+        .await?;
+    Ok(response
+        .into_inner()
+        .hold
+        .expect("ClaimSeats answers the hold"))
 }
 
-async fn confirm_on(channels: &Channels, session: &str, hold_key: &str) -> Result<Fields, Status> {
-    call(
-        &channels.pay,
-        PAY,
-        "Confirm",
-        session,
-        Msg::new()
-            .str(1, hold_key)
-            .msg(2, Msg::new().str(1, "tok_visa")),
-    )
-    .await
+/// Confirms the hold, paying with the test card.
+async fn confirm_on(clients: &Clients, session: &str, hold_key: &str) -> Result<Order, Status> {
+    let request = ConfirmRequest {
+        hold_key: hold_key.to_owned(),
+        payment_method: Some(PaymentMethod {
+            token: "tok_visa".to_owned(),
+        }),
+    };
+    let response = clients
+        .pay
+        .clone()
+        .confirm(authed(request, session))
+        .await?;
+    Ok(response
+        .into_inner()
+        .order
+        .expect("Confirm answers the order"))
 }
 
-/// The hold key of a ClaimSeats / BlockSeats-like answer (`Hold` in field 1).
-fn hold_key(fields: &Fields) -> String {
-    let key = fields.msg(1).str(1);
-    assert!(!key.is_empty(), "no hold key in {fields:?}");
-    key
+/// `call` on the hold `hold_key` in the fan's `session`; the hold it answers with.
+async fn hold_call_on(
+    clients: &Clients,
+    session: &str,
+    call: HoldCall,
+    hold_key: &str,
+) -> Result<Hold, Status> {
+    let mut holds = clients.holds.clone();
+    let hold_key = hold_key.to_owned();
+    let hold = match call {
+        HoldCall::GetHold => {
+            let request = authed(GetHoldRequest { hold_key }, session);
+            holds.get_hold(request).await?.into_inner().hold
+        }
+        HoldCall::ReleaseHold => {
+            let request = authed(ReleaseHoldRequest { hold_key }, session);
+            holds.release_hold(request).await?.into_inner().hold
+        }
+    };
+    Ok(hold.unwrap_or_else(|| panic!("{call:?} answers the hold")))
+}
+
+/// The key of a granted hold.
+fn hold_key(hold: &Hold) -> String {
+    assert!(!hold.hold_key.is_empty(), "no hold key in {hold:?}");
+    hold.hold_key.clone()
 }
 
 // ---------------------------------------------------------------------------------
@@ -644,15 +481,21 @@ async fn blocks_and_fan_claims_never_take_each_others_seats() {
     let fan = w.admitted("fan-block", &event).await;
 
     // A blocked seat cannot be claimed by a fan.
-    let block = w.block(&event, section, &seats[0..2]).await.expect("block");
-    let block_key = block.str(1);
+    let block = w
+        .block(&event.id, section, &seats[0..2])
+        .await
+        .expect("block");
+    let block_key = block.hold_key.clone();
     assert!(!block_key.is_empty(), "block hold key in {block:?}");
     let before = w.snapshot().await;
     let (code, reason, meta) = refusal(
         "claim of a blocked seat",
         w.claim(&fan, &event.id, section, &seats[1..3]).await,
     );
-    assert_eq!((code, reason.as_str()), (Code::AlreadyExists, "SEAT_TAKEN"));
+    assert_eq!(
+        (code, reason),
+        (Code::AlreadyExists, Some(Reason::SeatTaken))
+    );
     assert_eq!(
         meta.get("taken_seat_ids").map(String::as_str),
         Some(seats[1].to_string().as_str()),
@@ -673,9 +516,9 @@ async fn blocks_and_fan_claims_never_take_each_others_seats() {
     let before = w.snapshot().await;
     assert_refused(
         "block of a held seat",
-        w.block(&event, section, &seats[3..5]).await,
+        w.block(&event.id, section, &seats[3..5]).await,
         Code::AlreadyExists,
-        "SEAT_TAKEN",
+        Reason::SeatTaken,
     );
     assert_eq!(
         w.snapshot().await,
@@ -693,18 +536,15 @@ async fn blocks_and_fan_claims_never_take_each_others_seats() {
 
     // A released block frees the seat, and releasing again is idempotent.
     let release = |key: String| {
-        let bo = w.channels.bo.clone();
-        let admin = w.admin.clone();
-        async move {
-            call(
-                &bo,
-                BO,
-                "ReleaseSeats",
-                &admin,
-                Msg::new().str(1, &key).str(2, "camera moved"),
-            )
-            .await
-        }
+        let mut bo = w.clients.bo.clone();
+        let request = authed(
+            ReleaseSeatsRequest {
+                hold_key: key,
+                reason: "camera moved".to_owned(),
+            },
+            &w.admin,
+        );
+        async move { bo.release_seats(request).await }
     };
     release(block_key.clone()).await.expect("release block");
     release(block_key.clone())
@@ -715,7 +555,7 @@ async fn blocks_and_fan_claims_never_take_each_others_seats() {
         .claim(&other, &event.id, section, &seats[0..2])
         .await
         .expect("a released block's seats are free");
-    assert_eq!(claimed.msg(1).u64s(4), seats[0..2].to_vec());
+    assert_eq!(claimed.seat_ids, seats[0..2].to_vec());
     let active: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM holds.seat_holds WHERE hold_key = $1::uuid \
          AND status IN ('held', 'booked', 'blocked')",
@@ -777,7 +617,7 @@ async fn stolen_misrouted_and_forged_admission_tokens_are_refused() {
     assert_refused(
         "A's admission token with B's session",
         claim_on(
-            &w.channels,
+            &w.clients,
             &b,
             &a.admission,
             &x.id,
@@ -786,13 +626,13 @@ async fn stolen_misrouted_and_forged_admission_tokens_are_refused() {
         )
         .await,
         Code::PermissionDenied,
-        "WRONG_FAN",
+        Reason::WrongFan,
     );
     // An admission token for event X used on event Y.
     assert_refused(
         "X's admission token on Y",
         claim_on(
-            &w.channels,
+            &w.clients,
             &a,
             &a.admission,
             &y.id,
@@ -801,7 +641,7 @@ async fn stolen_misrouted_and_forged_admission_tokens_are_refused() {
         )
         .await,
         Code::PermissionDenied,
-        "WRONG_EVENT",
+        Reason::WrongEvent,
     );
     // Tampered: the payload says event Y, the signature is X's.
     let parts: Vec<&str> = a.admission.split('.').collect();
@@ -821,9 +661,9 @@ async fn stolen_misrouted_and_forged_admission_tokens_are_refused() {
     );
     assert_refused(
         "tampered payload",
-        claim_on(&w.channels, &a, &tampered, &y.id, section_y, &seats_y[0..1]).await,
+        claim_on(&w.clients, &a, &tampered, &y.id, section_y, &seats_y[0..1]).await,
         Code::Unauthenticated,
-        "TOKEN_INVALID",
+        Reason::TokenInvalid,
     );
     // Forged: a signature that is not the waiting room's.
     let mut sig = b64url_decode(parts[2]);
@@ -831,24 +671,16 @@ async fn stolen_misrouted_and_forged_admission_tokens_are_refused() {
     let forged = format!("{}.{}.{}", parts[0], parts[1], b64url_encode(&sig));
     assert_refused(
         "flipped signature bit",
-        claim_on(&w.channels, &a, &forged, &x.id, section_x, &seats_x[0..1]).await,
+        claim_on(&w.clients, &a, &forged, &x.id, section_x, &seats_x[0..1]).await,
         Code::Unauthenticated,
-        "TOKEN_INVALID",
+        Reason::TokenInvalid,
     );
     // Signed by the identity issuer (a fan session) instead of the waiting room.
     assert_refused(
         "fan session as admission token",
-        claim_on(
-            &w.channels,
-            &a,
-            &a.session,
-            &x.id,
-            section_x,
-            &seats_x[0..1],
-        )
-        .await,
+        claim_on(&w.clients, &a, &a.session, &x.id, section_x, &seats_x[0..1]).await,
         Code::Unauthenticated,
-        "TOKEN_INVALID",
+        Reason::TokenInvalid,
     );
     // Forged: well-formed admission tokens for A and X, signed by a key that is not
     // the waiting room's, once under the waiting room's own `kid` and once under an
@@ -862,9 +694,9 @@ async fn stolen_misrouted_and_forged_admission_tokens_are_refused() {
             .token;
         assert_refused(
             &format!("admission token signed by another key, kid {kid}"),
-            claim_on(&w.channels, &a, &forged, &x.id, section_x, &seats_x[0..1]).await,
+            claim_on(&w.clients, &a, &forged, &x.id, section_x, &seats_x[0..1]).await,
             Code::Unauthenticated,
-            "TOKEN_INVALID",
+            Reason::TokenInvalid,
         );
     }
     // Unsigned (`alg: none`) with the genuine claims.
@@ -875,22 +707,22 @@ async fn stolen_misrouted_and_forged_admission_tokens_are_refused() {
     );
     assert_refused(
         "alg none",
-        claim_on(&w.channels, &a, &unsigned, &x.id, section_x, &seats_x[0..1]).await,
+        claim_on(&w.clients, &a, &unsigned, &x.id, section_x, &seats_x[0..1]).await,
         Code::Unauthenticated,
-        "TOKEN_INVALID",
+        Reason::TokenInvalid,
     );
     // An admin token (signed by the identity issuer) offered as an admission token.
     assert_refused(
         "admin token as admission token",
-        claim_on(&w.channels, &a, &w.admin, &x.id, section_x, &seats_x[0..1]).await,
+        claim_on(&w.clients, &a, &w.admin, &x.id, section_x, &seats_x[0..1]).await,
         Code::Unauthenticated,
-        "TOKEN_INVALID",
+        Reason::TokenInvalid,
     );
     // A queue ticket offered as an admission token.
     assert_refused(
         "queue ticket as admission token",
         claim_on(
-            &w.channels,
+            &w.clients,
             &a,
             &a.queue_ticket,
             &x.id,
@@ -899,13 +731,13 @@ async fn stolen_misrouted_and_forged_admission_tokens_are_refused() {
         )
         .await,
         Code::Unauthenticated,
-        "TOKEN_INVALID",
+        Reason::TokenInvalid,
     );
     // Garbage.
     assert_refused(
         "not a JWT",
         claim_on(
-            &w.channels,
+            &w.clients,
             &a,
             "not.a.jwt",
             &x.id,
@@ -914,7 +746,7 @@ async fn stolen_misrouted_and_forged_admission_tokens_are_refused() {
         )
         .await,
         Code::Unauthenticated,
-        "TOKEN_INVALID",
+        Reason::TokenInvalid,
     );
     assert_eq!(
         w.snapshot().await,
@@ -955,8 +787,8 @@ async fn malformed_claims_and_hold_keys_are_refused_naming_the_field() {
             .await,
     );
     assert_eq!(
-        (code, reason.as_str()),
-        (Code::InvalidArgument, "SEAT_NOT_IN_SECTION"),
+        (code, reason),
+        (Code::InvalidArgument, Some(Reason::SeatNotInSection)),
         "{meta:?}"
     );
     assert_eq!(
@@ -988,30 +820,25 @@ async fn malformed_claims_and_hold_keys_are_refused_naming_the_field() {
     // The box office's block path refuses the same shapes.
     assert_invalid_field(
         "block: empty seat list",
-        w.block(&event, north, &[]).await,
+        w.block(&event.id, north, &[]).await,
         "seat_ids",
     );
     assert_invalid_field(
         "block: repeated seat id",
-        w.block(&event, north, &[north_seats[1], north_seats[1]])
+        w.block(&event.id, north, &[north_seats[1], north_seats[1]])
             .await,
         "seat_ids",
     );
     assert_refused(
         "block: seat of another section",
-        w.block(&event, north, &[south_seats[1]]).await,
+        w.block(&event.id, north, &[south_seats[1]]).await,
         Code::InvalidArgument,
-        "SEAT_NOT_IN_SECTION",
+        Reason::SeatNotInSection,
     );
     for bad in ["0", "abc", "-1"] {
-        let request = Msg::new()
-            .str(1, bad)
-            .varint(2, north)
-            .packed(3, &north_seats[0..1])
-            .str(4, "camera position");
         assert_invalid_field(
             &format!("block: event id {bad:?}"),
-            call(&w.channels.bo, BO, "BlockSeats", &w.admin, request).await,
+            w.block(bad, north, &north_seats[0..1]).await,
             "event_id",
         );
     }
@@ -1028,16 +855,17 @@ async fn malformed_claims_and_hold_keys_are_refused_naming_the_field() {
         "unknown event",
         w.claim(&fan, "999999", north, &north_seats[0..1]).await,
     );
-    println!("unknown event: {code:?} {reason} {meta:?}");
+    println!("unknown event: {code:?} {reason:?} {meta:?}");
     assert!(
         matches!(
-            (code, reason.as_str()),
-            (Code::NotFound, "EVENT_NOT_FOUND") | (Code::PermissionDenied, "WRONG_EVENT")
+            (code, reason),
+            (Code::NotFound, Some(Reason::EventNotFound))
+                | (Code::PermissionDenied, Some(Reason::WrongEvent))
         ),
-        "unknown event: {code:?} {reason} {meta:?}"
+        "unknown event: {code:?} {reason:?} {meta:?}"
     );
     // Hold keys that are not UUIDs.
-    for method in ["GetHold", "ReleaseHold"] {
+    for call in HoldCall::BOTH {
         for bad in [
             "",
             "not-a-uuid",
@@ -1045,8 +873,8 @@ async fn malformed_claims_and_hold_keys_are_refused_naming_the_field() {
             "00000000-0000-0000-0000-00000000000g",
         ] {
             assert_invalid_field(
-                &format!("{method} hold key {bad:?}"),
-                w.holds_call(&fan, method, bad).await,
+                &format!("{call:?} hold key {bad:?}"),
+                w.hold_call(&fan, call, bad).await,
                 "hold_key",
             );
         }
@@ -1058,33 +886,34 @@ async fn malformed_claims_and_hold_keys_are_refused_naming_the_field() {
             "hold_key",
         );
     }
+    let no_method = ConfirmRequest {
+        hold_key: "6f1c1a52-3f7e-4a59-9d3b-2b8e6c0d9a11".to_owned(),
+        payment_method: None,
+    };
     assert_invalid_field(
         "Confirm without a payment method",
-        call(
-            &w.channels.pay,
-            PAY,
-            "Confirm",
-            &fan.session,
-            Msg::new().str(1, "6f1c1a52-3f7e-4a59-9d3b-2b8e6c0d9a11"),
-        )
-        .await,
+        w.clients
+            .pay
+            .clone()
+            .confirm(authed(no_method, &fan.session))
+            .await,
         "payment_method",
     );
     // A well-formed but unknown hold key.
     let unknown = "6f1c1a52-3f7e-4a59-9d3b-2b8e6c0d9a11";
-    for method in ["GetHold", "ReleaseHold"] {
+    for call in HoldCall::BOTH {
         assert_refused(
-            &format!("{method} of an unknown hold"),
-            w.holds_call(&fan, method, unknown).await,
+            &format!("{call:?} of an unknown hold"),
+            w.hold_call(&fan, call, unknown).await,
             Code::NotFound,
-            "HOLD_NOT_FOUND",
+            Reason::HoldNotFound,
         );
     }
     assert_refused(
         "Confirm of an unknown hold",
         w.confirm(&fan, unknown).await,
         Code::NotFound,
-        "HOLD_NOT_FOUND",
+        Reason::HoldNotFound,
     );
     assert_eq!(w.snapshot().await, before, "a refused call wrote something");
     w.stop().await;
@@ -1103,13 +932,13 @@ async fn replayed_confirms_charge_once_and_released_holds_are_never_charged() {
             .await
             .expect("claim"),
     );
-    let first = w.confirm(&fan, &key).await.expect("confirm").msg(1);
-    let order_id = first.str(1);
+    let first = w.confirm(&fan, &key).await.expect("confirm");
+    let order_id = first.order_id.clone();
     assert!(!order_id.is_empty(), "order id in {first:?}");
-    assert_eq!(first.u64(5), 2, "ORDER_STATUS_PAID: {first:?}");
-    let again = w.confirm(&fan, &key).await.expect("confirm again").msg(1);
-    assert_eq!(again.str(1), order_id, "same order on replay");
-    assert_eq!(again.u64(5), 2);
+    assert_eq!(first.status(), OrderStatus::Paid, "{first:?}");
+    let again = w.confirm(&fan, &key).await.expect("confirm again");
+    assert_eq!(again.order_id, order_id, "same order on replay");
+    assert_eq!(again.status(), OrderStatus::Paid);
 
     // Concurrent replay: 20 at once.
     let fan2 = w.admitted("fan-replay-2", &event).await;
@@ -1120,22 +949,21 @@ async fn replayed_confirms_charge_once_and_released_holds_are_never_charged() {
     );
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..20 {
-        let channels = w.channels.clone();
+        let clients = w.clients.clone();
         let session = fan2.session.clone();
         let key = key2.clone();
-        tasks.spawn(async move { confirm_on(&channels, &session, &key).await });
+        tasks.spawn(async move { confirm_on(&clients, &session, &key).await });
     }
-    let mut orders = std::collections::BTreeSet::new();
+    let mut orders = BTreeSet::new();
     while let Some(result) = tasks.join_next().await {
         match result.expect("task") {
-            Ok(fields) => {
-                orders.insert(fields.msg(1).str(1));
+            Ok(order) => {
+                orders.insert(order.order_id);
             }
             Err(status) => {
-                let info = stadium_kit::status::error_info(&status);
                 assert_eq!(
-                    (status.code(), info.map(|i| i.reason)),
-                    (Code::Aborted, Some("IN_PROGRESS".to_owned())),
+                    (status.code(), Reason::of(&status)),
+                    (Code::Aborted, Some(Reason::InProgress)),
                     "a concurrent duplicate: {status:?}"
                 );
             }
@@ -1143,10 +971,10 @@ async fn replayed_confirms_charge_once_and_released_holds_are_never_charged() {
     }
     println!("20 concurrent confirms: orders {orders:?}");
     // Settle: a repeat after the race returns the one order.
-    let settled = w.confirm(&fan2, &key2).await.expect("settled").msg(1);
-    orders.insert(settled.str(1));
+    let settled = w.confirm(&fan2, &key2).await.expect("settled");
+    orders.insert(settled.order_id.clone());
     assert_eq!(orders.len(), 1, "one order id for one hold key: {orders:?}");
-    assert_eq!(settled.u64(5), 2, "paid: {settled:?}");
+    assert_eq!(settled.status(), OrderStatus::Paid, "paid: {settled:?}");
     for k in [&key, &key2] {
         let (payments, captured): (i64, i64) = sqlx::query_as(
             "SELECT count(*), count(*) FILTER (WHERE status = 'captured') \
@@ -1175,23 +1003,25 @@ async fn replayed_confirms_charge_once_and_released_holds_are_never_charged() {
             .expect("claim 3"),
     );
     let released = w
-        .holds_call(&fan, "ReleaseHold", &key3)
+        .hold_call(&fan, HoldCall::ReleaseHold, &key3)
         .await
-        .expect("release")
-        .msg(1);
-    assert_eq!(released.u64(5), 4, "HOLD_STATUS_RELEASED: {released:?}");
+        .expect("release");
+    assert_eq!(released.status(), HoldStatus::Released, "{released:?}");
     let again = w
-        .holds_call(&fan, "ReleaseHold", &key3)
+        .hold_call(&fan, HoldCall::ReleaseHold, &key3)
         .await
-        .expect("release again is idempotent")
-        .msg(1);
-    assert_eq!(again.u64(5), 4, "still released: {again:?}");
+        .expect("release again is idempotent");
+    assert_eq!(
+        again.status(),
+        HoldStatus::Released,
+        "still released: {again:?}"
+    );
     let before = w.payments_snapshot().await;
     assert_refused(
         "confirm after release",
         w.confirm(&fan, &key3).await,
         Code::FailedPrecondition,
-        "HOLD_RELEASED",
+        Reason::HoldReleased,
     );
     let charged: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM payments.payments WHERE hold_key = $1::uuid \
@@ -1218,35 +1048,31 @@ async fn replayed_confirms_charge_once_and_released_holds_are_never_charged() {
     );
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..21 {
-        let channels = w.channels.clone();
+        let clients = w.clients.clone();
         let session = fan3.session.clone();
         let key = key4.clone();
         tasks.spawn(async move {
             if i == 10 {
-                let release = Msg::new().str(1, &key);
-                (
-                    true,
-                    call(&channels.holds, HOLDS, "ReleaseHold", &session, release).await,
-                )
+                let released = hold_call_on(&clients, &session, HoldCall::ReleaseHold, &key).await;
+                ("release", released.map(|hold| hold.status))
             } else {
-                (false, confirm_on(&channels, &session, &key).await)
+                let confirmed = confirm_on(&clients, &session, &key).await;
+                ("confirm", confirmed.map(|order| order.status))
             }
         });
     }
     let mut outcomes = BTreeMap::new();
     while let Some(result) = tasks.join_next().await {
-        let (release, result) = result.expect("task");
+        let (call, result) = result.expect("task");
         let outcome = match result {
-            Ok(fields) => format!("OK status {}", fields.msg(1).u64(5)),
+            Ok(status) => format!("OK status {status}"),
             Err(status) => format!(
                 "{:?}/{}",
                 status.code(),
-                stadium_kit::status::error_info(&status).map_or_else(String::new, |i| i.reason)
+                Reason::of(&status).map_or("", Reason::as_str)
             ),
         };
-        *outcomes
-            .entry((if release { "release" } else { "confirm" }, outcome))
-            .or_insert(0) += 1;
+        *outcomes.entry((call, outcome)).or_insert(0) += 1;
     }
     let hold_status: Vec<String> = sqlx::query_scalar(
         "SELECT DISTINCT status FROM holds.seat_holds WHERE hold_key = $1::uuid",
@@ -1294,19 +1120,19 @@ async fn another_fans_hold_key_is_not_found_and_changes_nothing() {
             .expect("claim"),
     );
     let before = w.snapshot().await;
-    for method in ["GetHold", "ReleaseHold"] {
+    for call in HoldCall::BOTH {
         assert_refused(
-            &format!("{method} by another fan"),
-            w.holds_call(&thief, method, &key).await,
+            &format!("{call:?} by another fan"),
+            w.hold_call(&thief, call, &key).await,
             Code::NotFound,
-            "HOLD_NOT_FOUND",
+            Reason::HoldNotFound,
         );
     }
     assert_refused(
         "Confirm by another fan",
         w.confirm(&thief, &key).await,
         Code::NotFound,
-        "HOLD_NOT_FOUND",
+        Reason::HoldNotFound,
     );
     assert_eq!(
         w.snapshot().await,
@@ -1315,14 +1141,13 @@ async fn another_fans_hold_key_is_not_found_and_changes_nothing() {
     );
     // The owner still sees and pays the hold.
     let held = w
-        .holds_call(&owner, "GetHold", &key)
+        .hold_call(&owner, HoldCall::GetHold, &key)
         .await
-        .expect("owner reads")
-        .msg(1);
-    assert_eq!(held.u64(5), 1, "HOLD_STATUS_HELD: {held:?}");
-    let order = w.confirm(&owner, &key).await.expect("owner pays").msg(1);
-    assert_eq!(order.u64(5), 2, "paid: {order:?}");
-    assert_eq!(order.str(4), owner.id);
+        .expect("owner reads");
+    assert_eq!(held.status(), HoldStatus::Held, "{held:?}");
+    let order = w.confirm(&owner, &key).await.expect("owner pays");
+    assert_eq!(order.status(), OrderStatus::Paid, "paid: {order:?}");
+    assert_eq!(order.fan_id, owner.id);
     w.stop().await;
 }
 
@@ -1350,39 +1175,38 @@ async fn concurrent_claims_never_exceed_the_per_fan_limit() {
             .await
             .expect("first claim"),
     );
-    let paid = w.confirm(&fan, &key).await.expect("first pays").msg(1);
-    assert_eq!(paid.u64(5), 2, "paid: {paid:?}");
+    let paid = w.confirm(&fan, &key).await.expect("first pays");
+    assert_eq!(paid.status(), OrderStatus::Paid, "paid: {paid:?}");
 
     // Concurrent one-seat claims on distinct free seats; returns the granted hold keys
     // and the refusals by limit.
     let burst = |seats: Vec<(u64, u64)>| {
-        let channels = w.channels.clone();
+        let clients = w.clients.clone();
         let fan = Arc::clone(&fan);
         let event_id = event.id.clone();
         async move {
             let mut tasks = tokio::task::JoinSet::new();
             for (section, seat) in seats {
-                let channels = channels.clone();
+                let clients = clients.clone();
                 let fan = Arc::clone(&fan);
                 let event_id = event_id.clone();
                 tasks.spawn(async move {
-                    claim_on(&channels, &fan, &fan.admission, &event_id, section, &[seat]).await
+                    claim_on(&clients, &fan, &fan.admission, &event_id, section, &[seat]).await
                 });
             }
             let mut granted = Vec::new();
             let mut refusals = BTreeMap::new();
             while let Some(result) = tasks.join_next().await {
                 match result.expect("task") {
-                    Ok(fields) => granted.push(hold_key(&fields)),
+                    Ok(hold) => granted.push(hold_key(&hold)),
                     Err(status) => {
-                        let info = stadium_kit::status::error_info(&status)
-                            .unwrap_or_else(|| panic!("no ErrorInfo: {status:?}"));
+                        let (code, reason, meta) = parts("concurrent claim", &status);
                         assert_eq!(
-                            (status.code(), info.reason.as_str()),
-                            (Code::ResourceExhausted, "LIMIT_EXCEEDED"),
-                            "{status:?} {info:?}"
+                            (code, reason),
+                            (Code::ResourceExhausted, Some(Reason::LimitExceeded)),
+                            "{status:?} {meta:?}"
                         );
-                        let limit = info.metadata.get("limit").cloned().unwrap_or_default();
+                        let limit = meta.get("limit").cloned().unwrap_or_default();
                         *refusals.entry(limit).or_insert(0) += 1;
                     }
                 }
@@ -1404,8 +1228,8 @@ async fn concurrent_claims_never_exceed_the_per_fan_limit() {
     );
     assert_eq!(granted.len(), 1, "one more seat fits: {refusals:?}");
     assert_eq!(active, 3, "booked 2 + held 1");
-    let paid = w.confirm(&fan, &granted[0]).await.expect("pays").msg(1);
-    assert_eq!(paid.u64(5), 2, "paid: {paid:?}");
+    let paid = w.confirm(&fan, &granted[0]).await.expect("pays");
+    assert_eq!(paid.status(), OrderStatus::Paid, "paid: {paid:?}");
 
     // Round three: the fan is at the limit; every concurrent claim is refused by the
     // per-fan limit and nothing is written.
