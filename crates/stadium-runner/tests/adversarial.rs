@@ -32,23 +32,14 @@ use stadium_proto::payments::v1::{ConfirmRequest, Order, OrderStatus, PaymentMet
 use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
 use stadium_proto::waiting_room::v1::{GetStatusRequest, JoinRequest};
 use stadium_runner::Stack;
+use stadium_testkit::grpc::bearer;
 use stadium_tokens::{Role, WAITING_ROOM_ISSUER};
 use support::stack_on_fresh_database;
 use tonic::transport::Channel;
-use tonic::{Code, Request, Status};
+use tonic::{Code, Status};
 
 // ---------------------------------------------------------------------------------
 // Calls and refusals.
-
-/// `message` with the bearer token every stadium call is made with.
-fn authed<T>(message: T, token: &str) -> Request<T> {
-    let mut request = Request::new(message);
-    request.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().expect("ascii token"),
-    );
-    request
-}
 
 /// The code, typed reason and ErrorInfo metadata of a refused call.
 fn parts(what: &str, status: &Status) -> (Code, Option<Reason>, BTreeMap<String, String>) {
@@ -202,7 +193,7 @@ impl World {
             content: csv.into_bytes(),
         };
         let venue = bo
-            .import_venue(authed(import, &self.admin))
+            .import_venue(bearer(import, &self.admin))
             .await
             .expect("ImportVenue")
             .into_inner()
@@ -236,7 +227,7 @@ impl World {
             price_categories: vec![price("A", 5_000), price("B", 2_500)],
         };
         let id = bo
-            .create_event(authed(create, &self.admin))
+            .create_event(bearer(create, &self.admin))
             .await
             .expect("CreateEvent")
             .into_inner()
@@ -246,7 +237,7 @@ impl World {
         let open = OpenSaleRequest {
             event_id: id.clone(),
         };
-        bo.open_sale(authed(open, &self.admin))
+        bo.open_sale(bearer(open, &self.admin))
             .await
             .expect("OpenSale");
 
@@ -287,7 +278,7 @@ impl World {
             event_id: event.id.clone(),
         };
         let joined = wr
-            .join(authed(join, &session))
+            .join(bearer(join, &session))
             .await
             .expect("Join")
             .into_inner()
@@ -305,7 +296,7 @@ impl World {
                 event_id: event.id.clone(),
             };
             let status = wr
-                .get_status(authed(poll, &session))
+                .get_status(bearer(poll, &session))
                 .await
                 .expect("GetStatus")
                 .into_inner()
@@ -351,7 +342,7 @@ impl World {
             .clients
             .bo
             .clone()
-            .block_seats(authed(request, &self.admin))
+            .block_seats(bearer(request, &self.admin))
             .await?;
         Ok(response.into_inner())
     }
@@ -415,7 +406,7 @@ async fn claim_on(
     let response = clients
         .holds
         .clone()
-        .claim_seats(authed(request, &fan.session))
+        .claim_seats(bearer(request, &fan.session))
         .await?;
     Ok(response
         .into_inner()
@@ -434,7 +425,7 @@ async fn confirm_on(clients: &Clients, session: &str, hold_key: &str) -> Result<
     let response = clients
         .pay
         .clone()
-        .confirm(authed(request, session))
+        .confirm(bearer(request, session))
         .await?;
     Ok(response
         .into_inner()
@@ -453,11 +444,11 @@ async fn hold_call_on(
     let hold_key = hold_key.to_owned();
     let hold = match call {
         HoldCall::GetHold => {
-            let request = authed(GetHoldRequest { hold_key }, session);
+            let request = bearer(GetHoldRequest { hold_key }, session);
             holds.get_hold(request).await?.into_inner().hold
         }
         HoldCall::ReleaseHold => {
-            let request = authed(ReleaseHoldRequest { hold_key }, session);
+            let request = bearer(ReleaseHoldRequest { hold_key }, session);
             holds.release_hold(request).await?.into_inner().hold
         }
     };
@@ -537,7 +528,7 @@ async fn blocks_and_fan_claims_never_take_each_others_seats() {
     // A released block frees the seat, and releasing again is idempotent.
     let release = |key: String| {
         let mut bo = w.clients.bo.clone();
-        let request = authed(
+        let request = bearer(
             ReleaseSeatsRequest {
                 hold_key: key,
                 reason: "camera moved".to_owned(),
@@ -895,7 +886,7 @@ async fn malformed_claims_and_hold_keys_are_refused_naming_the_field() {
         w.clients
             .pay
             .clone()
-            .confirm(authed(no_method, &fan.session))
+            .confirm(bearer(no_method, &fan.session))
             .await,
         "payment_method",
     );

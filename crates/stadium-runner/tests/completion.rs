@@ -14,14 +14,7 @@ mod support;
 
 use support::stack_on_fresh_database;
 
-fn authed<T>(message: T, token: &str) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().expect("metadata"),
-    );
-    request
-}
+use stadium_testkit::grpc::bearer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_paid_order_gives_the_fans_place_under_the_cap_back() {
@@ -47,7 +40,7 @@ async fn a_paid_order_gives_the_fans_place_under_the_cap_back() {
         let status = clients
             .waiting_room
             .clone()
-            .join(authed(
+            .join(bearer(
                 JoinRequest {
                     event_id: event.event_id.clone(),
                 },
@@ -65,7 +58,7 @@ async fn a_paid_order_gives_the_fans_place_under_the_cap_back() {
         let mut client = clients.waiting_room.clone();
         async move {
             client
-                .get_status(authed(
+                .get_status(bearer(
                     GetStatusRequest {
                         queue_ticket: ticket,
                         event_id: String::new(),
@@ -111,7 +104,7 @@ async fn a_paid_order_gives_the_fans_place_under_the_cap_back() {
     let hold = clients
         .holds
         .clone()
-        .claim_seats(authed(
+        .claim_seats(bearer(
             ClaimSeatsRequest {
                 admission_token,
                 event_id: event.event_id.clone(),
@@ -128,7 +121,7 @@ async fn a_paid_order_gives_the_fans_place_under_the_cap_back() {
     clients
         .payments
         .clone()
-        .confirm(authed(
+        .confirm(bearer(
             ConfirmRequest {
                 hold_key: hold.hold_key,
                 payment_method: Some(PaymentMethod {
@@ -153,7 +146,7 @@ async fn a_paid_order_gives_the_fans_place_under_the_cap_back() {
     let stats = clients
         .waiting_room
         .clone()
-        .get_queue_stats(authed(
+        .get_queue_stats(bearer(
             GetQueueStatsRequest {
                 event_id: event.event_id.clone(),
             },

@@ -1,7 +1,8 @@
 //! Test support shared by the stadium crates: a fresh, migrated PostgreSQL database per
 //! test (cloned from a migrated template, so it costs one `CREATE DATABASE`), and the
 //! Redis URL with a unique key prefix per test, [`all_at_once`] for requests fired in
-//! parallel, [`RoundTrips`] to count a service's round trips to PostgreSQL, and
+//! parallel, [`grpc`] for bearer tokens and typed refusals, [`RoundTrips`] to count a
+//! service's round trips to PostgreSQL, and
 //! [`seq_scans`] / [`generic_seq_scans`] to see which tables a statement's plan scans.
 //!
 //! The servers come from `DATABASE_URL` and `REDIS_URL` when set (CI sets them), else
@@ -9,6 +10,7 @@
 //! machine's binaries for the whole test process.
 
 mod concurrency;
+pub mod grpc;
 mod plans;
 mod round_trips;
 

@@ -86,12 +86,7 @@ impl Harness {
     }
 
     fn authed<T>(&self, message: T) -> Request<T> {
-        let mut request = Request::new(message);
-        request.metadata_mut().insert(
-            "authorization",
-            format!("Bearer {}", self.token).parse().unwrap(),
-        );
-        request
+        stadium_testkit::grpc::bearer(message, &self.token)
     }
 
     /// Imports a real plan and creates an on-sale event on it; returns the event id.

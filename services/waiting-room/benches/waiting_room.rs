@@ -14,6 +14,7 @@
 //! `cargo bench -p waiting-room --bench waiting_room`; compare joins/s with
 //! `redis-benchmark -t set -c 64 -q` run in the same session.
 
+use stadium_testkit::grpc::bearer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,14 +34,6 @@ const CONCURRENCY: u64 = 64;
 /// Distinct fans cycled through.
 const FANS: usize = 2_000;
 const EVENT: &str = "1";
-
-fn with_token<T>(message: T, token: &str) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    if let Ok(value) = format!("Bearer {token}").parse() {
-        request.metadata_mut().insert("authorization", value);
-    }
-    request
-}
 
 struct Bench {
     channel: Channel,
@@ -103,7 +96,7 @@ async fn start() -> Bench {
         admission_ttl_ms: 0,
     };
     client
-        .configure_event(with_token(configure, &admin))
+        .configure_event(bearer(configure, &admin))
         .await
         .expect("configure");
     let mut fan_tokens = Vec::with_capacity(FANS);
@@ -117,7 +110,7 @@ async fn start() -> Bench {
             event_id: EVENT.into(),
         };
         let status = client
-            .join(with_token(join, &token))
+            .join(bearer(join, &token))
             .await
             .expect("join")
             .into_inner()
@@ -181,7 +174,7 @@ fn waiting_room(c: &mut Criterion) {
                         event_id: EVENT.into(),
                     };
                     WaitingRoomClient::new(bench.channel.clone())
-                        .join(with_token(join, &bench.fan_tokens[fan]))
+                        .join(bearer(join, &bench.fan_tokens[fan]))
                         .await
                         .expect("join");
                 }
@@ -201,7 +194,7 @@ fn waiting_room(c: &mut Criterion) {
                         event_id: String::new(),
                     };
                     WaitingRoomClient::new(bench.channel.clone())
-                        .get_status(with_token(poll, &bench.fan_tokens[fan]))
+                        .get_status(bearer(poll, &bench.fan_tokens[fan]))
                         .await
                         .expect("status");
                 }

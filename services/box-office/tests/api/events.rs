@@ -6,7 +6,7 @@ use stadium_proto::common::v1::PageRequest;
 use stadium_tokens::Role;
 use tonic::{Code, Request};
 
-use crate::support::{Office, create_request, eur, from_now, reason, with_token};
+use crate::support::{Office, bearer, create_request, eur, from_now, reason};
 
 #[tokio::test]
 async fn create_get_and_list_events_with_their_audit() {
@@ -101,7 +101,7 @@ async fn no_token_and_wrong_roles_are_refused_and_write_nothing() {
         let token = office.token("mallory", roles);
         let status = office
             .client
-            .create_event(with_token(create_request(&venue.venue_id), &token))
+            .create_event(bearer(create_request(&venue.venue_id), &token))
             .await
             .unwrap_err();
         assert_eq!(reason(&status).0, Code::PermissionDenied, "{roles:?}");
@@ -115,7 +115,7 @@ async fn no_token_and_wrong_roles_are_refused_and_write_nothing() {
         .token;
     let status = office
         .client
-        .create_event(with_token(create_request(&venue.venue_id), &forged))
+        .create_event(bearer(create_request(&venue.venue_id), &forged))
         .await
         .unwrap_err();
     assert_eq!(reason(&status).1, "TOKEN_INVALID");
@@ -124,7 +124,7 @@ async fn no_token_and_wrong_roles_are_refused_and_write_nothing() {
     let token = office.token("svc", &[Role::Service]);
     let status = office
         .client
-        .list_venues(with_token(pb::ListVenuesRequest::default(), &token))
+        .list_venues(bearer(pb::ListVenuesRequest::default(), &token))
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::PermissionDenied);
@@ -218,19 +218,19 @@ async fn transition(
         .token;
     let answer = match which {
         "open" => client
-            .open_sale(with_token(pb::OpenSaleRequest { event_id: id }, &token))
+            .open_sale(bearer(pb::OpenSaleRequest { event_id: id }, &token))
             .await
             .map(|r| (r.get_ref().event.clone(), r.into_inner().waiting_room)),
         "pause" => client
-            .pause_sale(with_token(pb::PauseSaleRequest { event_id: id }, &token))
+            .pause_sale(bearer(pb::PauseSaleRequest { event_id: id }, &token))
             .await
             .map(|r| (r.get_ref().event.clone(), r.into_inner().waiting_room)),
         "resume" => client
-            .resume_sale(with_token(pb::ResumeSaleRequest { event_id: id }, &token))
+            .resume_sale(bearer(pb::ResumeSaleRequest { event_id: id }, &token))
             .await
             .map(|r| (r.get_ref().event.clone(), r.into_inner().waiting_room)),
         _ => client
-            .close_sale(with_token(pb::CloseSaleRequest { event_id: id }, &token))
+            .close_sale(bearer(pb::CloseSaleRequest { event_id: id }, &token))
             .await
             .map(|r| (r.get_ref().event.clone(), r.into_inner().waiting_room)),
     }?;

@@ -112,12 +112,12 @@ impl Office {
 
     /// `message` with a box_office token of `ann`.
     pub fn office<T>(&self, message: T) -> Request<T> {
-        with_token(message, &self.token("ann", &[Role::BoxOffice]))
+        bearer(message, &self.token("ann", &[Role::BoxOffice]))
     }
 
     /// `message` with an sre token of `sam`.
     pub fn sre<T>(&self, message: T) -> Request<T> {
-        with_token(message, &self.token("sam", &[Role::Sre]))
+        bearer(message, &self.token("sam", &[Role::Sre]))
     }
 
     /// The pool of the test database.
@@ -203,15 +203,7 @@ pub struct Counts {
     pub statuses: String,
 }
 
-/// `message` with `authorization: Bearer <token>`.
-pub fn with_token<T>(message: T, token: &str) -> Request<T> {
-    let mut request = Request::new(message);
-    request.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().expect("ascii"),
-    );
-    request
-}
+pub use stadium_testkit::grpc::bearer;
 
 /// A timestamp `secs` seconds from now.
 pub fn from_now(secs: i64) -> Option<Timestamp> {

@@ -269,7 +269,7 @@ async fn inventory_goes_through_holds_and_payments_with_the_callers_token() {
 
     let blocked = office
         .client
-        .block_seats(crate::support::with_token(
+        .block_seats(crate::support::bearer(
             pb::BlockSeatsRequest {
                 event_id: "1".into(),
                 section_id: 1,

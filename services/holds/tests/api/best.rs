@@ -2,6 +2,7 @@
 //! blocks by price category across sections, the fallback when seats need not be
 //! together, and bad requests that write nothing.
 
+use stadium_kit::Reason;
 use std::collections::BTreeMap;
 
 use stadium_kit::status::error_info;
@@ -89,7 +90,7 @@ async fn two_hundred_concurrent_fans_fill_a_section_in_adjacent_pairs() {
             Err(status) => {
                 assert_eq!(
                     reason(status, Code::AlreadyExists),
-                    "SEAT_TAKEN",
+                    Reason::SeatTaken,
                     "{status:?}"
                 );
                 let info = error_info(status).unwrap();
@@ -162,7 +163,7 @@ async fn best_seats_first_by_category_and_scattered_when_not_together() {
     let refused = best(&mut blocker, Target::SectionId(b.id), 2, true)
         .await
         .unwrap_err();
-    assert_eq!(reason(&refused, Code::AlreadyExists), "SEAT_TAKEN");
+    assert_eq!(reason(&refused, Code::AlreadyExists), Reason::SeatTaken);
     let info = error_info(&refused).unwrap();
     assert_eq!(info.metadata["fewer_seats"], "1");
     assert_eq!(info.metadata["not_together"], "true");
@@ -211,7 +212,7 @@ async fn bad_best_available_requests_name_the_field_and_write_nothing() {
             .claim_best_available(bearer(request, &fan.session))
             .await
             .unwrap_err();
-        assert_eq!(reason(&status, Code::InvalidArgument), "INVALID_FIELD");
+        assert_eq!(reason(&status, Code::InvalidArgument), Reason::InvalidField);
         assert_eq!(error_info(&status).unwrap().metadata["field"], field);
     }
     assert_eq!(snapshot(app.pool()).await, before);

@@ -3,6 +3,7 @@
 use holds::domain::{Claim, Claimant, EventId, FanId, SeatSet, SectionId};
 use holds::error::Error;
 use holds::store::Claimed;
+use stadium_kit::Reason;
 use stadium_proto::holds::v1::{
     ConfirmHoldRequest, GetHoldRequest, HoldStatus, ReleaseHoldRequest, SweepExpiredRequest,
 };
@@ -31,13 +32,13 @@ async fn c01_twelve_fans_ten_seats_a_hundred_times() {
         })
         .await;
         let held = results.iter().filter(|r| r.is_ok()).count();
-        let refused: Vec<String> = results
+        let refused: Vec<Reason> = results
             .iter()
             .filter_map(|r| r.as_ref().err())
             .map(|s| reason(s, Code::AlreadyExists))
             .collect();
         assert_eq!(held, 10, "round {round}");
-        assert_eq!(refused, vec!["SEAT_TAKEN"; 2], "round {round}");
+        assert_eq!(refused, vec![Reason::SeatTaken; 2], "round {round}");
         assert_eq!(
             active_counts(app.pool(), &event).await,
             (10, 0, 0),
@@ -72,7 +73,10 @@ async fn c02_one_fan_three_claims_limit_four() {
         let held = results.iter().filter(|r| r.is_ok()).count();
         assert_eq!(held, 2, "round {round}: {results:?}");
         let refused = results.iter().find_map(|r| r.as_ref().err()).unwrap();
-        assert_eq!(reason(refused, Code::ResourceExhausted), "LIMIT_EXCEEDED");
+        assert_eq!(
+            reason(refused, Code::ResourceExhausted),
+            Reason::LimitExceeded
+        );
         let info = stadium_kit::status::error_info(refused).unwrap();
         assert_eq!(info.metadata["limit"], "seats_per_fan");
         assert_eq!(info.metadata["max"], "4");
@@ -120,7 +124,7 @@ async fn c03_lapsed_hold_is_reclaimed_without_the_sweeper() {
 
     // Before the TTL, B is refused and nothing changes.
     let early = b.claim(section.id, &five).await.unwrap_err();
-    assert_eq!(reason(&early, Code::AlreadyExists), "SEAT_TAKEN");
+    assert_eq!(reason(&early, Code::AlreadyExists), Reason::SeatTaken);
 
     // The TTL passes (plus a second) for A and C: moved by SQL instead of waiting.
     sqlx::query(
@@ -149,7 +153,10 @@ async fn c03_lapsed_hold_is_reclaimed_without_the_sweeper() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&confirm, Code::FailedPrecondition), "HOLD_EXPIRED");
+    assert_eq!(
+        reason(&confirm, Code::FailedPrecondition),
+        Reason::HoldExpired
+    );
     let release = app
         .client()
         .release_hold(bearer(
@@ -160,7 +167,10 @@ async fn c03_lapsed_hold_is_reclaimed_without_the_sweeper() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&release, Code::FailedPrecondition), "HOLD_EXPIRED");
+    assert_eq!(
+        reason(&release, Code::FailedPrecondition),
+        Reason::HoldExpired
+    );
     let seen = app
         .client()
         .get_hold(bearer(

@@ -1,5 +1,6 @@
 //! Contention on the claim path: many fans, few seats, requests in flight together.
 
+use stadium_kit::Reason;
 use tonic::Code;
 
 use crate::support::{EventSettings, TestApp, active_counts, assert_invariants, reason, seat_list};
@@ -22,7 +23,7 @@ async fn ten_claims_of_one_seat_make_one_hold() {
     assert_eq!(held[0].seat_ids, vec![seat]);
     assert!(held[0].expires_in_ms > 590_000 && held[0].expires_in_ms <= 600_000);
     for refused in results.iter().filter_map(|r| r.as_ref().err()) {
-        assert_eq!(reason(refused, Code::AlreadyExists), "SEAT_TAKEN");
+        assert_eq!(reason(refused, Code::AlreadyExists), Reason::SeatTaken);
         assert_eq!(seat_list(refused, "taken_seat_ids"), vec![seat]);
         let alternatives = seat_list(refused, "alternative_seat_ids");
         assert_eq!(alternatives.len(), 1);
@@ -56,7 +57,7 @@ async fn three_hundred_fans_for_one_hundred_seats() {
         .iter()
         .filter_map(|r| r.as_ref().err())
         .map(|s| reason(s, Code::AlreadyExists))
-        .filter(|r| r == "SEAT_TAKEN")
+        .filter(|r| *r == Reason::SeatTaken)
         .count();
     assert_eq!((held, taken), (100, 200));
     assert_eq!(active_counts(app.pool(), &event).await, (100, 0, 0));
@@ -88,7 +89,7 @@ async fn opposite_orders_over_grpc_never_split() {
         assert_eq!(winners.len(), 1, "round {round}: {results:?}");
         assert_eq!(winners[0].seat_ids, vec![a1, a2]);
         let loser = results.iter().find_map(|r| r.as_ref().err()).unwrap();
-        assert_eq!(reason(loser, Code::AlreadyExists), "SEAT_TAKEN");
+        assert_eq!(reason(loser, Code::AlreadyExists), Reason::SeatTaken);
     }
     assert_eq!(active_counts(app.pool(), &event).await, (100, 0, 0));
     let totals = app.parts.service.metrics().totals();
@@ -136,13 +137,16 @@ async fn a_crowd_reclaims_lapsed_holds_once_each() {
     })
     .await;
     let held: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
-    let refused: Vec<String> = results
+    let refused: Vec<Reason> = results
         .iter()
         .filter_map(|r| r.as_ref().err())
         .map(|s| reason(s, Code::AlreadyExists))
         .collect();
     assert_eq!(held.len(), 25, "{refused:?}");
-    assert!(refused.iter().all(|r| r == "SEAT_TAKEN"), "{refused:?}");
+    assert!(
+        refused.iter().all(|r| *r == Reason::SeatTaken),
+        "{refused:?}"
+    );
     let mut pairs: Vec<u64> = held.iter().map(|h| h.seat_ids[0]).collect();
     pairs.sort_unstable();
     pairs.dedup();

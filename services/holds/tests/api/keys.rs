@@ -1,6 +1,7 @@
 //! Admission keys come from the waiting room's published set and are refreshed once
 //! when a token names a key the service has not seen.
 
+use stadium_kit::Reason;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -48,7 +49,7 @@ async fn rotated_key_is_fetched_once_and_accepted() {
         .claim(section.id, &[section.seats[0]])
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::Unavailable), "KEYS_UNAVAILABLE");
+    assert_eq!(reason(&status, Code::Unavailable), Reason::KeysUnavailable);
 
     *published.ring.lock().unwrap() = Some(app.ring.clone());
     fan.claim(section.id, &[section.seats[0]]).await.unwrap();

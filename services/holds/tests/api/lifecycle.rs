@@ -1,6 +1,7 @@
 //! A hold's life: get, release, reclaim, confirm (idempotent), blocks, comps and their
 //! release by the box office.
 
+use stadium_kit::Reason;
 use stadium_proto::holds::v1::{
     BlockSeatsRequest, ClaimCompRequest, ConfirmHoldRequest, GetHoldRequest, HoldStatus,
     ReleaseHoldRequest, ReleaseSeatsRequest,
@@ -110,7 +111,10 @@ async fn hold_release_reclaim_and_confirm() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::FailedPrecondition), "HOLD_BOOKED");
+    assert_eq!(
+        reason(&status, Code::FailedPrecondition),
+        Reason::HoldBooked
+    );
     assert_eq!(active_counts(app.pool(), &event).await, (1, 2, 0));
 
     // Box-office staff cannot end a booking (that needs its refund) ...
@@ -128,7 +132,7 @@ async fn hold_release_reclaim_and_confirm() {
         .unwrap_err();
     assert_eq!(
         reason(&status, Code::FailedPrecondition),
-        "RELEASE_NOT_ALLOWED"
+        Reason::ReleaseNotAllowed
     );
     assert_eq!(active_counts(app.pool(), &event).await, (1, 2, 0));
     // ... payments does, after the refund; the seats are free again.
@@ -202,7 +206,7 @@ async fn blocks_and_comps_share_the_unique_index() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::AlreadyExists), "SEAT_TAKEN");
+    assert_eq!(reason(&status, Code::AlreadyExists), Reason::SeatTaken);
     let comp = app
         .client()
         .claim_comp(bearer(
@@ -231,7 +235,7 @@ async fn blocks_and_comps_share_the_unique_index() {
         .claim(a.id, &[a.seats[30], a.seats[33]])
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::AlreadyExists), "SEAT_TAKEN");
+    assert_eq!(reason(&status, Code::AlreadyExists), Reason::SeatTaken);
     assert_eq!(
         crate::support::seat_list(&status, "taken_seat_ids"),
         vec![a.seats[30]]
@@ -288,7 +292,10 @@ async fn partly_reclaimed_hold_is_not_half_booked() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::FailedPrecondition), "HOLD_EXPIRED");
+    assert_eq!(
+        reason(&status, Code::FailedPrecondition),
+        Reason::HoldExpired
+    );
     let booked: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM holds.seat_holds WHERE hold_key = $1::uuid AND status = 'booked'",
     )

@@ -3,6 +3,7 @@
 //! its boundaries. Boundaries are set on the stored rows (created_at, expires_at), so
 //! nothing here waits on the clock.
 
+use stadium_kit::Reason;
 use stadium_proto::holds::v1::{
     ConfirmHoldRequest, ExtendHoldRequest, Hold, HoldStatus, ReleaseHoldRequest,
     StartPaymentRequest, StartPaymentResponse,
@@ -125,14 +126,14 @@ async fn a_started_payment_keeps_the_hold_for_its_window_at_the_claimed_price() 
         .unwrap_err();
     assert_eq!(
         reason(&release, Code::FailedPrecondition),
-        "PAYMENT_STARTED"
+        Reason::PaymentStarted
     );
     let extended = extend(&app, &held.hold_key, &fan.session)
         .await
         .unwrap_err();
     assert_eq!(
         reason(&extended, Code::FailedPrecondition),
-        "PAYMENT_STARTED"
+        Reason::PaymentStarted
     );
 
     // Past the hold's own TTL the window still holds it, and it books.
@@ -156,7 +157,7 @@ async fn a_started_payment_keeps_the_hold_for_its_window_at_the_claimed_price() 
     let after = start(&app, &held.hold_key, "fan-1", WINDOW_MS)
         .await
         .unwrap_err();
-    assert_eq!(reason(&after, Code::FailedPrecondition), "HOLD_BOOKED");
+    assert_eq!(reason(&after, Code::FailedPrecondition), Reason::HoldBooked);
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
@@ -173,18 +174,21 @@ async fn start_payment_refuses_at_its_boundaries_and_changes_nothing() {
     let missing = start(&app, &held.hold_key, "fan-1", WINDOW_MS)
         .await
         .unwrap_err();
-    assert_eq!(reason(&missing, Code::FailedPrecondition), "PRICE_MISSING");
+    assert_eq!(
+        reason(&missing, Code::FailedPrecondition),
+        Reason::PriceMissing
+    );
 
     for window in [0, 999, 900_001] {
         let bad = start(&app, &held.hold_key, "fan-1", window)
             .await
             .unwrap_err();
-        assert_eq!(reason(&bad, Code::InvalidArgument), "INVALID_FIELD");
+        assert_eq!(reason(&bad, Code::InvalidArgument), Reason::InvalidField);
     }
     let other = start(&app, &held.hold_key, "fan-2", WINDOW_MS)
         .await
         .unwrap_err();
-    assert_eq!(reason(&other, Code::NotFound), "HOLD_NOT_FOUND");
+    assert_eq!(reason(&other, Code::NotFound), Reason::HoldNotFound);
     let as_fan = app
         .client()
         .start_payment(bearer(
@@ -210,7 +214,10 @@ async fn start_payment_refuses_at_its_boundaries_and_changes_nothing() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&box_office, Code::PermissionDenied), "ROLE_REQUIRED");
+    assert_eq!(
+        reason(&box_office, Code::PermissionDenied),
+        Reason::RoleRequired
+    );
     let unstarted: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM holds.seat_holds WHERE payment_started_at IS NULL",
     )
@@ -224,7 +231,10 @@ async fn start_payment_refuses_at_its_boundaries_and_changes_nothing() {
     let lapsed = start(&app, &held.hold_key, "fan-1", WINDOW_MS)
         .await
         .unwrap_err();
-    assert_eq!(reason(&lapsed, Code::FailedPrecondition), "HOLD_EXPIRED");
+    assert_eq!(
+        reason(&lapsed, Code::FailedPrecondition),
+        Reason::HoldExpired
+    );
 
     // A released hold has nothing to pay for.
     let mut second = app.fan("fan-3", &event);
@@ -241,7 +251,10 @@ async fn start_payment_refuses_at_its_boundaries_and_changes_nothing() {
     let gone = start(&app, &released.hold_key, "fan-3", WINDOW_MS)
         .await
         .unwrap_err();
-    assert_eq!(reason(&gone, Code::FailedPrecondition), "HOLD_RELEASED");
+    assert_eq!(
+        reason(&gone, Code::FailedPrecondition),
+        Reason::HoldReleased
+    );
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
@@ -294,7 +307,7 @@ async fn extension_stops_at_the_absolute_lifetime() {
         .unwrap_err();
     assert_eq!(
         reason(&refused, Code::FailedPrecondition),
-        "HOLD_LIFETIME_REACHED"
+        Reason::HoldLifetimeReached
     );
     let info = stadium_kit::status::error_info(&refused).unwrap();
     assert_eq!(info.metadata["max_hold_lifetime_ms"], "2500");
@@ -313,12 +326,15 @@ async fn extension_stops_at_the_absolute_lifetime() {
     let theirs = extend(&app, &held.hold_key, &other.session)
         .await
         .unwrap_err();
-    assert_eq!(reason(&theirs, Code::NotFound), "HOLD_NOT_FOUND");
+    assert_eq!(reason(&theirs, Code::NotFound), Reason::HoldNotFound);
     set_times(&app, &held.hold_key, 1_000, 0).await;
     let lapsed = extend(&app, &held.hold_key, &fan.session)
         .await
         .unwrap_err();
-    assert_eq!(reason(&lapsed, Code::FailedPrecondition), "HOLD_EXPIRED");
+    assert_eq!(
+        reason(&lapsed, Code::FailedPrecondition),
+        Reason::HoldExpired
+    );
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
@@ -366,7 +382,7 @@ async fn concurrent_extensions_never_pass_the_cap() {
         if let Err(status) = result {
             assert_eq!(
                 reason(status, Code::FailedPrecondition),
-                "HOLD_LIFETIME_REACHED"
+                Reason::HoldLifetimeReached
             );
         }
     }

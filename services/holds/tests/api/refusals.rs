@@ -1,5 +1,6 @@
 //! Every refusal answers a typed status and writes nothing.
 
+use stadium_kit::Reason;
 use std::time::{Duration, SystemTime};
 
 use stadium_proto::holds::v1::{
@@ -53,7 +54,7 @@ async fn refused_claims_write_nothing() {
         .issue(fan, &event, SystemTime::now() - Duration::from_secs(3600))
         .unwrap()
         .token;
-    let cases: Vec<(&str, String, ClaimSeatsRequest, Code, &str)> = vec![
+    let cases: Vec<(&str, String, ClaimSeatsRequest, Code, Reason)> = vec![
         (
             "two sections",
             session.clone(),
@@ -64,14 +65,14 @@ async fn refused_claims_write_nothing() {
                 vec![a.seats[5], b.seats[0]],
             ),
             Code::InvalidArgument,
-            "SEAT_NOT_IN_SECTION",
+            Reason::SeatNotInSection,
         ),
         (
             "unknown seat",
             session.clone(),
             claim(admission.clone(), &event, a.id, vec![a.seats[5], 9_999_999]),
             Code::InvalidArgument,
-            "SEAT_NOT_IN_SECTION",
+            Reason::SeatNotInSection,
         ),
         (
             "over per-claim limit",
@@ -83,21 +84,21 @@ async fn refused_claims_write_nothing() {
                 vec![a.seats[5], a.seats[6], a.seats[7]],
             ),
             Code::ResourceExhausted,
-            "LIMIT_EXCEEDED",
+            Reason::LimitExceeded,
         ),
         (
             "forged admission",
             session.clone(),
             claim(forged, &event, a.id, vec![a.seats[5]]),
             Code::Unauthenticated,
-            "TOKEN_INVALID",
+            Reason::TokenInvalid,
         ),
         (
             "expired admission",
             session.clone(),
             claim(expired, &event, a.id, vec![a.seats[5]]),
             Code::Unauthenticated,
-            "TOKEN_EXPIRED",
+            Reason::TokenExpired,
         ),
         (
             "other event's admission",
@@ -109,7 +110,7 @@ async fn refused_claims_write_nothing() {
                 vec![a.seats[5]],
             ),
             Code::PermissionDenied,
-            "WRONG_EVENT",
+            Reason::WrongEvent,
         ),
         (
             "other fan's admission",
@@ -121,21 +122,21 @@ async fn refused_claims_write_nothing() {
                 vec![a.seats[5]],
             ),
             Code::PermissionDenied,
-            "WRONG_FAN",
+            Reason::WrongFan,
         ),
         (
             "missing admission",
             session.clone(),
             claim(String::new(), &event, a.id, vec![a.seats[5]]),
             Code::Unauthenticated,
-            "TOKEN_MISSING",
+            Reason::TokenMissing,
         ),
         (
             "admission as session",
             admission.clone(),
             claim(admission.clone(), &event, a.id, vec![a.seats[5]]),
             Code::Unauthenticated,
-            "TOKEN_INVALID",
+            Reason::TokenInvalid,
         ),
         (
             "taken seat",
@@ -147,7 +148,7 @@ async fn refused_claims_write_nothing() {
                 vec![a.seats[1], a.seats[2]],
             ),
             Code::AlreadyExists,
-            "SEAT_TAKEN",
+            Reason::SeatTaken,
         ),
         (
             "repeated seat",
@@ -159,21 +160,21 @@ async fn refused_claims_write_nothing() {
                 vec![a.seats[5], a.seats[5]],
             ),
             Code::InvalidArgument,
-            "INVALID_FIELD",
+            Reason::InvalidField,
         ),
         (
             "no seats",
             session.clone(),
             claim(admission.clone(), &event, a.id, vec![]),
             Code::InvalidArgument,
-            "INVALID_FIELD",
+            Reason::InvalidField,
         ),
         (
             "bad event id",
             session.clone(),
             claim(admission.clone(), "seven", a.id, vec![a.seats[5]]),
             Code::InvalidArgument,
-            "INVALID_FIELD",
+            Reason::InvalidField,
         ),
         (
             "unknown event",
@@ -185,7 +186,7 @@ async fn refused_claims_write_nothing() {
                 vec![a.seats[5]],
             ),
             Code::NotFound,
-            "EVENT_NOT_FOUND",
+            Reason::EventNotFound,
         ),
         (
             "paused sale",
@@ -197,7 +198,7 @@ async fn refused_claims_write_nothing() {
                 vec![a.seats[5]],
             ),
             Code::FailedPrecondition,
-            "EVENT_NOT_ON_SALE",
+            Reason::EventNotOnSale,
         ),
     ];
     for (name, session, request, code, want) in cases {
@@ -214,7 +215,7 @@ async fn refused_claims_write_nothing() {
         .claim_seats(claim(admission.clone(), &event, a.id, vec![a.seats[5]]))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::Unauthenticated), "TOKEN_MISSING");
+    assert_eq!(reason(&status, Code::Unauthenticated), Reason::TokenMissing);
 
     // Over the per-fan limit: the owner holds 2 of 3; a second admission asks for 2.
     let mut again = app.fan("owner", &event);
@@ -222,10 +223,16 @@ async fn refused_claims_write_nothing() {
         .claim(a.id, &[a.seats[8], a.seats[9]])
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::ResourceExhausted), "LIMIT_EXCEEDED");
+    assert_eq!(
+        reason(&status, Code::ResourceExhausted),
+        Reason::LimitExceeded
+    );
     // The same admission again while its hold is active.
     let status = owner.claim(a.id, &[a.seats[8]]).await.unwrap_err();
-    assert_eq!(reason(&status, Code::ResourceExhausted), "LIMIT_EXCEEDED");
+    assert_eq!(
+        reason(&status, Code::ResourceExhausted),
+        Reason::LimitExceeded
+    );
     assert_eq!(snapshot(app.pool()).await, before);
 
     // Another fan's hold key: NOT_FOUND for reading and releasing, nothing revealed.
@@ -240,7 +247,7 @@ async fn refused_claims_write_nothing() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::NotFound), "HOLD_NOT_FOUND");
+    assert_eq!(reason(&status, Code::NotFound), Reason::HoldNotFound);
     let status = app
         .client()
         .release_hold(bearer(
@@ -251,7 +258,7 @@ async fn refused_claims_write_nothing() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::NotFound), "HOLD_NOT_FOUND");
+    assert_eq!(reason(&status, Code::NotFound), Reason::HoldNotFound);
     let status = app
         .client()
         .get_hold(bearer(
@@ -262,7 +269,7 @@ async fn refused_claims_write_nothing() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::InvalidArgument), "INVALID_FIELD");
+    assert_eq!(reason(&status, Code::InvalidArgument), Reason::InvalidField);
 
     // Admin calls with the wrong role, or a fan session, are refused.
     let box_office = app.admin(&[Role::BoxOffice]);
@@ -277,7 +284,10 @@ async fn refused_claims_write_nothing() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::PermissionDenied), "ROLE_REQUIRED");
+    assert_eq!(
+        reason(&status, Code::PermissionDenied),
+        Reason::RoleRequired
+    );
     let service = app.admin(&[Role::Service]);
     let status = app
         .client()
@@ -290,7 +300,7 @@ async fn refused_claims_write_nothing() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::NotFound), "HOLD_NOT_FOUND");
+    assert_eq!(reason(&status, Code::NotFound), Reason::HoldNotFound);
     let status = app
         .client()
         .block_seats(bearer(
@@ -304,7 +314,7 @@ async fn refused_claims_write_nothing() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status, Code::Unauthenticated), "TOKEN_INVALID");
+    assert_eq!(reason(&status, Code::Unauthenticated), Reason::TokenInvalid);
     assert_eq!(snapshot(app.pool()).await, before);
     assert_invariants(app.pool()).await;
     app.stop().await;

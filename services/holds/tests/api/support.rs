@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub use stadium_testkit::grpc::{bearer, reason, seat_list};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -10,7 +11,6 @@ use clap::Parser;
 use holds::auth::JwksSource;
 use holds::{Config, Parts};
 use sqlx::PgPool;
-use stadium_kit::status::error_info;
 use stadium_kit::testing::{connect, loopback_listener};
 use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::holds::v1::{ClaimSeatsRequest, Hold};
@@ -18,8 +18,8 @@ use stadium_testkit::TestDatabase;
 use stadium_tokens::{AdmissionIssuer, DevIssuer, Role, SigningKeyRing, WAITING_ROOM_ISSUER};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tonic::Status;
 use tonic::transport::Channel;
-use tonic::{Code, Request, Status};
 
 /// One section of the seeded venue: its id and seat ids, ascending (row-major).
 #[derive(Debug, Clone)]
@@ -222,30 +222,6 @@ impl Fan {
             .await
             .map(|r| r.into_inner().hold.expect("a hold"))
     }
-}
-
-pub fn bearer<T>(message: T, token: &str) -> Request<T> {
-    let mut request = Request::new(message);
-    request
-        .metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    request
-}
-
-/// The reason of a status's `ErrorInfo`, asserting its code.
-pub fn reason(status: &Status, code: Code) -> String {
-    assert_eq!(status.code(), code, "{status:?}");
-    error_info(status).expect("ErrorInfo").reason
-}
-
-/// Seat ids of an `ErrorInfo` metadata list (`taken_seat_ids`, …).
-pub fn seat_list(status: &Status, key: &str) -> Vec<u64> {
-    let info = error_info(status).expect("ErrorInfo");
-    let raw = info.metadata.get(key).cloned().unwrap_or_default();
-    raw.split(',')
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().unwrap())
-        .collect()
 }
 
 async fn seed_venue(pool: &PgPool) -> (i64, Vec<Section>) {

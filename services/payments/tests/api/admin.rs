@@ -1,6 +1,7 @@
 //! Box-office calls: refunds need the role, comps book at price 0 through holds, and a
 //! refunded ticket stops being valid.
 
+use stadium_kit::Reason;
 use stadium_proto::payments::v1::{
     GetOrderRequest, IssueCompRequest, OrderStatus, RefundOrderRequest, VerifyTicketRequest,
     get_order_request,
@@ -30,13 +31,13 @@ async fn refunds_need_the_box_office_and_void_the_tickets() {
         .refund_order(request(&stack.session("fan-a")))
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::Unauthenticated), "TOKEN_INVALID");
+    assert_eq!(reason(&err, Code::Unauthenticated), Reason::TokenInvalid);
     let err = stack
         .client()
         .refund_order(request(&stack.admin(&[Role::Sre])))
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::PermissionDenied), "ROLE_REQUIRED");
+    assert_eq!(reason(&err, Code::PermissionDenied), Reason::RoleRequired);
     let err = stack
         .client()
         .refund_order(bearer(
@@ -48,7 +49,7 @@ async fn refunds_need_the_box_office_and_void_the_tickets() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::NotFound), "ORDER_NOT_FOUND");
+    assert_eq!(reason(&err, Code::NotFound), Reason::OrderNotFound);
     assert_eq!(stack.sim.refunds_for(&format!("refund:{key}")), 0);
 
     let refunded = stack
@@ -131,7 +132,7 @@ async fn a_comp_books_seats_at_price_zero_and_cannot_be_refunded() {
         .try_claim("fan-a", &event, &[stack.seats[5]])
         .await
         .unwrap_err();
-    assert_eq!(reason(&taken, Code::AlreadyExists), "SEAT_TAKEN");
+    assert_eq!(reason(&taken, Code::AlreadyExists), Reason::SeatTaken);
     let again = stack
         .client()
         .issue_comp(bearer(
@@ -145,7 +146,7 @@ async fn a_comp_books_seats_at_price_zero_and_cannot_be_refunded() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&again, Code::AlreadyExists), "SEAT_TAKEN");
+    assert_eq!(reason(&again, Code::AlreadyExists), Reason::SeatTaken);
 
     let err = stack
         .client()
@@ -158,7 +159,10 @@ async fn a_comp_books_seats_at_price_zero_and_cannot_be_refunded() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::FailedPrecondition), "NOT_REFUNDABLE");
+    assert_eq!(
+        reason(&err, Code::FailedPrecondition),
+        Reason::NotRefundable
+    );
 
     let err = stack
         .client()
@@ -173,7 +177,7 @@ async fn a_comp_books_seats_at_price_zero_and_cannot_be_refunded() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::InvalidArgument), "INVALID_FIELD");
+    assert_eq!(reason(&err, Code::InvalidArgument), Reason::InvalidField);
     assert!(stack.sim.ledger().is_empty());
     stack.stop().await;
 }

@@ -1,6 +1,7 @@
 //! The payment cases of the shared case list (C05–C09), each asserting the result a
 //! correct system gives, on the stored data and the provider's ledger.
 
+use stadium_kit::Reason;
 use std::time::Duration;
 
 use payments::provider::sim::Faults;
@@ -50,7 +51,7 @@ async fn c05_a_late_success_notice_delivered_three_times_refunds_once() {
         ..Faults::default()
     });
     let err = stack.confirm("fan-a", &key, "tok_visa").await.unwrap_err();
-    assert_eq!(reason(&err, Code::Unavailable), "PROVIDER_UNAVAILABLE");
+    assert_eq!(reason(&err, Code::Unavailable), Reason::ProviderUnavailable);
     stack.age_hold(&key, 16).await;
 
     let notice = notice_request(&stack, &key);
@@ -89,7 +90,7 @@ async fn c05_a_late_success_notice_delivered_three_times_refunds_once() {
     let mut bare = notice_request(&stack, &key);
     bare.provider_charge_id.clear();
     let err = stack.client().provider_notice(bare).await.unwrap_err();
-    assert_eq!(reason(&err, Code::InvalidArgument), "INVALID_FIELD");
+    assert_eq!(reason(&err, Code::InvalidArgument), Reason::InvalidField);
 
     // A forged notice is refused, not acknowledged.
     let mut forged = notice_request(&stack, &key);
@@ -97,7 +98,7 @@ async fn c05_a_late_success_notice_delivered_three_times_refunds_once() {
     let err = stack.client().provider_notice(forged).await.unwrap_err();
     assert_eq!(
         reason(&err, Code::Unauthenticated),
-        "NOTICE_SIGNATURE_INVALID"
+        Reason::NoticeSignatureInvalid
     );
     stack.assert_consistent().await;
     stack.stop().await;
@@ -133,7 +134,7 @@ async fn c06_four_quick_confirms_charge_once_and_make_one_order() {
                 assert_eq!(order.status(), OrderStatus::Paid);
                 ids.insert(order.order_id);
             }
-            Err(status) => assert_eq!(reason(&status, Code::Aborted), "IN_PROGRESS"),
+            Err(status) => assert_eq!(reason(&status, Code::Aborted), Reason::InProgress),
         }
     }
     assert_eq!(ids.len(), 1);
@@ -330,7 +331,10 @@ async fn c09_notice_and_confirm_together_book_once() {
                     confirm_won += 1;
                 }
                 Err(status) => {
-                    assert_eq!(reason(&status, Code::Unavailable), "PROVIDER_UNAVAILABLE")
+                    assert_eq!(
+                        reason(&status, Code::Unavailable),
+                        Reason::ProviderUnavailable
+                    )
                 }
             }
             assert_eq!(stack.payment(&key).await.unwrap().0, "captured", "{key}");

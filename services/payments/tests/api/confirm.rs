@@ -1,6 +1,7 @@
 //! Confirm: the paid path, what a fan sees afterwards, and every refusal, each leaving
 //! the provider's ledger untouched.
 
+use stadium_kit::Reason;
 use stadium_proto::common::v1::PageRequest;
 use stadium_proto::holds::v1::ReleaseHoldRequest;
 use stadium_proto::payments::v1::{
@@ -88,7 +89,7 @@ async fn a_paid_hold_is_booked_with_signed_tickets_at_the_catalog_price() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&stranger, Code::NotFound), "ORDER_NOT_FOUND");
+    assert_eq!(reason(&stranger, Code::NotFound), Reason::OrderNotFound);
     stack.assert_consistent().await;
     stack.stop().await;
 }
@@ -113,7 +114,7 @@ async fn a_fan_id_with_surrounding_spaces_pays_and_is_booked() {
         .confirm("spaced fan", &key, "tok_visa")
         .await
         .unwrap_err();
-    assert_eq!(reason(&other, Code::NotFound), "HOLD_NOT_FOUND");
+    assert_eq!(reason(&other, Code::NotFound), Reason::HoldNotFound);
     stack.assert_consistent().await;
     stack.stop().await;
 }
@@ -172,7 +173,7 @@ async fn list_orders_pages_through_the_fans_own_orders_newest_first() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&bad, Code::InvalidArgument), "INVALID_FIELD");
+    assert_eq!(reason(&bad, Code::InvalidArgument), Reason::InvalidField);
     stack.stop().await;
 }
 
@@ -187,14 +188,14 @@ async fn refusals_are_typed_and_charge_nothing() {
         .confirm("fan-a", &theirs, "tok_visa")
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::NotFound), "HOLD_NOT_FOUND");
+    assert_eq!(reason(&err, Code::NotFound), Reason::HoldNotFound);
 
     let unknown = uuid::Uuid::new_v4().to_string();
     let err = stack
         .confirm("fan-a", &unknown, "tok_visa")
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::NotFound), "HOLD_NOT_FOUND");
+    assert_eq!(reason(&err, Code::NotFound), Reason::HoldNotFound);
 
     // A hold the fan released.
     let released = stack.claim("fan-a", &event, &[stack.seats[1]]).await;
@@ -212,7 +213,7 @@ async fn refusals_are_typed_and_charge_nothing() {
         .confirm("fan-a", &released, "tok_visa")
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::FailedPrecondition), "HOLD_RELEASED");
+    assert_eq!(reason(&err, Code::FailedPrecondition), Reason::HoldReleased);
 
     // A hold that lapsed before the fan paid: nothing is charged at all.
     let lapsed = stack.claim("fan-c", &event, &[stack.seats[2]]).await;
@@ -221,17 +222,17 @@ async fn refusals_are_typed_and_charge_nothing() {
         .confirm("fan-c", &lapsed, "tok_visa")
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::FailedPrecondition), "HOLD_EXPIRED");
+    assert_eq!(reason(&err, Code::FailedPrecondition), Reason::HoldExpired);
 
     // Bad input and missing credentials.
     let err = stack
         .confirm("fan-a", "not-a-uuid", "tok_visa")
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::InvalidArgument), "INVALID_FIELD");
+    assert_eq!(reason(&err, Code::InvalidArgument), Reason::InvalidField);
     let mine = stack.claim("fan-a", &event, &[stack.seats[3]]).await;
     let err = stack.confirm("fan-a", &mine, "").await.unwrap_err();
-    assert_eq!(reason(&err, Code::InvalidArgument), "INVALID_FIELD");
+    assert_eq!(reason(&err, Code::InvalidArgument), Reason::InvalidField);
     let err = stack
         .client()
         .confirm(ConfirmRequest {
@@ -240,7 +241,7 @@ async fn refusals_are_typed_and_charge_nothing() {
         })
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::Unauthenticated), "TOKEN_MISSING");
+    assert_eq!(reason(&err, Code::Unauthenticated), Reason::TokenMissing);
     let err = stack
         .client()
         .confirm(bearer(
@@ -252,7 +253,7 @@ async fn refusals_are_typed_and_charge_nothing() {
         ))
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::Unauthenticated), "TOKEN_INVALID");
+    assert_eq!(reason(&err, Code::Unauthenticated), Reason::TokenInvalid);
 
     assert!(stack.sim.ledger().is_empty(), "{:?}", stack.sim.ledger());
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM payments.payments")
@@ -272,9 +273,15 @@ async fn a_declined_card_fails_the_order_and_a_retry_repeats_the_answer() {
         .confirm("fan-a", &key, "tok_decline")
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::FailedPrecondition), "PAYMENT_DECLINED");
+    assert_eq!(
+        reason(&err, Code::FailedPrecondition),
+        Reason::PaymentDeclined
+    );
     let err = stack.confirm("fan-a", &key, "tok_visa").await.unwrap_err();
-    assert_eq!(reason(&err, Code::FailedPrecondition), "PAYMENT_DECLINED");
+    assert_eq!(
+        reason(&err, Code::FailedPrecondition),
+        Reason::PaymentDeclined
+    );
     assert_eq!(stack.payment(&key).await.unwrap().0, "failed");
     assert_eq!(
         stack.sim.ledger().len(),

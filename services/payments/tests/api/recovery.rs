@@ -3,6 +3,7 @@
 //! service dies mid-flow. Afterwards the provider's ledger and the database agree.
 
 use payments::provider::sim::Faults;
+use stadium_kit::Reason;
 use stadium_proto::payments::v1::{OrderStatus, RefundReason};
 use tonic::Code;
 
@@ -78,7 +79,7 @@ async fn fifty_concurrent_confirms_of_one_hold_charge_once() {
                 assert_eq!(order.status(), OrderStatus::Paid);
                 orders.insert(order.order_id);
             }
-            Err(status) => assert_eq!(reason(&status, Code::Aborted), "IN_PROGRESS"),
+            Err(status) => assert_eq!(reason(&status, Code::Aborted), Reason::InProgress),
         }
     }
     assert_eq!(orders.len(), 1, "one order whatever the answers");
@@ -100,7 +101,7 @@ async fn a_provider_timeout_after_charging_is_finished_by_the_reconciler() {
     });
     for (fan, key) in [("fan-a", &booked), ("fan-b", &lapsed)] {
         let err = stack.confirm(fan, key, "tok_visa").await.unwrap_err();
-        assert_eq!(reason(&err, Code::Unavailable), "PROVIDER_UNAVAILABLE");
+        assert_eq!(reason(&err, Code::Unavailable), Reason::ProviderUnavailable);
         assert_eq!(stack.payment(key).await.unwrap().0, "pending");
         assert_eq!(stack.sim.charges_for(key), 1, "the money was taken");
     }
@@ -236,7 +237,7 @@ async fn a_charge_landing_after_the_reconciler_gave_up_is_booked_or_refunded_nev
     stack.age_hold(&refunded, 11).await;
     stack.sim.open_gate();
     let err = confirming.await.unwrap().unwrap_err();
-    assert_eq!(reason(&err, Code::Unavailable), "PROVIDER_UNAVAILABLE");
+    assert_eq!(reason(&err, Code::Unavailable), Reason::ProviderUnavailable);
     assert_eq!(stack.payment(&refunded).await.unwrap().0, "failed");
     let (notice, signature) = stack
         .sim
@@ -282,7 +283,7 @@ async fn the_background_reconciler_finishes_what_a_timeout_left_and_stops_on_shu
         ..Faults::default()
     });
     let err = stack.confirm("fan-a", &key, "tok_visa").await.unwrap_err();
-    assert_eq!(reason(&err, Code::Unavailable), "PROVIDER_UNAVAILABLE");
+    assert_eq!(reason(&err, Code::Unavailable), Reason::ProviderUnavailable);
     // Nobody calls the reconciler here: its background passes must.
     stack.wait_for_status(&key, "captured").await;
     assert_eq!(stack.valid_tickets(&key).await, 1);

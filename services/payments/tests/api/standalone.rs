@@ -1,6 +1,7 @@
 //! The simulated provider in its own server, reached over gRPC: the same flow and the
 //! same recovery when its faults are set remotely and its notices fetched from it.
 
+use stadium_kit::Reason;
 use stadium_proto::payments::v1::simulated_provider_client::SimulatedProviderClient;
 use stadium_proto::payments::v1::{
     OrderStatus, SimFaults, SimLedgerRequest, SimLookupRequest, sim_lookup_response,
@@ -36,7 +37,7 @@ async fn payments_charges_through_the_standalone_provider_and_recovers_from_its_
         .confirm("fan-b", &retried, "tok_visa")
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::Unavailable), "PROVIDER_UNAVAILABLE");
+    assert_eq!(reason(&err, Code::Unavailable), Reason::ProviderUnavailable);
     provider.set_faults(SimFaults::default()).await.unwrap();
     let nothing = provider
         .lookup(SimLookupRequest {
@@ -67,7 +68,7 @@ async fn payments_charges_through_the_standalone_provider_and_recovers_from_its_
         .confirm("fan-c", &noticed, "tok_visa")
         .await
         .unwrap_err();
-    assert_eq!(reason(&err, Code::Unavailable), "PROVIDER_UNAVAILABLE");
+    assert_eq!(reason(&err, Code::Unavailable), Reason::ProviderUnavailable);
     let notice = provider
         .success_notice(SimLookupRequest {
             idempotency_key: noticed.clone(),

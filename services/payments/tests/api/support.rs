@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub use stadium_testkit::grpc::{bearer, reason};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -13,7 +14,6 @@ use payments::provider::remote::RemoteProvider;
 use payments::provider::server::SimServer;
 use payments::provider::sim::SimulatedProvider;
 use sqlx::PgPool;
-use stadium_kit::status::error_info;
 use stadium_kit::testing::{connect, loopback_listener};
 use stadium_proto::holds::v1::ClaimSeatsRequest;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
@@ -23,8 +23,8 @@ use stadium_testkit::{RoundTrips, TestDatabase};
 use stadium_tokens::{AdmissionIssuer, DevIssuer, Role, SigningKeyRing, WAITING_ROOM_ISSUER};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tonic::Status;
 use tonic::transport::Channel;
-use tonic::{Code, Request, Status};
 
 /// Secret shared with the simulated provider for notices.
 pub const NOTICE_SECRET: &str = "test-notice-secret";
@@ -571,20 +571,6 @@ pub async fn confirm_with(
         .confirm(bearer(request, &session))
         .await
         .map(|r| r.into_inner().order.expect("an order"))
-}
-
-pub fn bearer<T>(message: T, token: &str) -> Request<T> {
-    let mut request = Request::new(message);
-    request
-        .metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    request
-}
-
-/// The reason of a status's `ErrorInfo`, asserting its code.
-pub fn reason(status: &Status, code: Code) -> String {
-    assert_eq!(status.code(), code, "{status:?}");
-    error_info(status).expect("ErrorInfo").reason
 }
 
 async fn seed_venue(pool: &PgPool) -> (i64, u64, Vec<u64>) {

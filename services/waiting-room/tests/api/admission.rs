@@ -9,7 +9,7 @@ use stadium_tokens::{AdmissionVerifier, Role, VerificationKeys, audience};
 use tokio_stream::StreamExt;
 use waiting_room::Clock;
 
-use crate::helpers::{EVENT, Room, with_token};
+use crate::helpers::{EVENT, Room, bearer};
 use tonic::Code;
 
 /// Joins `fans` fans (`fan-0`…) and returns their queue numbers and tickets.
@@ -80,7 +80,7 @@ async fn admin_call(room: &Room, rate: Option<u32>, pause: Option<bool>) {
             fans_per_minute,
         };
         client
-            .set_admission_rate(with_token(request, &token))
+            .set_admission_rate(bearer(request, &token))
             .await
             .expect("rate");
     }
@@ -90,7 +90,7 @@ async fn admin_call(room: &Room, rate: Option<u32>, pause: Option<bool>) {
                 event_id: EVENT.into(),
             };
             client
-                .pause_admission(with_token(request, &token))
+                .pause_admission(bearer(request, &token))
                 .await
                 .expect("pause");
         }
@@ -99,7 +99,7 @@ async fn admin_call(room: &Room, rate: Option<u32>, pause: Option<bool>) {
                 event_id: EVENT.into(),
             };
             client
-                .resume_admission(with_token(request, &token))
+                .resume_admission(bearer(request, &token))
                 .await
                 .expect("resume");
         }
@@ -224,7 +224,7 @@ async fn the_cap_holds_the_frontier_until_fans_are_done() {
     // Only the service role may speak for a fan; nothing changes when refused.
     let err = room
         .client(0)
-        .complete_admission(with_token(
+        .complete_admission(bearer(
             for_fan_2.clone(),
             &room.admin(&[Role::BoxOffice, Role::Sre]),
         ))
@@ -237,7 +237,7 @@ async fn the_cap_holds_the_frontier_until_fans_are_done() {
     };
     let err = room
         .client(0)
-        .complete_admission(with_token(bad_fan, &room.admin(&[Role::Service])))
+        .complete_admission(bearer(bad_fan, &room.admin(&[Role::Service])))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
@@ -247,7 +247,7 @@ async fn the_cap_holds_the_frontier_until_fans_are_done() {
         "refused reports change nothing"
     );
     room.client(0)
-        .complete_admission(with_token(for_fan_2, &room.admin(&[Role::Service])))
+        .complete_admission(bearer(for_fan_2, &room.admin(&[Role::Service])))
         .await
         .expect("complete");
     room.clock.advance(Duration::from_secs(1));
@@ -273,7 +273,7 @@ async fn watch_streams_positions_then_the_token() {
     };
     let mut stream = room
         .client(1)
-        .watch_status(with_token(request, &room.fan(&fan)))
+        .watch_status(bearer(request, &room.fan(&fan)))
         .await
         .expect("watch")
         .into_inner();

@@ -58,14 +58,7 @@ pub fn timestamp(t: SystemTime) -> Timestamp {
     }
 }
 
-pub fn with_token<T>(message: T, token: &str) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().expect("ascii token"),
-    );
-    request
-}
+pub use stadium_testkit::grpc::bearer;
 
 impl Room {
     /// `instances` servers; each refreshes its queue snapshot every `refresh`.
@@ -186,7 +179,7 @@ impl Room {
             admission_ttl_ms: ttl_ms,
         };
         self.client(0)
-            .configure_event(with_token(request, &self.admin(&[Role::BoxOffice])))
+            .configure_event(bearer(request, &self.admin(&[Role::BoxOffice])))
             .await
             .expect("configure")
             .into_inner()
@@ -199,7 +192,7 @@ impl Room {
             event_id: EVENT.into(),
         };
         self.client(instance)
-            .join(with_token(request, &self.fan(fan)))
+            .join(bearer(request, &self.fan(fan)))
             .await
             .map(|r| r.into_inner().status.expect("status"))
     }
@@ -215,7 +208,7 @@ impl Room {
             event_id: String::new(),
         };
         self.client(instance)
-            .get_status(with_token(request, &self.fan(fan)))
+            .get_status(bearer(request, &self.fan(fan)))
             .await
             .map(|r| r.into_inner().status.expect("status"))
     }
@@ -225,7 +218,7 @@ impl Room {
             event_id: EVENT.into(),
         };
         self.client(instance)
-            .get_queue_stats(with_token(request, &self.admin(&[Role::Sre])))
+            .get_queue_stats(bearer(request, &self.admin(&[Role::Sre])))
             .await
             .expect("stats")
             .into_inner()

@@ -9,7 +9,7 @@ use stadium_tokens::Role;
 use tonic::Code;
 use waiting_room::Clock;
 
-use crate::helpers::{EVENT, Room, reason, timestamp, with_token};
+use crate::helpers::{EVENT, Room, bearer, reason, timestamp};
 
 fn report(
     free_seats: u64,
@@ -34,7 +34,7 @@ async fn send(
     request: pb::ReportInventoryRequest,
 ) -> Result<pb::GetQueueStatsResponse, tonic::Status> {
     room.client(1)
-        .report_inventory(with_token(request, &room.admin(&[Role::Service])))
+        .report_inventory(bearer(request, &room.admin(&[Role::Service])))
         .await
         .map(|r| r.into_inner().stats.expect("stats"))
 }
@@ -46,7 +46,7 @@ async fn complete(room: &Room, fan: &str) {
         ..Default::default()
     };
     room.client(0)
-        .complete_admission(with_token(request, &room.admin(&[Role::Service])))
+        .complete_admission(bearer(request, &room.admin(&[Role::Service])))
         .await
         .expect("complete");
 }
@@ -218,14 +218,14 @@ async fn bad_inventory_reports_are_refused_and_write_nothing() {
     for roles in [&[Role::Sre][..]] {
         let err = room
             .client(0)
-            .report_inventory(with_token(report(0, 0, 0, now), &room.admin(roles)))
+            .report_inventory(bearer(report(0, 0, 0, now), &room.admin(roles)))
             .await
             .unwrap_err();
         assert_eq!(err.code(), Code::PermissionDenied, "{roles:?}");
     }
     let err = room
         .client(0)
-        .report_inventory(with_token(report(0, 0, 0, now), &room.fan("fan-a")))
+        .report_inventory(bearer(report(0, 0, 0, now), &room.fan("fan-a")))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Unauthenticated);

@@ -10,7 +10,7 @@ use stadium_proto::waiting_room::v1 as pb;
 use tokio::sync::Barrier;
 use waiting_room::Clock;
 
-use crate::helpers::{EVENT, Room, reason, with_token};
+use crate::helpers::{EVENT, Room, bearer, reason};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ten_thousand_joins_by_two_thousand_fans_get_consecutive_numbers() {
@@ -39,7 +39,7 @@ async fn ten_thousand_joins_by_two_thousand_fans_get_consecutive_numbers() {
                 event_id: EVENT.into(),
             };
             let status = client
-                .join(with_token(request, &token))
+                .join(bearer(request, &token))
                 .await
                 .expect("join")
                 .into_inner()

@@ -7,7 +7,7 @@ use stadium_tokens::{QueueTicketKeys, QueueTickets, Role};
 use tonic::Code;
 use waiting_room::Clock;
 
-use crate::helpers::{EVENT, Room, reason, with_token};
+use crate::helpers::{EVENT, Room, bearer, reason};
 
 fn get_status(ticket: &str, event_id: &str) -> pb::GetStatusRequest {
     pb::GetStatusRequest {
@@ -24,7 +24,7 @@ async fn bad_joins_and_admin_calls_are_refused_and_write_nothing() {
 
     // Unknown event: nothing exists, nothing is created.
     let join = |event: &str| {
-        with_token(
+        bearer(
             pb::JoinRequest {
                 event_id: event.into(),
             },
@@ -60,7 +60,7 @@ async fn bad_joins_and_admin_calls_are_refused_and_write_nothing() {
     );
     // An admin token is not a fan session.
     let err = client
-        .join(with_token(
+        .join(bearer(
             pb::JoinRequest {
                 event_id: EVENT.into(),
             },
@@ -72,7 +72,7 @@ async fn bad_joins_and_admin_calls_are_refused_and_write_nothing() {
 
     // Admin RPCs: a fan token, a role that may not steer, bad fields.
     let rate = |token: &str, fans_per_minute: u32, event: &str| {
-        with_token(
+        bearer(
             pb::SetAdmissionRateRequest {
                 event_id: event.into(),
                 fans_per_minute,
@@ -114,12 +114,12 @@ async fn bad_joins_and_admin_calls_are_refused_and_write_nothing() {
         admission_ttl_ms: 0,
     };
     let err = client
-        .configure_event(with_token(configure.clone(), &fan))
+        .configure_event(bearer(configure.clone(), &fan))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Unauthenticated);
     let err = client
-        .configure_event(with_token(configure.clone(), &sre))
+        .configure_event(bearer(configure.clone(), &sre))
         .await
         .unwrap_err();
     assert_eq!(
@@ -134,7 +134,7 @@ async fn bad_joins_and_admin_calls_are_refused_and_write_nothing() {
         ..configure
     };
     let err = client
-        .configure_event(with_token(reschedule, &sre))
+        .configure_event(bearer(reschedule, &sre))
         .await
         .unwrap_err();
     assert_eq!(
@@ -227,7 +227,7 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
     ];
     for (request, code, why) in cases {
         let err = client
-            .get_status(with_token(request, &token))
+            .get_status(bearer(request, &token))
             .await
             .unwrap_err();
         assert_eq!(refuse(err), (code, why.to_owned()));
@@ -238,7 +238,7 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
         .unwrap()
         .token;
     let err = client
-        .get_status(with_token(get_status(&ghost, ""), &room.fan("ghost")))
+        .get_status(bearer(get_status(&ghost, ""), &room.fan("ghost")))
         .await
         .unwrap_err();
     assert_eq!(
@@ -250,7 +250,7 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
         event_id: String::new(),
     };
     let err = client
-        .watch_status(with_token(watch, &token))
+        .watch_status(bearer(watch, &token))
         .await
         .unwrap_err();
     assert_eq!(
@@ -302,7 +302,7 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
 
     // A fan session this replica verified before is refused once it expires too.
     room.clock.advance(Duration::from_secs(3600));
-    let stale = with_token(get_status(&mine.queue_ticket, ""), &token);
+    let stale = bearer(get_status(&mine.queue_ticket, ""), &token);
     let err = client.get_status(stale).await.unwrap_err();
     assert_eq!(
         refuse(err),
