@@ -10,6 +10,7 @@
 //! - [`service_error`]: [`ServiceError`](service_error::ServiceError), the one conversion
 //!   of a service's error to a status, and the rows every service shares;
 //! - [`auth`]: the bearer token of a request;
+//! - [`background`]: tasks beside the server, stopped after it drains;
 //! - [`outbound`]: requests to another service (token, deadline, trace context);
 //! - [`args`]: the flags every service shares ([`CommonArgs`](args::CommonArgs));
 //! - [`StartError`]: why a service could not start (every service's `build`/`serve`);
@@ -17,6 +18,7 @@
 
 pub mod args;
 pub mod auth;
+pub mod background;
 pub mod error;
 mod metrics;
 pub mod outbound;

@@ -28,12 +28,13 @@ pub mod grpc;
 pub mod service;
 pub mod store;
 
-use stadium_kit::StartError;
-use stadium_kit::outbound::Bearer;
 use std::sync::Arc;
 use std::time::Duration;
 
 use secrecy::ExposeSecret;
+use stadium_kit::StartError;
+use stadium_kit::background::Background;
+use stadium_kit::outbound::Bearer;
 use stadium_kit::server::GrpcServer;
 use stadium_proto::box_office::v1::box_office_server::BoxOfficeServer;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
@@ -174,33 +175,30 @@ pub async fn serve_parts(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let canary_stop = shutdown.child_token();
+    let mut background = Background::new(&shutdown);
     let canary = config.canary_interval().map(|interval| {
         canary::spawn(
             parts.office.clone(),
             &stadium_telemetry::meter("box-office"),
             interval,
             parts.canary.clone(),
-            canary_stop.clone(),
+            background.stop(),
         )
     });
+    background.keep("canary", canary);
     let reporter =
         parts
             .reporter
             .clone()
             .zip(config.inventory_interval())
             .map(|(reporter, interval)| {
-                clients::seat_report::spawn(reporter, interval, canary_stop.clone())
+                clients::seat_report::spawn(reporter, interval, background.stop())
             });
+    background.keep("seat report", reporter);
     let served = GrpcServer::new(config.common.server_options(SERVICE_NAME))
         .add_service(BoxOfficeServer::new(parts.api).max_decoding_message_size(MAX_REQUEST_BYTES))
         .serve(listener, shutdown)
         .await;
-    canary_stop.cancel();
-    for task in canary.into_iter().chain(reporter) {
-        if let Err(error) = task.await {
-            tracing::warn!(%error, "background task ended abnormally");
-        }
-    }
+    background.finish().await;
     served.map_err(StartError::from)
 }

@@ -23,12 +23,13 @@ pub mod service;
 pub mod store;
 pub mod sweeper;
 
-use stadium_kit::StartError;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use stadium_db::{PoolOptions, RetryPolicy};
+use stadium_kit::StartError;
+use stadium_kit::background::Background;
 use stadium_kit::server::GrpcServer;
 use stadium_proto::holds::v1::holds_server::HoldsServer;
 use stadium_tokens::VerificationKeys;
@@ -139,26 +140,22 @@ pub async fn serve_parts(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let sweeper_stop = shutdown.child_token();
+    let mut background = Background::new(&shutdown);
     let sweeper = config.sweep_interval().map(|interval| {
         sweeper::spawn(
             parts.service.clone(),
             interval,
             config.sweep_batch,
-            sweeper_stop.clone(),
+            background.stop(),
         )
     });
+    background.keep("sweeper", sweeper);
     let api = grpc::HoldsApi::new(parts.service, parts.auth);
     let served = GrpcServer::new(config.common.server_options("holds"))
         .add_service(HoldsServer::new(api))
         .serve(listener, shutdown)
         .await;
-    sweeper_stop.cancel();
-    if let Some(task) = sweeper
-        && let Err(error) = task.await
-    {
-        tracing::warn!(%error, "sweeper task ended abnormally");
-    }
+    background.finish().await;
     served.map_err(StartError::from)
 }
 

@@ -29,11 +29,11 @@ pub mod reconciler;
 pub mod service;
 pub mod store;
 
-use stadium_kit::StartError;
 use std::sync::Arc;
 use std::time::Duration;
 
 use secrecy::ExposeSecret;
+use stadium_kit::StartError;
 use stadium_kit::server::GrpcServer;
 use stadium_proto::payments::v1::payments_server::PaymentsServer;
 use stadium_tokens::VerificationKeys;

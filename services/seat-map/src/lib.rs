@@ -21,11 +21,11 @@ pub mod metrics;
 pub mod service;
 pub mod store;
 
-use stadium_kit::StartError;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use stadium_db::PoolOptions;
+use stadium_kit::StartError;
 use stadium_kit::server::GrpcServer;
 use stadium_proto::seat_map::v1::seat_map_server::SeatMapServer;
 use stadium_tokens::{FanSessionVerifier, VerificationKeys};

@@ -25,10 +25,10 @@ pub mod metrics;
 pub mod service;
 pub mod store;
 
-use stadium_kit::StartError;
 use std::sync::Arc;
 use std::time::Duration;
 
+use stadium_kit::StartError;
 use stadium_kit::server::{GrpcServer, ServerOptions};
 use stadium_proto::waiting_room::v1::waiting_room_server::WaitingRoomServer;
 use stadium_tokens::{

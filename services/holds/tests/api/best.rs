@@ -2,9 +2,9 @@
 //! blocks by price category across sections, the fallback when seats need not be
 //! together, and bad requests that write nothing.
 
-use stadium_kit::Reason;
 use std::collections::BTreeMap;
 
+use stadium_kit::Reason;
 use stadium_kit::status::error_info;
 use stadium_proto::holds::v1::claim_best_available_request::Target;
 use stadium_proto::holds::v1::holds_client::HoldsClient;

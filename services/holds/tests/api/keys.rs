@@ -1,11 +1,11 @@
 //! Admission keys come from the waiting room's published set and are refreshed once
 //! when a token names a key the service has not seen.
 
-use stadium_kit::Reason;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use holds::auth::{JwksFuture, JwksSource};
+use stadium_kit::Reason;
 use stadium_tokens::{Ed25519Key, SigningKeyRing};
 use tonic::Code;
 

@@ -1,8 +1,8 @@
 //! Every refusal answers a typed status and writes nothing.
 
-use stadium_kit::Reason;
 use std::time::{Duration, SystemTime};
 
+use stadium_kit::Reason;
 use stadium_proto::holds::v1::{
     BlockSeatsRequest, ClaimSeatsRequest, ConfirmHoldRequest, GetHoldRequest, ReleaseHoldRequest,
 };

@@ -1,10 +1,10 @@
 //! The payment cases of the shared case list (C05–C09), each asserting the result a
 //! correct system gives, on the stored data and the provider's ledger.
 
-use stadium_kit::Reason;
 use std::time::Duration;
 
 use payments::provider::sim::Faults;
+use stadium_kit::Reason;
 use stadium_proto::common::v1::Money;
 use stadium_proto::payments::v1::{
     GetOrderRequest, NoticeKind, OrderStatus, ProviderNoticeRequest, RefundOrderRequest,
