@@ -11,13 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use stadium_proto::waiting_room::v1::GetSigningKeysRequest;
-use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
 use stadium_tokens::{
     Access, AdminClaims, AdminVerifier, AdmissionClaims, AdmissionVerifier, FanSessionVerifier,
     TokenError, VerificationKeys, audience,
 };
-use tonic::transport::Channel;
 
 use crate::domain::FanId;
 use crate::error::Error;
@@ -39,38 +36,6 @@ impl JwksSource for StaticJwks {
     fn fetch(&self) -> JwksFuture<'_> {
         let json = self.0.clone();
         Box::pin(async move { Ok(json) })
-    }
-}
-
-/// The waiting room's `GetSigningKeys`, each call bounded by `timeout`.
-#[derive(Debug, Clone)]
-pub struct WaitingRoomJwks {
-    client: WaitingRoomClient<Channel>,
-    timeout: Duration,
-}
-
-impl WaitingRoomJwks {
-    /// A source calling the waiting room over `channel` (typically lazily connected).
-    pub fn new(channel: Channel, timeout: Duration) -> Self {
-        Self {
-            client: WaitingRoomClient::new(channel),
-            timeout,
-        }
-    }
-}
-
-impl JwksSource for WaitingRoomJwks {
-    fn fetch(&self) -> JwksFuture<'_> {
-        let mut client = self.client.clone();
-        let timeout = self.timeout;
-        Box::pin(async move {
-            let call = client.get_signing_keys(GetSigningKeysRequest {});
-            match tokio::time::timeout(timeout, call).await {
-                Ok(Ok(response)) => Ok(response.into_inner().jwks_json),
-                Ok(Err(status)) => Err(format!("GetSigningKeys: {}", status.message())),
-                Err(_) => Err(format!("GetSigningKeys: no answer within {timeout:?}")),
-            }
-        })
     }
 }
 

@@ -11,9 +11,11 @@
 //!
 //! Layout: [`config`] (flags), [`grpc`] (the tonic service), [`domain`] (ids and rules,
 //! no wire or database types), [`store`] (SQL), [`service`] (transactions and retries),
-//! [`auth`] (tokens), [`sweeper`], [`metrics`], [`error`] (the one error table).
+//! [`auth`] (tokens), [`clients`] (the waiting room's keys), [`sweeper`], [`metrics`],
+//! [`error`] (the one error table).
 
 pub mod auth;
+pub mod clients;
 pub mod config;
 pub mod domain;
 pub mod error;
@@ -62,7 +64,10 @@ pub async fn build(config: &Config) -> Result<Parts, StartError> {
                 .map_err(|e| StartError::Config(format!("--waiting-room-url: {e}")))?
                 .connect_timeout(Duration::from_secs(2))
                 .connect_lazy();
-            Arc::new(auth::WaitingRoomJwks::new(channel, Duration::from_secs(2)))
+            Arc::new(clients::waiting_room::WaitingRoomJwks::new(
+                channel,
+                Duration::from_secs(2),
+            ))
         }
         (None, None) => return Err(StartError::Config("no admission key source".into())),
     };
