@@ -5,6 +5,7 @@
 pub mod alternatives;
 pub mod best;
 mod ids;
+pub mod refusal;
 
 pub use ids::{EventId, FanId, HoldKey, IdError, SeatId, SectionId};
 
@@ -159,6 +160,19 @@ impl HoldStatus {
             "blocked" => Self::Blocked,
             _ => return None,
         })
+    }
+}
+
+/// A `status` column value this version does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown hold status {0:?}")]
+pub struct UnknownStatus(pub String);
+
+impl TryFrom<String> for HoldStatus {
+    type Error = UnknownStatus;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Self::from_db(&value).ok_or(UnknownStatus(value))
     }
 }
 

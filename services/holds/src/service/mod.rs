@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use sqlx::PgPool;
 use stadium_db::{RetryPolicy, retry_transient};
 
+use crate::domain::alternatives::SectionSeat;
+use crate::domain::refusal::refusal;
 use crate::domain::{Claim, EventId, Hold, HoldKey, SectionId};
 use crate::error::Error;
 use crate::metrics::Metrics;
@@ -27,7 +29,7 @@ const SECTION_CACHE_CAPACITY: u64 = 2_000;
 const SECTION_CACHE_TTL: Duration = Duration::from_secs(600);
 
 /// The seats of a section, as kept for refusals.
-type SectionSeats = Arc<Vec<store::SectionSeatRow>>;
+type SectionSeats = Arc<Vec<SectionSeat>>;
 
 /// The holds operations over one pool.
 #[derive(Debug, Clone)]
@@ -115,7 +117,7 @@ impl HoldsService {
                 self.metrics.claim("seat_taken", elapsed_ms);
                 let seats = self.section_seats(claim.event, claim.section).await?;
                 let (taken, alternatives) =
-                    store::refusal(claim.section, &claim.seats, &seats, &unavailable)?;
+                    refusal(claim.section, &claim.seats, &seats, &unavailable);
                 Err(Error::SeatTaken {
                     taken,
                     alternatives,

@@ -5,7 +5,7 @@
 use sqlx::PgConnection;
 
 use super::{HoldRows, hold_rows};
-use crate::domain::{Hold, HoldKey};
+use crate::domain::{Hold, HoldKey, HoldStatus};
 use crate::error::Error;
 
 fn owned_by(rows: &HoldRows, owner: Option<&str>) -> bool {
@@ -44,13 +44,13 @@ pub async fn release(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result
     if !owned_by(&rows, Some(fan)) {
         return Err(Error::HoldNotFound);
     }
-    if rows.all("released") {
+    if rows.all(HoldStatus::Released) {
         return reported(&rows);
     }
-    if rows.any("booked") {
+    if rows.any(HoldStatus::Booked) {
         return Err(Error::HoldBooked);
     }
-    if rows.any_lapsed() || !rows.all("held") {
+    if rows.any_lapsed() || !rows.all(HoldStatus::Held) {
         return Err(Error::HoldExpired);
     }
     if rows.in_payment() {

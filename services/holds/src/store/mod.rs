@@ -12,7 +12,7 @@ mod claim;
 mod holds;
 mod layout;
 mod payment;
-mod refusal;
+mod section_seats;
 pub mod statements;
 mod sweep;
 
@@ -21,7 +21,7 @@ pub use claim::{ClaimOutcome, Claimed, claim};
 pub use holds::{ReleaseScope, admin_release, get, release};
 pub use layout::{event_layout, unavailable_counts};
 pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};
-pub use refusal::{SectionSeatRow, refusal, section_seats};
+pub use section_seats::section_seats;
 pub use sweep::sweep_expired;
 
 use sqlx::FromRow;
@@ -40,7 +40,8 @@ pub(crate) struct HoldRow {
     section_id: i64,
     seat_id: i64,
     fan_id: String,
-    status: String,
+    #[sqlx(try_from = "String")]
+    status: HoldStatus,
     kind: String,
     /// Milliseconds left by the database clock (0 unless held).
     expires_in_ms: i64,
@@ -78,11 +79,11 @@ impl HoldRows {
         self.rows.first().map(|r| r.kind.as_str())
     }
 
-    pub(crate) fn all(&self, status: &str) -> bool {
+    pub(crate) fn all(&self, status: HoldStatus) -> bool {
         self.rows.iter().all(|r| r.status == status && !r.lapsed)
     }
 
-    pub(crate) fn any(&self, status: &str) -> bool {
+    pub(crate) fn any(&self, status: HoldStatus) -> bool {
         self.rows.iter().any(|r| r.status == status)
     }
 
@@ -91,7 +92,9 @@ impl HoldRows {
     }
 
     pub(crate) fn any_lapsed(&self) -> bool {
-        self.rows.iter().any(|r| r.lapsed || r.status == "expired")
+        self.rows
+            .iter()
+            .any(|r| r.lapsed || r.status == HoldStatus::Expired)
     }
 
     /// The hold these rows make up; `None` when there are none.
@@ -103,7 +106,7 @@ impl HoldRows {
         let status = if self.any_lapsed() {
             HoldStatus::Expired
         } else {
-            HoldStatus::from_db(&first.status).ok_or_else(|| corrupt("unknown status"))?
+            first.status
         };
         let seats = self
             .rows
