@@ -98,6 +98,19 @@ pub fn to_status<E: ServiceError + ?Sized>(error: &E) -> Status {
     error_status(code, reason, message, error.metadata())
 }
 
+/// `impl From<$error> for tonic::Status` through [`to_status`], for a service's error
+/// type (a blanket impl over [`ServiceError`] is not allowed: `Status` is tonic's type).
+#[macro_export]
+macro_rules! status_from {
+    ($error:ty) => {
+        impl ::std::convert::From<$error> for ::tonic::Status {
+            fn from(error: $error) -> Self {
+                $crate::service_error::to_status(&error)
+            }
+        }
+    };
+}
+
 /// The row of a database failure, the same in every service: a lost race
 /// (serialization failure, deadlock) is `ABORTED/CONTENTION`; a statement or lock
 /// timeout `UNAVAILABLE/DATABASE_BUSY`; no answer (connection, pool)

@@ -4,7 +4,7 @@
 use stadium_kit::Reason;
 use stadium_kit::service_error::{
     DEPENDENCY_UNAVAILABLE, Row, ServiceError, access_metadata, access_row, database_row,
-    service_metadata, to_status, unanswered,
+    service_metadata, unanswered,
 };
 use stadium_tokens::AccessRefused;
 use tonic::{Code, Status};
@@ -161,11 +161,7 @@ impl ServiceError for Error {
     }
 }
 
-impl From<Error> for Status {
-    fn from(error: Error) -> Self {
-        to_status(&error)
-    }
-}
+stadium_kit::status_from!(Error);
 
 #[cfg(test)]
 mod tests {

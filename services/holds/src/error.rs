@@ -9,10 +9,10 @@
 use stadium_db::{DbFailure, Transient, classify};
 use stadium_kit::Reason;
 use stadium_kit::service_error::{
-    Row, ServiceError, access_metadata, access_row, database_row, to_status, token_row,
+    Row, ServiceError, access_metadata, access_row, database_row, token_row,
 };
 use stadium_tokens::{AccessRefused, TokenError};
-use tonic::{Code, Status};
+use tonic::Code;
 
 use crate::domain::{Limit, SeatId, SectionId};
 
@@ -242,16 +242,14 @@ impl Transient for Error {
     }
 }
 
-impl From<Error> for Status {
-    fn from(error: Error) -> Self {
-        to_status(&error)
-    }
-}
+stadium_kit::status_from!(Error);
 
 #[cfg(test)]
 mod tests {
     use stadium_kit::status::error_info;
     use tonic::Code;
+
+    use tonic::Status;
 
     use super::*;
 

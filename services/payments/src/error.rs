@@ -10,7 +10,7 @@ use stadium_db::{DbFailure, Transient, classify};
 use stadium_kit::Reason;
 use stadium_kit::service_error::{
     DEPENDENCY_UNAVAILABLE, Row, ServiceError, access_metadata, access_row, database_row,
-    service_metadata, to_status, token_row,
+    service_metadata, token_row,
 };
 use stadium_tokens::{AccessRefused, TokenError};
 use tonic::{Code, Status};
@@ -172,11 +172,7 @@ impl Transient for Error {
     }
 }
 
-impl From<Error> for Status {
-    fn from(error: Error) -> Self {
-        to_status(&error)
-    }
-}
+stadium_kit::status_from!(Error);
 
 #[cfg(test)]
 mod tests {

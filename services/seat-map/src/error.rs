@@ -3,8 +3,8 @@
 //! lists); internal detail is logged once and never sent to the caller.
 
 use stadium_kit::Reason;
-use stadium_kit::service_error::{Row, ServiceError, database_row, to_status, token_row};
-use tonic::{Code, Status};
+use stadium_kit::service_error::{Row, ServiceError, database_row, token_row};
+use tonic::Code;
 
 /// Everything a seat-map call can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -77,15 +77,13 @@ impl ServiceError for Error {
     }
 }
 
-impl From<Error> for Status {
-    fn from(error: Error) -> Self {
-        to_status(&error)
-    }
-}
+stadium_kit::status_from!(Error);
 
 #[cfg(test)]
 mod tests {
     use stadium_kit::status::error_info;
+
+    use tonic::Status;
 
     use super::*;
 

@@ -5,11 +5,9 @@
 //! returns a message safe to show a client.
 
 use stadium_kit::Reason;
-use stadium_kit::service_error::{
-    Row, ServiceError, access_metadata, access_row, to_status, token_row,
-};
+use stadium_kit::service_error::{Row, ServiceError, access_metadata, access_row, token_row};
 use stadium_tokens::{AccessRefused, TokenError};
-use tonic::{Code, Status};
+use tonic::Code;
 
 /// Everything that can go wrong in the waiting room.
 #[derive(Debug, thiserror::Error)]
@@ -121,14 +119,12 @@ impl ServiceError for Error {
     }
 }
 
-impl From<Error> for Status {
-    fn from(error: Error) -> Self {
-        to_status(&error)
-    }
-}
+stadium_kit::status_from!(Error);
 
 #[cfg(test)]
 mod tests {
+    use tonic::Status;
+
     use super::*;
 
     #[test]
