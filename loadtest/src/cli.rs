@@ -117,7 +117,8 @@ pub struct OnSaleArgs {
     /// Fans in flight at once.
     #[arg(long, default_value_t = 20_000)]
     pub max_in_flight: u32,
-    /// RPCs in flight at once.
+    /// RPCs in flight at once (claims, polls, reads; a fan's payment never waits for
+    /// this budget).
     #[arg(long, default_value_t = 256)]
     pub max_concurrent_rpcs: u32,
     /// Write the JSON report here.

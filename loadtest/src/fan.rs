@@ -11,9 +11,9 @@ use stadium_kit::Reason;
 use stadium_proto::waiting_room::v1::{
     CompleteAdmissionRequest, GetStatusRequest, JoinRequest, QueueState, QueueStatus,
 };
-use tokio::sync::Semaphore;
 use tonic::{Code, Status};
 
+use crate::budget::{Lane, RpcBudget};
 use crate::claim::claim_seats;
 use crate::credentials::{Credentials, authed};
 use crate::latency::LatencyRecorder;
@@ -28,6 +28,9 @@ use crate::targets::Clients;
 /// Shortest wait between two queue polls, whatever the server says (a fan's client
 /// does not spin when its turn is due).
 const POLL_FLOOR: Duration = Duration::from_millis(250);
+/// The latency row of the time calls waited for the load generator's own budget
+/// (not an RPC: the services never saw that wait).
+pub(crate) const BUDGET_WAIT: &str = "(waiting for the budget)";
 /// Retries of a call that failed for a passing reason (unavailable, timeout, busy).
 pub(crate) const TRANSIENT_RETRIES: u32 = 4;
 
@@ -41,7 +44,7 @@ pub(crate) struct Ctx {
     pub stats: Stats,
     pub latency: LatencyRecorder,
     pub map: SeatMap,
-    pub rpc_limit: Semaphore,
+    pub budget: RpcBudget,
     /// When the run started.
     pub started: Instant,
     /// When the sale opens, on this process's monotonic clock.
@@ -63,7 +66,7 @@ impl Ctx {
         map: SeatMap,
         onsale: Instant,
     ) -> Self {
-        let rpc_limit = Semaphore::new(options.max_concurrent_rpcs as usize);
+        let budget = RpcBudget::new(options.max_concurrent_rpcs as usize);
         Ctx {
             clients,
             creds,
@@ -72,7 +75,7 @@ impl Ctx {
             stats: Stats::default(),
             latency: LatencyRecorder::new(),
             map,
-            rpc_limit,
+            budget,
             started: Instant::now(),
             onsale,
             sold_out: AtomicBool::new(false),
@@ -81,13 +84,33 @@ impl Ctx {
         }
     }
 
-    /// Runs one RPC under the concurrency limit, recording its latency and any error.
+    /// Runs one RPC within the shared part of the budget, recording its latency and
+    /// any error.
     pub async fn call<T, F>(&self, rpc: &'static str, call: F) -> Result<T, Status>
     where
         F: Future<Output = Result<tonic::Response<T>, Status>>,
     {
-        // The semaphore is never closed, so acquiring only waits.
-        let _permit = self.rpc_limit.acquire().await.ok();
+        self.call_in(Lane::Shared, rpc, call).await
+    }
+
+    /// As [`call`](Self::call), for a call that settles a payment: it does not wait for
+    /// the budget.
+    pub async fn call_paying<T, F>(&self, rpc: &'static str, call: F) -> Result<T, Status>
+    where
+        F: Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        self.call_in(Lane::Paying, rpc, call).await
+    }
+
+    async fn call_in<T, F>(&self, lane: Lane, rpc: &'static str, call: F) -> Result<T, Status>
+    where
+        F: Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        let queued = Instant::now();
+        let _permit = self.budget.acquire(lane).await;
+        if lane == Lane::Shared {
+            self.latency.record(BUDGET_WAIT, queued.elapsed());
+        }
         let start = Instant::now();
         let result = call.await;
         self.latency.record(rpc, start.elapsed());

@@ -43,6 +43,7 @@
 //! think times). The event's hold TTL and admission rate are the server's; compress
 //! them through [`EventOptions`] when a short run is wanted.
 
+mod budget;
 mod claim;
 pub mod cli;
 mod credentials;

@@ -93,7 +93,8 @@ pub struct OnSaleOptions {
     pub seats_wanted: [f64; 4],
     /// Fans between their join and their end at once; the others wait to start.
     pub max_in_flight: u32,
-    /// RPCs in flight at once across all fans, so 2 cores are not swamped.
+    /// RPCs in flight at once across all fans, so 2 cores are not swamped; calls that
+    /// settle a payment are outside it (see `budget`).
     pub max_concurrent_rpcs: u32,
     /// Claims in one round of a fan's tries (first pick, alternatives, other sections);
     /// after a lost round the fan steps back for a think time and tries again while

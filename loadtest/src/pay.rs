@@ -152,7 +152,7 @@ async fn confirm(
         };
         let mut client = ctx.clients.payments.clone();
         let result = ctx
-            .call("Payments/Confirm", client.confirm(authed(request, session)))
+            .call_paying("Payments/Confirm", client.confirm(authed(request, session)))
             .await;
         match result {
             Ok(response) => {
@@ -237,7 +237,7 @@ async fn order_of(ctx: &Ctx, session: &str, held: &HeldSeats) -> Option<Order> {
         key: Some(Key::HoldKey(held.hold.hold_key.clone())),
     };
     let mut client = ctx.clients.payments.clone();
-    ctx.call(
+    ctx.call_paying(
         "Payments/GetOrder",
         client.get_order(authed(request, session)),
     )

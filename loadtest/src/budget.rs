@@ -1,0 +1,68 @@
+//! The load generator's budget of RPCs in flight. It bounds what one process sends at
+//! once (the machine is shared with the services), but a real fan's browser never
+//! queues behind other fans: a fan paying for a live hold must reach payments while the
+//! hold lives, so the calls that settle a payment do not wait for the budget (there is
+//! at most one such call per fan holding seats). Time spent waiting for the budget is
+//! reported on its own line, apart from the RPCs' latency.
+
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+/// Which calls wait for the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// Claims, polls, reads: within the budget.
+    Shared,
+    /// Calls that settle a payment (Confirm, reading the order back): never queued.
+    Paying,
+}
+
+/// `total` calls of [`Lane::Shared`] in flight at most.
+#[derive(Debug)]
+pub(crate) struct RpcBudget {
+    shared: Semaphore,
+}
+
+impl RpcBudget {
+    /// A budget of `total` calls in flight (at least 1).
+    pub fn new(total: usize) -> Self {
+        Self {
+            shared: Semaphore::new(total.max(1)),
+        }
+    }
+
+    /// Waits for a permit of `lane` (none needed for [`Lane::Paying`]); held until
+    /// dropped.
+    pub async fn acquire(&self, lane: Lane) -> Option<SemaphorePermit<'_>> {
+        match lane {
+            // The semaphore is never closed, so acquiring only waits.
+            Lane::Shared => self.shared.acquire().await.ok(),
+            Lane::Paying => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn paying_calls_pass_a_budget_that_claims_have_used_up() {
+        let budget = RpcBudget::new(4);
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(budget.acquire(Lane::Shared).await.unwrap());
+        }
+        assert!(
+            budget.shared.try_acquire().is_err(),
+            "the budget is used up"
+        );
+        tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            budget.acquire(Lane::Paying),
+        )
+        .await
+        .expect("a paying call does not wait behind claims");
+        drop(held);
+        assert!(budget.acquire(Lane::Shared).await.is_some());
+    }
+}
