@@ -2,6 +2,7 @@
 //! has no violation and reports exact counts and money; each kind of violation, planted
 //! without dropping or disabling anything, is found with its rows.
 
+use stadium_kit::Reason;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -253,7 +254,10 @@ async fn a_clean_sale_has_no_violation_and_each_planted_one_is_found() {
         }))
         .await
         .unwrap_err();
-    assert_eq!(crate::support::reason(&status).1, "EVENT_NOT_FOUND");
+    assert_eq!(
+        crate::support::reason(&status).1,
+        Some(Reason::EventNotFound)
+    );
     office.stop().await;
 }
 

@@ -1,6 +1,7 @@
 //! Events: creation with its audit, every refusal writing nothing, sale transitions as
 //! conditional updates, prices and the admission rate.
 
+use stadium_kit::Reason;
 use stadium_proto::box_office::v1 as pb;
 use stadium_proto::common::v1::PageRequest;
 use stadium_tokens::Role;
@@ -95,7 +96,7 @@ async fn no_token_and_wrong_roles_are_refused_and_write_nothing() {
         .await
         .unwrap_err();
     assert_eq!(reason(&status).0, Code::Unauthenticated);
-    assert_eq!(reason(&status).1, "TOKEN_MISSING");
+    assert_eq!(reason(&status).1, Some(Reason::TokenMissing));
 
     for roles in [&[Role::Sre][..], &[Role::Service][..]] {
         let token = office.token("mallory", roles);
@@ -105,7 +106,7 @@ async fn no_token_and_wrong_roles_are_refused_and_write_nothing() {
             .await
             .unwrap_err();
         assert_eq!(reason(&status).0, Code::PermissionDenied, "{roles:?}");
-        assert_eq!(reason(&status).1, "ROLE_REQUIRED");
+        assert_eq!(reason(&status).1, Some(Reason::RoleRequired));
     }
 
     let stranger = stadium_tokens::DevIssuer::generate().unwrap();
@@ -118,7 +119,7 @@ async fn no_token_and_wrong_roles_are_refused_and_write_nothing() {
         .create_event(bearer(create_request(&venue.venue_id), &forged))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status).1, "TOKEN_INVALID");
+    assert_eq!(reason(&status).1, Some(Reason::TokenInvalid));
 
     // Reads: a service token is not staff.
     let token = office.token("svc", &[Role::Service]);
@@ -188,7 +189,7 @@ async fn each_bad_field_is_named_and_writes_nothing() {
             reason(&status),
             (
                 Code::InvalidArgument,
-                "INVALID_FIELD".to_owned(),
+                Some(Reason::InvalidField),
                 Some(field.to_owned())
             ),
             "{field}: {status:?}"
@@ -199,7 +200,7 @@ async fn each_bad_field_is_named_and_writes_nothing() {
         .create_event(office.office(create_request("999999")))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status).1, "VENUE_NOT_FOUND");
+    assert_eq!(reason(&status).1, Some(Reason::VenueNotFound));
     assert_eq!(office.counts().await, before);
     office.stop().await;
 }
@@ -254,7 +255,7 @@ async fn sale_transitions_follow_the_state_machine_and_are_audited() {
         let before = office.counts().await;
         let status = transition(&mut office, &id, which).await.unwrap_err();
         assert_eq!(reason(&status).0, Code::FailedPrecondition);
-        assert_eq!(reason(&status).1, "INVALID_TRANSITION");
+        assert_eq!(reason(&status).1, Some(Reason::InvalidTransition));
         let info = stadium_kit::status::error_info(&status).unwrap();
         assert_eq!(info.metadata["from"], "draft");
         assert_eq!(office.counts().await, before, "{which} wrote nothing");
@@ -274,7 +275,7 @@ async fn sale_transitions_follow_the_state_machine_and_are_audited() {
         let status = transition(&mut office, &id, which).await.unwrap_err();
         assert_eq!(
             reason(&status).1,
-            "INVALID_TRANSITION",
+            Some(Reason::InvalidTransition),
             "{which} after close"
         );
     }
@@ -306,7 +307,7 @@ async fn sale_transitions_follow_the_state_machine_and_are_audited() {
     );
 
     let status = transition(&mut office, "424242", "open").await.unwrap_err();
-    assert_eq!(reason(&status).1, "EVENT_NOT_FOUND");
+    assert_eq!(reason(&status).1, Some(Reason::EventNotFound));
     office.stop().await;
 }
 
@@ -391,7 +392,7 @@ async fn prices_and_rate_change_with_audit_and_closed_events_keep_their_prices()
         }))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status).1, "EVENT_CLOSED");
+    assert_eq!(reason(&status).1, Some(Reason::EventClosed));
     assert_eq!(office.counts().await, before);
 
     let actions: Vec<String> = office
@@ -435,7 +436,7 @@ async fn concurrent_opens_of_one_event_succeed_exactly_once() {
     for task in tasks {
         match task.await.unwrap() {
             Ok(_) => opened += 1,
-            Err(status) => assert_eq!(reason(&status).1, "INVALID_TRANSITION"),
+            Err(status) => assert_eq!(reason(&status).1, Some(Reason::InvalidTransition)),
         }
     }
     assert_eq!(opened, 1);
@@ -465,7 +466,7 @@ async fn a_sale_never_runs_with_seats_that_have_no_price() {
         }))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status).1, "PRICES_MISSING");
+    assert_eq!(reason(&status).1, Some(Reason::PricesMissing));
     let info = stadium_kit::status::error_info(&status).unwrap();
     assert_eq!(info.metadata["categories"], "BACK");
     assert_eq!(office.counts().await, before);
@@ -496,7 +497,7 @@ async fn a_sale_never_runs_with_seats_that_have_no_price() {
         }))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status).1, "PRICES_MISSING");
+    assert_eq!(reason(&status).1, Some(Reason::PricesMissing));
     assert_eq!(office.counts().await, before, "the old prices stay");
     office.stop().await;
 }

@@ -1,6 +1,7 @@
 //! Inventory goes through holds and payments: without their URLs the calls are refused
 //! as FAILED_PRECONDITION before anything is written; bad input names its field.
 
+use stadium_kit::Reason;
 use stadium_proto::box_office::v1 as pb;
 use tonic::Code;
 
@@ -57,10 +58,12 @@ async fn inventory_without_holds_or_payments_is_a_failed_precondition() {
         (refund, "payments"),
     ] {
         assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
-        let info = stadium_kit::status::error_info(&status).unwrap();
         assert_eq!(
-            (info.reason.as_str(), info.metadata["service"].as_str()),
-            ("NOT_CONFIGURED", service)
+            (
+                Reason::of(&status),
+                stadium_testkit::grpc::metadata(&status, "service")
+            ),
+            (Some(Reason::NotConfigured), Some(service.to_owned()))
         );
     }
     assert_eq!(office.counts().await, before);

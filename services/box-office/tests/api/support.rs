@@ -1,6 +1,7 @@
 //! Starting the box office on a loopback port against a fresh database, tokens, and
 //! the small venue and event every test starts from.
 
+use stadium_kit::Reason;
 use std::time::{Duration, SystemTime};
 
 use box_office::{Config, Parts};
@@ -258,12 +259,11 @@ pub fn create_request(venue_id: &str) -> pb::CreateEventRequest {
     }
 }
 
-/// The `ErrorInfo` reason and `field` metadata of a refusal.
-pub fn reason(status: &Status) -> (Code, String, Option<String>) {
-    let info = stadium_kit::status::error_info(status).expect("an ErrorInfo detail");
+/// The code, typed `ErrorInfo` reason and `field` metadata of a refusal.
+pub fn reason(status: &Status) -> (Code, Option<Reason>, Option<String>) {
     (
         status.code(),
-        info.reason,
-        info.metadata.get("field").cloned(),
+        Reason::of(status),
+        stadium_testkit::grpc::metadata(status, "field"),
     )
 }

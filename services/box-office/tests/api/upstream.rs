@@ -299,7 +299,7 @@ async fn inventory_goes_through_holds_and_payments_with_the_callers_token() {
         .await
         .unwrap_err();
     assert_eq!(reason(&status).0, Code::AlreadyExists);
-    assert_eq!(reason(&status).1, "SEAT_TAKEN");
+    assert_eq!(reason(&status).1, Some(Reason::SeatTaken));
     let info = stadium_kit::status::error_info(&status).unwrap();
     assert_eq!(info.metadata["taken_seat_ids"], "13");
     assert_eq!(

@@ -1,6 +1,7 @@
 //! Venues: import through the venue library, idempotent re-import, refusals naming the
 //! place, list and show with counts.
 
+use stadium_kit::Reason;
 use stadium_proto::box_office::v1 as pb;
 use tonic::Code;
 
@@ -69,7 +70,7 @@ async fn import_list_and_show_a_venue() {
         }))
         .await
         .unwrap_err();
-    assert_eq!(reason(&status).1, "VENUE_NOT_FOUND");
+    assert_eq!(reason(&status).1, Some(Reason::VenueNotFound));
     office.stop().await;
 }
 
@@ -89,7 +90,7 @@ async fn bad_plans_are_refused_with_their_place_and_store_nothing() {
         .unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument);
     let info = stadium_kit::status::error_info(&status).unwrap();
-    assert_eq!(info.reason, "PLAN_INVALID");
+    assert_eq!(Reason::of(&status), Some(Reason::PlanInvalid));
     assert!(info.metadata["path"].contains('2'), "{:?}", info.metadata);
 
     for (request, field) in [

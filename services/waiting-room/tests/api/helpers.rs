@@ -1,6 +1,7 @@
 //! Starting service instances that share Redis, secrets and a manual clock; minting
 //! fan and admin tokens; reading what Redis stored.
 
+use stadium_kit::Reason;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -295,9 +296,7 @@ impl Room {
     }
 }
 
-/// The `ErrorInfo.reason` of a status.
-pub fn reason(status: &tonic::Status) -> String {
-    stadium_kit::status::error_info(status)
-        .map(|info| info.reason)
-        .unwrap_or_default()
+/// The typed `ErrorInfo.reason` of a status (`None` without one).
+pub fn reason(status: &tonic::Status) -> Option<Reason> {
+    Reason::of(status)
 }

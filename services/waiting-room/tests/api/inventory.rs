@@ -2,6 +2,7 @@
 //! the free and held seats can serve, sold out is said to queued fans and new joins,
 //! the queue resumes when seats come back, and a stale report steers nothing.
 
+use stadium_kit::Reason;
 use std::time::{Duration, SystemTime};
 
 use stadium_proto::waiting_room::v1 as pb;
@@ -168,8 +169,8 @@ async fn bad_inventory_reports_are_refused_and_write_nothing() {
     let now = room.clock.now();
     let err = send(&room, report(1, 0, 0, now)).await.unwrap_err();
     assert_eq!(
-        (err.code(), reason(&err).as_str()),
-        (Code::NotFound, "EVENT_NOT_FOUND")
+        (err.code(), reason(&err)),
+        (Code::NotFound, Some(Reason::EventNotFound))
     );
     room.configure(pb::SaleState::Open, None, 600, 0, 0).await;
     let before = room.dump().await;

@@ -1,6 +1,7 @@
 //! Joining: idempotent and consecutive under concurrency across instances; the
 //! pre-queue shuffled at opening, verifiably from the published seed.
 
+use stadium_kit::Reason;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -107,7 +108,7 @@ async fn the_pre_queue_is_shuffled_verifiably_at_opening() {
         .await
         .expect_err("no seed before opening");
     assert_eq!(early.code(), tonic::Code::FailedPrecondition);
-    assert_eq!(reason(&early), "NOT_YET_OPEN");
+    assert_eq!(reason(&early), Some(Reason::NotYetOpen));
 
     room.clock.advance(Duration::from_secs(30));
     let late = room.join(2, "late-fan").await.expect("join after opening");

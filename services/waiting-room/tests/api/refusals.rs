@@ -1,5 +1,6 @@
 //! Bad input and bad credentials get typed errors and write nothing.
 
+use stadium_kit::Reason;
 use std::time::Duration;
 
 use stadium_proto::waiting_room::v1 as pb;
@@ -33,8 +34,8 @@ async fn bad_joins_and_admin_calls_are_refused_and_write_nothing() {
     };
     let err = client.join(join(EVENT)).await.unwrap_err();
     assert_eq!(
-        (err.code(), reason(&err).as_str()),
-        (Code::NotFound, "EVENT_NOT_FOUND")
+        (err.code(), reason(&err)),
+        (Code::NotFound, Some(Reason::EventNotFound))
     );
     assert!(room.dump().await.is_empty());
 
@@ -55,8 +56,8 @@ async fn bad_joins_and_admin_calls_are_refused_and_write_nothing() {
         .await
         .unwrap_err();
     assert_eq!(
-        (err.code(), reason(&err).as_str()),
-        (Code::Unauthenticated, "TOKEN_MISSING")
+        (err.code(), reason(&err)),
+        (Code::Unauthenticated, Some(Reason::TokenMissing))
     );
     // An admin token is not a fan session.
     let err = client
@@ -91,8 +92,8 @@ async fn bad_joins_and_admin_calls_are_refused_and_write_nothing() {
         .await
         .unwrap_err();
     assert_eq!(
-        (err.code(), reason(&err).as_str()),
-        (Code::PermissionDenied, "ROLE_REQUIRED")
+        (err.code(), reason(&err)),
+        (Code::PermissionDenied, Some(Reason::RoleRequired))
     );
     let sre = room.admin(&[Role::Sre]);
     let err = client
@@ -138,8 +139,8 @@ async fn bad_joins_and_admin_calls_are_refused_and_write_nothing() {
         .await
         .unwrap_err();
     assert_eq!(
-        (err.code(), reason(&err).as_str()),
-        (Code::FailedPrecondition, "ALREADY_OPEN")
+        (err.code(), reason(&err)),
+        (Code::FailedPrecondition, Some(Reason::AlreadyOpen))
     );
 
     assert_eq!(room.dump().await, before, "refused calls wrote nothing");
@@ -148,8 +149,8 @@ async fn bad_joins_and_admin_calls_are_refused_and_write_nothing() {
     room.configure(pb::SaleState::Closed, None, 600, 0, 0).await;
     let err = room.join(1, "fan-late").await.unwrap_err();
     assert_eq!(
-        (err.code(), reason(&err).as_str()),
-        (Code::FailedPrecondition, "EVENT_NOT_ON_SALE")
+        (err.code(), reason(&err)),
+        (Code::FailedPrecondition, Some(Reason::EventNotOnSale))
     );
 }
 
@@ -186,43 +187,47 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
         (
             get_status(&forged, ""),
             Code::Unauthenticated,
-            "TICKET_INVALID",
+            Reason::TicketInvalid,
         ),
         (
             get_status("not.a.jwt", ""),
             Code::Unauthenticated,
-            "TICKET_INVALID",
+            Reason::TicketInvalid,
         ),
         (
             get_status(&token, ""),
             Code::Unauthenticated,
-            "TICKET_INVALID",
+            Reason::TicketInvalid,
         ),
         (
             get_status(&expired, ""),
             Code::Unauthenticated,
-            "TICKET_EXPIRED",
+            Reason::TicketExpired,
         ),
         (
             get_status(&theirs.queue_ticket, ""),
             Code::PermissionDenied,
-            "WRONG_FAN",
+            Reason::WrongFan,
         ),
         (
             get_status(&mine.queue_ticket, "2"),
             Code::Unauthenticated,
-            "TICKET_INVALID",
+            Reason::TicketInvalid,
         ),
         (
             get_status(&other_event, ""),
             Code::NotFound,
-            "EVENT_NOT_FOUND",
+            Reason::EventNotFound,
         ),
-        (get_status("", ""), Code::InvalidArgument, "INVALID_FIELD"),
+        (
+            get_status("", ""),
+            Code::InvalidArgument,
+            Reason::InvalidField,
+        ),
         (
             get_status(&mine.queue_ticket, "x"),
             Code::InvalidArgument,
-            "INVALID_FIELD",
+            Reason::InvalidField,
         ),
     ];
     for (request, code, why) in cases {
@@ -230,7 +235,7 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
             .get_status(bearer(request, &token))
             .await
             .unwrap_err();
-        assert_eq!(refuse(err), (code, why.to_owned()));
+        assert_eq!(refuse(err), (code, Some(why)));
     }
     // A genuine pre-queue ticket of a fan the open queue does not know.
     let ghost = QueueTickets::new(room.ticket_keys.clone())
@@ -243,7 +248,7 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
         .unwrap_err();
     assert_eq!(
         refuse(err),
-        (Code::Unauthenticated, "TICKET_INVALID".to_owned())
+        (Code::Unauthenticated, Some(Reason::TicketInvalid))
     );
     let watch = pb::WatchStatusRequest {
         queue_ticket: forged.clone(),
@@ -255,7 +260,7 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
         .unwrap_err();
     assert_eq!(
         refuse(err),
-        (Code::Unauthenticated, "TICKET_INVALID".to_owned())
+        (Code::Unauthenticated, Some(Reason::TicketInvalid))
     );
     let err = client
         .complete_admission(pb::CompleteAdmissionRequest {
@@ -285,7 +290,7 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
             .unwrap_err();
         assert_eq!(
             refuse(err),
-            (Code::FailedPrecondition, "ADMISSION_EXPIRED".to_owned())
+            (Code::FailedPrecondition, Some(Reason::AdmissionExpired))
         );
     }
     let err = client
@@ -297,7 +302,7 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
         .unwrap_err();
     assert_eq!(
         refuse(err),
-        (Code::Unauthenticated, "TOKEN_EXPIRED".to_owned())
+        (Code::Unauthenticated, Some(Reason::TokenExpired))
     );
 
     // A fan session this replica verified before is refused once it expires too.
@@ -306,6 +311,6 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
     let err = client.get_status(stale).await.unwrap_err();
     assert_eq!(
         refuse(err),
-        (Code::Unauthenticated, "TOKEN_EXPIRED".to_owned())
+        (Code::Unauthenticated, Some(Reason::TokenExpired))
     );
 }
