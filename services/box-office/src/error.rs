@@ -149,8 +149,13 @@ impl ServiceError for Error {
         }
     }
 
+    /// An unanswered call to holds or payments is private too, so its transport detail
+    /// is logged (WARN) once here; the caller reads which service did not answer.
     fn is_private(&self) -> bool {
-        matches!(self, Self::Database(_) | Self::Internal(_))
+        matches!(
+            self,
+            Self::Database(_) | Self::Internal(_) | Self::Upstream { .. }
+        )
     }
 
     fn public_message(&self) -> Option<String> {
@@ -235,6 +240,7 @@ mod tests {
             (Code::Unavailable, "DEPENDENCY_UNAVAILABLE")
         );
         assert_eq!(info.metadata["service"], "payments");
+        assert_eq!(down.message(), "the payments service did not answer");
     }
 
     #[test]
