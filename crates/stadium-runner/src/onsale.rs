@@ -237,8 +237,7 @@ pub async fn check_database(pool: &PgPool, report: &RunReport) -> anyhow::Result
         .await?,
         seats_claimed_twice: scalar(
             pool,
-            "SELECT count(*) FROM catalog.invariant_violations($1, 0)
-              WHERE invariant = 'two_active_claims'",
+            "SELECT count(*) FROM catalog.invariant_violations($1, 0, 'two_active_claims')",
             event,
         )
         .await?,

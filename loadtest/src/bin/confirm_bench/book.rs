@@ -135,8 +135,7 @@ pub async fn check(
               WHERE t.event_id = $1 AND NOT EXISTS (SELECT 1 FROM holds.seat_holds h \
                 WHERE h.hold_key = p.hold_key AND h.seat_id = t.seat_id AND h.status = 'booked')), \
            (SELECT count(*) FROM holds.seat_holds WHERE event_id = $1 AND status = 'booked'), \
-           (SELECT count(*) FROM catalog.invariant_violations($1, 0) \
-              WHERE invariant = 'two_active_claims'))",
+           (SELECT count(*) FROM catalog.invariant_violations($1, 0, 'two_active_claims')))",
     )
     .bind(event)
     .fetch_one(pool)

@@ -311,10 +311,9 @@ pub async fn active_counts(pool: &PgPool, event: &str) -> (i64, i64, i64) {
 ///    and every live row of a key shares one status.
 pub async fn assert_invariants(pool: &PgPool) {
     let doubled: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT e.event_id, v.detail \
+        "SELECT e.event_id, v \
          FROM (SELECT DISTINCT event_id FROM holds.seat_holds) e, \
-              catalog.invariant_violations(e.event_id, 0) v \
-         WHERE v.invariant = 'two_active_claims'",
+              catalog.invariant_violations(e.event_id, 0, 'two_active_claims') v",
     )
     .fetch_all(pool)
     .await

@@ -447,7 +447,7 @@ impl Stack {
         }
         let doubled: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM (SELECT DISTINCT event_id FROM holds.seat_holds) e, \
-             catalog.invariant_violations(e.event_id, 0) v WHERE v.invariant = 'two_active_claims'",
+             catalog.invariant_violations(e.event_id, 0, 'two_active_claims')",
         )
         .fetch_one(self.pool())
         .await
