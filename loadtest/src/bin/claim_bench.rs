@@ -97,13 +97,21 @@ struct Args {
     #[arg(long, default_value_t = 16)]
     pool: u32,
 
+    /// Batches of claims the holds service runs at once (its `--claim-batches`).
+    #[arg(long, default_value_t = 2)]
+    claim_batches: u32,
+
+    /// Most claims per batch (the service's `--claim-batch-max`; 1: no coalescing).
+    #[arg(long, default_value_t = 16)]
+    claim_batch_max: u32,
+
     /// HTTP/2 channels the gRPC clients share.
     #[arg(long, default_value_t = 4)]
     channels: usize,
 
     /// Credentials signed before each phase, per second of the phase (an estimate of
     /// the claim rate; clients sign more themselves if it runs out, which is reported).
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 6000)]
     premint_rate: u64,
 
     /// The `pgbench` program.
@@ -123,6 +131,8 @@ struct Args {
 struct Pair {
     clients: usize,
     grpc: PhaseResult,
+    /// Claims per batch in the gRPC phase.
+    claims_per_batch: f64,
     pgbench: pgbench::PgbenchResult,
     bare_insert: pgbench::PgbenchResult,
 }
@@ -169,7 +179,13 @@ async fn bench(args: &Args) -> FloorResult<()> {
     .await?;
     let outcome = async {
         let seeded = seed::seed(&db.pool, shape).await?;
-        let service = Service::start(&db.url, args.pool, args.channels).await?;
+        let service = Service::start(
+            &db.url,
+            args.pool,
+            (args.claim_batches, args.claim_batch_max),
+            args.channels,
+        )
+        .await?;
         let phase = |clients: usize, duration: Duration, target: Target| Phase {
             clients,
             duration,
@@ -188,6 +204,7 @@ async fn bench(args: &Args) -> FloorResult<()> {
         let mut pairs = Vec::new();
         for &clients in &args.clients {
             seed::reset(&db, seeded.event).await?;
+            let before = service.totals();
             let grpc = load::run(
                 &service,
                 &seeded,
@@ -196,6 +213,7 @@ async fn bench(args: &Args) -> FloorResult<()> {
             )
             .await?;
             check_rows(&db, seeded.event, &grpc).await?;
+            let claims_per_batch = service.claims_per_batch(before);
             let mut floors = Vec::new();
             for script in [scripts::Script::Claim, scripts::Script::BareInsert] {
                 seed::reset(&db, seeded.event).await?;
@@ -215,6 +233,7 @@ async fn bench(args: &Args) -> FloorResult<()> {
             pairs.push(Pair {
                 clients,
                 grpc,
+                claims_per_batch,
                 pgbench: floors[0],
                 bare_insert: floors[1],
             });
@@ -304,13 +323,15 @@ fn report(
     hot_best: &PhaseResult,
 ) {
     println!(
-        "holds claim benchmark: 4-seat claims, {} s per phase, service pool {} connections, {} channels",
-        args.seconds, args.pool, args.channels
+        "holds claim benchmark: 4-seat claims, {} s per phase, service pool {} connections, \
+         {} claim batches of up to {} claims, {} channels",
+        args.seconds, args.pool, args.claim_batches, args.claim_batch_max, args.channels
     );
     println!(
-        "{:>7}  {:>12}  {:>8}  {:>8}  {:>7}  {:>6}  {:>10}  {:>6}  {:>10}  {:>6}",
+        "{:>7}  {:>12}  {:>7}  {:>8}  {:>8}  {:>7}  {:>6}  {:>10}  {:>6}  {:>10}  {:>6}",
         "clients",
         "grpc claim/s",
+        "/batch",
         "p50 ms",
         "p99 ms",
         "refused",
@@ -325,9 +346,10 @@ fn report(
         let ratio = pair.grpc.held_per_second() / pair.pgbench.tps;
         let ratio_bare_insert = pair.grpc.held_per_second() / pair.bare_insert.tps;
         println!(
-            "{:>7}  {:>12.0}  {:>8.2}  {:>8.2}  {:>7}  {:>6}  {:>10.0}  {:>6.2}  {:>10.0}  {:>6.2}",
+            "{:>7}  {:>12.0}  {:>7.1}  {:>8.2}  {:>8.2}  {:>7}  {:>6}  {:>10.0}  {:>6.2}  {:>10.0}  {:>6.2}",
             pair.clients,
             pair.grpc.held_per_second(),
+            pair.claims_per_batch,
             ms(&pair.grpc.all, 0.5),
             ms(&pair.grpc.all, 0.99),
             pair.grpc.taken,
@@ -355,6 +377,7 @@ fn report(
             "grpc_p50_ms": ms(&pair.grpc.all, 0.5),
             "grpc_p99_ms": ms(&pair.grpc.all, 0.99),
             "grpc_minted_inline": pair.grpc.minted_inline,
+            "grpc_claims_per_batch": pair.claims_per_batch,
             "pgbench_tps": pair.pgbench.tps,
             "pgbench_transactions": pair.pgbench.transactions,
             "pgbench_latency_avg_ms": pair.pgbench.latency_ms,
@@ -377,6 +400,8 @@ fn report(
         "seconds": args.seconds,
         "seats_per_claim": seed::SEATS_PER_CLAIM,
         "pool": args.pool,
+        "claim_batches": args.claim_batches,
+        "claim_batch_max": args.claim_batch_max,
         "channels": args.channels,
         "venue": {"sections": args.sections, "rows": args.rows, "seats_per_row": args.seats_per_row},
         "uniform": rows,

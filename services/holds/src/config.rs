@@ -86,6 +86,17 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub sweep_batch: u32,
 
+    /// Batches of fans' claims in flight at once, each one transaction on its own
+    /// connection: claims that arrive while every batch is busy share the next one.
+    #[arg(long, env = "CLAIM_BATCHES", default_value_t = 2,
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub claim_batches: u32,
+
+    /// Most fans' claims in one batch (1: every claim its own transaction).
+    #[arg(long, env = "CLAIM_BATCH_MAX", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub claim_batch_max: u32,
+
     /// Attempts of a claim transaction in all on 40001/40P01.
     #[arg(long, env = "CLAIM_MAX_ATTEMPTS", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..=20))]
@@ -108,12 +119,25 @@ impl std::fmt::Debug for Config {
             .field("identity_issuer", &self.identity_issuer)
             .field("sweep_interval_ms", &self.sweep_interval_ms)
             .field("sweep_batch", &self.sweep_batch)
+            .field("claim_batches", &self.claim_batches)
+            .field("claim_batch_max", &self.claim_batch_max)
             .field("claim_max_attempts", &self.claim_max_attempts)
             .finish_non_exhaustive()
     }
 }
 
 impl Config {
+    /// How fans' claims are coalesced: `--claim-batches`, `--claim-batch-max`, and at
+    /// most 4 seats a claim on average (advisory locks held until the batch commits).
+    pub fn batching(&self) -> crate::service::Batching {
+        let max_claims = usize::try_from(self.claim_batch_max).unwrap_or(usize::MAX);
+        crate::service::Batching {
+            concurrent: usize::try_from(self.claim_batches).unwrap_or(usize::MAX),
+            max_claims,
+            max_seats: max_claims.saturating_mul(4).max(64),
+        }
+    }
+
     /// The sweeper's interval, `None` when it is off.
     pub fn sweep_interval(&self) -> Option<Duration> {
         (self.sweep_interval_ms > 0).then(|| Duration::from_millis(self.sweep_interval_ms))

@@ -115,7 +115,12 @@ pub async fn build_with_source(
         ..RetryPolicy::default()
     };
     Ok(Parts {
-        service: Arc::new(service::HoldsService::new(pool, metrics, retry)),
+        service: Arc::new(service::HoldsService::new(
+            pool,
+            metrics,
+            retry,
+            config.batching(),
+        )),
         auth: Arc::new(auth),
     })
 }

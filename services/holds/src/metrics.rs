@@ -1,6 +1,6 @@
 //! The service's own metrics (the kit records per-RPC counts and latency already):
 //! claims by outcome, `SEAT_TAKEN` answers, expiries by who marked them, transaction
-//! retries by SQLSTATE, and claim latency. Exported through OpenTelemetry; the totals
+//! retries by SQLSTATE, claim latency and the size of claim batches. Exported through OpenTelemetry; the totals
 //! are also kept in process so tests and logs can read them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,6 +29,10 @@ pub struct Totals {
     pub retries_40001: u64,
     /// Transactions retried after 40P01 (should stay zero: the lock order prevents it).
     pub retries_40p01: u64,
+    /// Batches of fans' claims run (one transaction each, a lone claim included).
+    pub claim_batches: u64,
+    /// Fans' claims run in those batches (claims per batch = this ÷ `claim_batches`).
+    pub batched_claims: u64,
 }
 
 /// The instruments and their in-process totals.
@@ -39,12 +43,15 @@ pub struct Metrics {
     expiries: Counter<u64>,
     retries: Counter<u64>,
     claim_latency: Histogram<f64>,
+    batch_size: Histogram<u64>,
     claimed_total: AtomicU64,
     seat_taken_total: AtomicU64,
     expired_lazily_total: AtomicU64,
     expired_by_sweeper_total: AtomicU64,
     retries_40001_total: AtomicU64,
     retries_40p01_total: AtomicU64,
+    claim_batches_total: AtomicU64,
+    batched_claims_total: AtomicU64,
 }
 
 impl Metrics {
@@ -77,12 +84,20 @@ impl Metrics {
                 .with_unit("ms")
                 .with_boundaries(LATENCY_BOUNDS_MS.to_vec())
                 .build(),
+            batch_size: meter
+                .u64_histogram("holds.claim.batch_size")
+                .with_description("fans' claims per batch (one transaction)")
+                .with_unit("{claim}")
+                .with_boundaries(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+                .build(),
             claimed_total: AtomicU64::new(0),
             seat_taken_total: AtomicU64::new(0),
             expired_lazily_total: AtomicU64::new(0),
             expired_by_sweeper_total: AtomicU64::new(0),
             retries_40001_total: AtomicU64::new(0),
             retries_40p01_total: AtomicU64::new(0),
+            claim_batches_total: AtomicU64::new(0),
+            batched_claims_total: AtomicU64::new(0),
         }
     }
 
@@ -119,6 +134,15 @@ impl Metrics {
         total.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Records a batch of `claims` fans' claims about to run.
+    pub fn claim_batch(&self, claims: usize) {
+        let claims = u64::try_from(claims).unwrap_or(u64::MAX);
+        self.batch_size.record(claims, &[]);
+        self.claim_batches_total.fetch_add(1, Ordering::Relaxed);
+        self.batched_claims_total
+            .fetch_add(claims, Ordering::Relaxed);
+    }
+
     /// Records a retried transaction.
     pub fn retry(&self, failure: &DbFailure) {
         self.retries.add(
@@ -150,6 +174,8 @@ impl Metrics {
             expired_by_sweeper: get(&self.expired_by_sweeper_total),
             retries_40001: get(&self.retries_40001_total),
             retries_40p01: get(&self.retries_40p01_total),
+            claim_batches: get(&self.claim_batches_total),
+            batched_claims: get(&self.batched_claims_total),
         }
     }
 }

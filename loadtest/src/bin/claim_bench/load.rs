@@ -31,6 +31,7 @@ use super::seed::{SEATS_PER_CLAIM, Seeded};
 
 /// The holds service running in this process, and the issuers its keys trust.
 pub struct Service {
+    holds: Arc<holds::service::HoldsService>,
     identity: Arc<DevIssuer>,
     admission: Arc<AdmissionIssuer>,
     channels: Vec<Channel>,
@@ -40,13 +41,20 @@ pub struct Service {
 
 impl Service {
     /// Starts the service on `127.0.0.1:0` against `database_url` with `pool`
-    /// connections, a fixed admission JWKS, the sweeper off (nothing lapses within a
-    /// run), and opens `channels` HTTP/2 channels to it.
-    pub async fn start(database_url: &str, pool: u32, channels: usize) -> FloorResult<Self> {
+    /// connections, fans' claims coalesced per `batching` (`--claim-batches`,
+    /// `--claim-batch-max`), a fixed admission JWKS, the sweeper off (nothing lapses
+    /// within a run), and opens `channels` HTTP/2 channels to it.
+    pub async fn start(
+        database_url: &str,
+        pool: u32,
+        batching: (u32, u32),
+        channels: usize,
+    ) -> FloorResult<Self> {
         let identity = DevIssuer::generate()?;
         let ring = SigningKeyRing::generate("bench-wr")?;
         let admission = AdmissionIssuer::new(ring.clone(), WAITING_ROOM_ISSUER)?;
         let pool = pool.to_string();
+        let (batches, batch_max) = (batching.0.to_string(), batching.1.to_string());
         let identity_jwks = identity.jwks_json()?;
         let admission_jwks = ring.jwks_json()?;
         let config = holds::Config::try_parse_from([
@@ -59,12 +67,17 @@ impl Service {
             identity_jwks.as_str(),
             "--admission-jwks",
             admission_jwks.as_str(),
+            "--claim-batches",
+            batches.as_str(),
+            "--claim-batch-max",
+            batch_max.as_str(),
             "--sweep-interval-ms",
             "0",
             "--log-filter",
             "warn",
         ])?;
         let parts = holds::build(&config).await?;
+        let holds = Arc::clone(&parts.service);
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let shutdown = CancellationToken::new();
@@ -80,12 +93,31 @@ impl Service {
             opened.push(connect(&endpoint).await?);
         }
         Ok(Self {
+            holds,
             identity: Arc::new(identity),
             admission: Arc::new(admission),
             channels: opened,
             shutdown,
             served,
         })
+    }
+
+    /// Fans' claims per batch (one transaction each) since `before`, a reading of
+    /// [`Service::totals`]; 0 when no batch ran.
+    pub fn claims_per_batch(&self, before: holds::metrics::Totals) -> f64 {
+        let now = self.totals();
+        let batches = now.claim_batches.saturating_sub(before.claim_batches);
+        let claims = now.batched_claims.saturating_sub(before.batched_claims);
+        if batches == 0 {
+            0.0
+        } else {
+            claims as f64 / batches as f64
+        }
+    }
+
+    /// The service's in-process metric totals.
+    pub fn totals(&self) -> holds::metrics::Totals {
+        self.holds.metrics().totals()
     }
 
     /// Stops the service and waits for it.

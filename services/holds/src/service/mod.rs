@@ -5,6 +5,9 @@
 //! network but the database; callers verify tokens before.
 
 mod best;
+mod coalesce;
+
+pub use coalesce::Batching;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +17,7 @@ use stadium_db::{RetryPolicy, retry_transient};
 
 use crate::domain::alternatives::SectionSeat;
 use crate::domain::refusal::refusal;
-use crate::domain::{Claim, EventId, Hold, HoldKey, SectionId};
+use crate::domain::{Claim, Claimant, EventId, Hold, HoldKey, SectionId};
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::store;
@@ -41,6 +44,8 @@ pub struct HoldsService {
     sections: moka::future::Cache<(EventId, SectionId), SectionSeats>,
     /// Layouts and availability hints for best available.
     best: Arc<best::BestState>,
+    /// Fans' claims, coalesced into batches.
+    coalescer: coalesce::Coalescer,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) in a transaction,
@@ -70,9 +75,22 @@ macro_rules! in_tx {
 }
 
 impl HoldsService {
-    /// Operations on `pool`, recording into `metrics`, retrying per `retry`.
-    pub fn new(pool: PgPool, metrics: Arc<Metrics>, retry: RetryPolicy) -> Self {
+    /// Operations on `pool`, recording into `metrics`, retrying per `retry`, fans'
+    /// claims coalesced per `batching`. Starts the coalescer's dispatcher on the
+    /// current Tokio runtime.
+    pub fn new(
+        pool: PgPool,
+        metrics: Arc<Metrics>,
+        retry: RetryPolicy,
+        batching: Batching,
+    ) -> Self {
         Self {
+            coalescer: coalesce::Coalescer::start(
+                pool.clone(),
+                retry,
+                Arc::clone(&metrics),
+                batching,
+            ),
             pool,
             metrics,
             retry,
@@ -90,7 +108,8 @@ impl HoldsService {
     }
 
     /// Claims seats (see `store::claim`), all or nothing, in one statement on the pool
-    /// (its own transaction), retried on 40001/40P01.
+    /// (its own transaction), retried on 40001/40P01; a fan's claim may share that
+    /// transaction with other fans' claims (see `coalesce`).
     ///
     /// # Errors
     /// As `store::claim`; [`Error::SeatTaken`] names the taken seats and offers
@@ -99,12 +118,17 @@ impl HoldsService {
     #[tracing::instrument(skip_all, fields(event_id = %claim.event, section_id = %claim.section, seats = claim.seats.len()))]
     pub async fn claim(&self, claim: &Claim) -> Result<Hold, Error> {
         let started = Instant::now();
-        let result = retry_transient(
-            self.retry,
-            |failure| self.metrics.retry(failure),
-            || store::claim(&self.pool, claim),
-        )
-        .await;
+        let result = match claim.claimant {
+            Claimant::Fan { .. } => self.coalescer.claim(claim.clone()).await,
+            Claimant::Block { .. } | Claimant::Comp { .. } => {
+                retry_transient(
+                    self.retry,
+                    |failure| self.metrics.retry(failure),
+                    || store::claim(&self.pool, claim),
+                )
+                .await
+            }
+        };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match result {
             Ok(store::Claimed::Held(outcome)) => {

@@ -48,7 +48,7 @@ pub enum Claimed {
 /// One row of `holds.claim` (and the same columns of `holds.claim_best`).
 #[derive(Debug, FromRow)]
 pub(super) struct ClaimRow {
-    outcome: String,
+    pub(super) outcome: String,
     detail: Option<String>,
     limit_max: Option<i32>,
     seat_ids: Option<Vec<i64>>,

@@ -9,6 +9,7 @@
 
 mod best;
 mod claim;
+mod claim_many;
 mod holds;
 mod layout;
 mod payment;
@@ -18,6 +19,7 @@ mod sweep;
 
 pub use best::{BestOutcome, claim_best};
 pub use claim::{ClaimOutcome, Claimed, claim};
+pub use claim_many::{Batched, claim_many};
 pub use holds::{ReleaseScope, admin_release, get, release};
 pub use layout::{event_layout, unavailable_counts};
 pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};

@@ -16,3 +16,9 @@ pub const START_PAYMENT: &str = "SELECT outcome, event_id, section_id, seat_ids,
 /// ConfirmHold: `$1` hold key, `$2` fan.
 pub const CONFIRM_HOLD: &str =
     "SELECT outcome, event_id, section_id, seat_ids, ttl_ms FROM holds.confirm_hold($1, $2)";
+
+/// Fans' claims coalesced into one transaction: `$1` hold keys, `$2` events, `$3`
+/// sections, `$4` fans, `$5` admission `jti`s (one entry per claim), `$6` the 1-based
+/// claim of each seat, `$7` the seat ids. One row per claim, in order.
+pub const CLAIM_MANY: &str = "SELECT ordinal, outcome, detail, limit_max, seat_ids, expires_in_ms, ttl_ms, expired \
+     FROM holds.claim_many($1, $2, $3, $4, $5, $6, $7)";

@@ -5,6 +5,7 @@
 mod best;
 mod cases;
 mod claims;
+mod coalesced;
 mod keys;
 mod lifecycle;
 mod payment_window;
