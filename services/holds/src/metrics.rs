@@ -1,7 +1,7 @@
 //! The service's own metrics (the kit records per-RPC counts and latency already):
 //! claims by outcome, `SEAT_TAKEN` answers, expiries by who marked them, transaction
-//! retries by SQLSTATE, claim latency and the size of claim batches. Exported through OpenTelemetry; the totals
-//! are also kept in process so tests and logs can read them.
+//! retries by SQLSTATE, claim latency and the size of claim batches. Exported through
+//! OpenTelemetry; the totals are also kept in process so tests and logs can read them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -24,6 +24,27 @@ fn claim(app: &TestApp, event: &str, fan: &str, jti: &str, seats: &[u64]) -> Cla
     }
 }
 
+/// Stores one `held` hold of the first section per entry of `holds` (its seats), each
+/// lapsed a second ago by the database clock.
+async fn insert_lapsed(app: &TestApp, event: &str, holds: &[Vec<u64>]) {
+    for (i, seats) in holds.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, \
+                 admission_jti, status, expires_at) \
+             SELECT md5($1::text || '-' || $4)::uuid, $1::bigint, $2, s, 'earlier-' || $4, \
+                    'jti-earlier-' || $4, 'held', now() - interval '1 second' \
+             FROM unnest($3::bigint[]) AS s",
+        )
+        .bind(event)
+        .bind(app.sections[0].id as i64)
+        .bind(seats.iter().map(|&s| s as i64).collect::<Vec<_>>())
+        .bind(i.to_string())
+        .execute(app.pool())
+        .await
+        .unwrap();
+    }
+}
+
 /// The answers of one batch of `claims`, none of them busy.
 async fn answered(pool: &sqlx::PgPool, claims: &[Claim]) -> Vec<Result<Claimed, Error>> {
     let refs: Vec<&Claim> = claims.iter().collect();
@@ -171,19 +192,7 @@ async fn one_batch_decides_each_claim_on_what_the_earlier_ones_wrote() {
     let event = app.event(EventSettings::default()).await;
     let seats = app.sections[0].seats.clone();
     // A lapsed two-seat hold on seats 10 and 11.
-    sqlx::query(
-        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, \
-             admission_jti, status, expires_at) \
-         SELECT md5('lapsed')::uuid, $1::bigint, $2, s, 'earlier', 'jti-earlier', 'held', \
-                now() - interval '1 second' \
-         FROM unnest($3::bigint[]) AS s",
-    )
-    .bind(&event)
-    .bind(app.sections[0].id as i64)
-    .bind(vec![seats[10] as i64, seats[11] as i64])
-    .execute(app.pool())
-    .await
-    .unwrap();
+    insert_lapsed(&app, &event, &[vec![seats[10], seats[11]]]).await;
 
     let claims = [
         claim(&app, &event, "fan-a", "jti-a", &[seats[0], seats[1]]),
@@ -256,26 +265,8 @@ async fn crossing_claims_in_shared_batches_never_deadlock() {
     let section = app.sections[0].clone();
     assert_eq!(section.seats.len(), 100);
     // Every third seat has a lapsed hold.
-    sqlx::query(
-        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, \
-             admission_jti, status, expires_at) \
-         SELECT md5('lapsed-' || s)::uuid, $1::bigint, $2, s, 'earlier', 'jti-' || s, \
-                'held', now() - interval '1 second' \
-         FROM unnest($3::bigint[]) AS s",
-    )
-    .bind(&event)
-    .bind(section.id as i64)
-    .bind(
-        section
-            .seats
-            .iter()
-            .step_by(3)
-            .map(|&s| s as i64)
-            .collect::<Vec<_>>(),
-    )
-    .execute(app.pool())
-    .await
-    .unwrap();
+    let lapsed: Vec<Vec<u64>> = section.seats.iter().step_by(3).map(|&s| vec![s]).collect();
+    insert_lapsed(&app, &event, &lapsed).await;
 
     let results = all_at_once(400, |i| {
         let mut fan = app.fan(&format!("fan-{i}"), &event);
