@@ -20,6 +20,7 @@ use std::{
     time::Duration,
 };
 
+use crate::mode::{self, Convenience, Mode};
 use crate::server::ServerOptions;
 
 /// The port each service listens on when `--listen` is not given (on 127.0.0.1), so a
@@ -47,10 +48,15 @@ pub enum LogFormat {
     Json,
 }
 
-/// Flags shared by every service (listen address, logging, OpenTelemetry export,
-/// request timeout, shutdown grace period).
+/// Flags shared by every service (mode, listen address, logging, OpenTelemetry
+/// export, request timeout, shutdown grace period).
 #[derive(Debug, Clone, clap::Args)]
 pub struct CommonArgs {
+    /// `production` refuses generated keys, the development issuer and the simulated
+    /// payment provider; `development` (local runs, tests) takes them, logged at WARN.
+    #[arg(long, env = "STADIUM_MODE", value_enum, default_value_t = Mode::Production)]
+    pub mode: Mode,
+
     /// Address to serve gRPC on, `host:port`. Use `0.0.0.0:<port>` in a container.
     /// Default: 127.0.0.1 and the service's own port (waiting-room 50051, seat-map 50052,
     /// holds 50053, payments 50054, box-office 50055); port 0 picks a free one.
@@ -114,6 +120,16 @@ impl CommonArgs {
             .unwrap_or(SocketAddr::from((Ipv4Addr::LOCALHOST, default_port)))
     }
 
+    /// Logs the mode at start and admits the development conveniences `uses` (see
+    /// [`mode::admit`]).
+    ///
+    /// # Errors
+    /// [`crate::StartError::DevelopmentOnly`] in production mode when `uses` is not
+    /// empty.
+    pub fn admit(&self, service: &str, uses: &[Convenience]) -> Result<(), crate::StartError> {
+        mode::admit(self.mode, service, uses)
+    }
+
     /// `--request-timeout-ms` as a duration.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
@@ -168,6 +184,7 @@ mod tests {
             "127.0.0.1:50053".parse().unwrap()
         );
         assert_eq!(c.log_format, LogFormat::Text);
+        assert_eq!(c.mode, Mode::Production);
         assert_eq!(c.request_timeout(), Duration::from_secs(5));
         assert_eq!(c.grace_period(), Duration::from_secs(10));
     }
@@ -184,11 +201,14 @@ mod tests {
             "250",
             "--grace-period-ms",
             "0",
+            "--mode",
+            "development",
         ])
         .unwrap()
         .common;
         assert_eq!(c.listen_addr(ports::HOLDS).port(), 9000);
         assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.mode, Mode::Development);
         let t = c.telemetry_config("holds");
         assert_eq!(t.log_format, stadium_telemetry::LogFormat::Json);
         assert_eq!(t.service_name, "holds");
@@ -219,6 +239,7 @@ mod tests {
             ["svc", "--listen", "nowhere"],
             ["svc", "--log-format", "xml"],
             ["svc", "--request-timeout-ms", "0"],
+            ["svc", "--mode", "staging"],
         ] {
             assert!(Config::try_parse_from(args).is_err(), "{args:?}");
         }

@@ -13,6 +13,7 @@
 //! - [`background`]: tasks beside the server, stopped after it drains;
 //! - [`outbound`]: requests to another service (token, deadline, trace context);
 //! - [`args`]: the flags every service shares ([`CommonArgs`](args::CommonArgs));
+//! - [`mode`]: production and development modes ([`Mode`](mode::Mode));
 //! - [`StartError`]: why a service could not start (every service's `build`/`serve`);
 //! - [`testing`]: loopback listeners and channels that retry until the server is up.
 
@@ -21,6 +22,7 @@ pub mod auth;
 pub mod background;
 pub mod error;
 mod metrics;
+pub mod mode;
 pub mod outbound;
 pub mod reason;
 pub mod server;

@@ -29,6 +29,13 @@ pub enum StartError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// Production mode was asked to use development conveniences (each with the flag
+    /// that replaces it); see [`crate::mode`].
+    #[error(
+        "production mode refuses {}; configure them, or start with --mode development for a local run",
+        .0.join(", ")
+    )]
+    DevelopmentOnly(Vec<String>),
     /// The gRPC server failed.
     #[error(transparent)]
     Server(#[from] KitError),

@@ -44,3 +44,75 @@ pub async fn connect(addr: SocketAddr) -> Channel {
         }
     }
 }
+
+/// Runs a service binary that must refuse to start and returns what it wrote to
+/// standard error.
+///
+/// # Panics
+/// When the binary cannot be started, is still running after 30 s (it did not
+/// refuse), or exits successfully.
+pub async fn refused_start(mut command: tokio::process::Command) -> String {
+    let child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("starting the binary");
+    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("the binary refuses to start instead of serving")
+        .expect("waiting for the binary");
+    assert!(!output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts that the gRPC server at `addr` answers its health check `SERVING`,
+/// connecting as [`connect`] does.
+///
+/// # Panics
+/// When no connection succeeds, the check fails, or the status is not `SERVING`.
+pub async fn assert_serving(addr: SocketAddr) {
+    use tonic_health::pb::{
+        HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+    };
+    let status = HealthClient::new(connect(addr).await)
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .expect("the health check answers")
+        .into_inner()
+        .status;
+    assert_eq!(status, ServingStatus::Serving as i32, "{addr}");
+}
+
+/// Checks a service binary whose only development convenience is the development
+/// issuer: started with `env` in production mode, it refuses and names
+/// `--identity-issuer`; with `IDENTITY_ISSUER` set to a real issuer, it serves.
+///
+/// # Panics
+/// When either half does not hold (see [`refused_start`] and [`assert_serving`]).
+pub async fn assert_production_refuses_the_development_issuer(binary: &str, env: &[(&str, &str)]) {
+    let command = || {
+        let mut command = tokio::process::Command::new(binary);
+        command
+            .env_remove("STADIUM_MODE")
+            .env_remove("IDENTITY_ISSUER")
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "warn")
+            .kill_on_drop(true);
+        command
+    };
+    let stderr = refused_start(command()).await;
+    assert!(stderr.contains("production mode refuses"), "{stderr}");
+    assert!(stderr.contains("--identity-issuer"), "{stderr}");
+
+    let addr = loopback_listener().await.1;
+    let _served = command()
+        .env("IDENTITY_ISSUER", "https://login.example")
+        .args(["--listen", &addr.to_string()])
+        .spawn()
+        .expect("starting the binary");
+    assert_serving(addr).await;
+}

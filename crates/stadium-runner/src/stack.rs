@@ -110,8 +110,11 @@ async fn listener(base_port: Option<u16>, offset: u16) -> anyhow::Result<(TcpLis
     Ok((listener, format!("http://{addr}")))
 }
 
+/// A service's flags from `args` (program name first), in development mode: the stack
+/// generates its keys and trusts its own development issuer.
 fn parse<C: clap::Parser>(args: &[&str]) -> anyhow::Result<C> {
-    C::try_parse_from(args).map_err(|e| anyhow!("{}: {e}", args[0]))
+    let args = [&args[..1], &["--mode", "development"], &args[1..]].concat();
+    C::try_parse_from(&args).map_err(|e| anyhow!("{}: {e}", args[0]))
 }
 
 impl Stack {

@@ -34,6 +34,8 @@ impl Office {
         let jwks = dev.jwks_json().expect("dev JWKS");
         let config = box_office::Config::parse_from([
             "box-office",
+            "--mode",
+            "development",
             "--database-url",
             db.url.as_str(),
             "--identity-jwks",

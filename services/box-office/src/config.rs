@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 use stadium_kit::args::{CommonArgs, grpc_url};
+use stadium_kit::mode::{Convenience, development_issuer};
 
 /// Configuration of one box-office process.
 #[derive(Debug, Clone, clap::Parser)]
@@ -101,6 +102,14 @@ pub struct Config {
 }
 
 impl Config {
+    /// The development conveniences these flags ask for, refused in production mode
+    /// (see [`stadium_kit::mode`]).
+    pub fn conveniences(&self) -> Vec<Convenience> {
+        development_issuer(&self.identity_issuer, "--identity-issuer")
+            .into_iter()
+            .collect()
+    }
+
     /// The canary's interval, `None` when it is off.
     pub fn canary_interval(&self) -> Option<Duration> {
         (self.canary_interval_ms > 0).then(|| Duration::from_millis(self.canary_interval_ms))

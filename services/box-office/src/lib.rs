@@ -84,6 +84,7 @@ fn channel(flag: &str, uri: &http::Uri) -> Result<Channel, StartError> {
 /// [`StartError::Config`] for unusable keys or flags; [`StartError::Database`];
 /// [`StartError::Migrate`].
 pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Parts, StartError> {
+    config.common.admit(SERVICE_NAME, &config.conveniences())?;
     let keys = VerificationKeys::from_jwks_json(&config.identity_jwks)
         .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
     let auth = auth::Authenticator::new(keys, &config.identity_issuer)

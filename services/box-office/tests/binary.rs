@@ -1,4 +1,5 @@
-//! The shipped binary: its help documents every flag, and it serves until SIGTERM.
+//! The shipped binary: its help documents every flag, production mode refuses the
+//! development issuer, and it serves (in production mode) until SIGTERM.
 
 use std::process::Command;
 use std::time::Duration;
@@ -33,6 +34,25 @@ fn the_binary_documents_every_flag() {
 }
 
 #[tokio::test]
+async fn production_mode_refuses_the_development_issuer() {
+    let db = stadium_testkit::fresh_database().await;
+    let jwks = stadium_tokens::DevIssuer::generate()
+        .unwrap()
+        .jwks_json()
+        .unwrap();
+    stadium_kit::testing::assert_production_refuses_the_development_issuer(
+        env!("CARGO_BIN_EXE_box-office"),
+        &[
+            ("DATABASE_URL", &db.url),
+            ("IDENTITY_JWKS", &jwks),
+            ("CANARY_INTERVAL_MS", "0"),
+            ("INVENTORY_INTERVAL_MS", "0"),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn the_binary_serves_and_stops_on_sigterm() {
     let db = stadium_testkit::fresh_database().await;
     let jwks = stadium_tokens::DevIssuer::generate()
@@ -44,6 +64,8 @@ async fn the_binary_serves_and_stops_on_sigterm() {
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .env("DATABASE_URL", &db.url)
         .env("IDENTITY_JWKS", &jwks)
+        .env("IDENTITY_ISSUER", "https://login.example")
+        .env_remove("STADIUM_MODE")
         .env_remove("WAITING_ROOM_URL")
         .env("RUST_LOG", "warn")
         .kill_on_drop(true)

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use stadium_kit::args::CommonArgs;
+use stadium_kit::mode::{Convenience, development_issuer};
 
 /// Configuration of one holds process.
 #[derive(Clone, clap::Parser)]
@@ -127,6 +128,14 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
+    /// The development conveniences these flags ask for, refused in production mode
+    /// (see [`stadium_kit::mode`]).
+    pub fn conveniences(&self) -> Vec<Convenience> {
+        development_issuer(&self.identity_issuer, "--identity-issuer")
+            .into_iter()
+            .collect()
+    }
+
     /// How fans' claims are coalesced: `--claim-batches`, `--claim-batch-max`, and at
     /// most 4 seats a claim on average (advisory locks held until the batch commits).
     pub fn batching(&self) -> crate::service::Batching {

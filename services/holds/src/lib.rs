@@ -83,6 +83,7 @@ pub async fn build_with_source(
     config: &Config,
     source: Arc<dyn auth::JwksSource>,
 ) -> Result<Parts, StartError> {
+    config.common.admit("holds", &config.conveniences())?;
     let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
         .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
     let admission = auth::AdmissionKeys::new(

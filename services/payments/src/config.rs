@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
 use stadium_kit::args::{CommonArgs, grpc_url};
+use stadium_kit::mode::{Convenience, development_issuer};
 
 use crate::service::Settings;
 
@@ -157,6 +158,28 @@ pub struct Config {
 }
 
 impl Config {
+    /// The development conveniences these flags ask for, refused in production mode
+    /// (see [`stadium_kit::mode`]).
+    pub fn conveniences(&self) -> Vec<Convenience> {
+        let mut uses: Vec<Convenience> =
+            development_issuer(&self.identity_issuer, "--identity-issuer")
+                .into_iter()
+                .collect();
+        if self.provider_url.is_none() {
+            uses.push(Convenience::new(
+                "the in-process simulated payment provider, which approves every test card",
+                "--provider-url",
+            ));
+        }
+        if self.ticket_signing_seed.is_none() {
+            uses.push(Convenience::new(
+                "a generated ticket signing key (tickets stop verifying at restart)",
+                "--ticket-signing-seed",
+            ));
+        }
+        uses
+    }
+
     /// The flow's timing from the flags.
     pub fn settings(&self) -> Settings {
         Settings {

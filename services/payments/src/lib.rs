@@ -88,6 +88,7 @@ pub async fn build_with_metrics(
     provider: Arc<dyn PaymentProvider>,
     metrics: Arc<metrics::Metrics>,
 ) -> Result<Parts, StartError> {
+    config.common.admit(SERVICE_NAME, &config.conveniences())?;
     let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
         .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
     let auth = auth::Authenticator::new(identity, &config.identity_issuer)

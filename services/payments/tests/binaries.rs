@@ -1,12 +1,13 @@
-//! The shipped binaries: `payments` documents its flags and refuses an unreachable
-//! database at start; `sim-provider` runs as its own process, keeps a ledger that
+//! The shipped binaries: `payments` documents its flags, refuses an unreachable
+//! database at start, and in production mode refuses the simulated provider and a
+//! generated ticket key; `sim-provider` runs as its own process, keeps a ledger that
 //! honours idempotency keys, takes faults over gRPC and stops on SIGTERM.
 
 use std::process::Command;
 use std::time::Duration;
 
 use clap::Parser as _;
-use stadium_kit::testing::{connect, loopback_listener};
+use stadium_kit::testing::{assert_serving, connect, loopback_listener, refused_start};
 use stadium_proto::common::v1::Money;
 use stadium_proto::payments::v1::simulated_provider_client::SimulatedProviderClient;
 use stadium_proto::payments::v1::{SimChargeRequest, SimFaults, SimLedgerRequest};
@@ -50,6 +51,8 @@ async fn payments_refuses_an_unreachable_database_at_start() {
         .unwrap();
     let config = payments::Config::try_parse_from([
         "payments",
+        "--mode",
+        "development",
         "--database-url",
         "postgres://postgres@127.0.0.1:1/postgres",
         "--holds-url",
@@ -75,6 +78,55 @@ async fn payments_refuses_an_unreachable_database_at_start() {
     );
 }
 
+fn payments(jwks: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_payments"));
+    command
+        .env_remove("STADIUM_MODE")
+        .env("HOLDS_URL", "http://127.0.0.1:1")
+        .env("SERVICE_TOKEN", "t")
+        .env("IDENTITY_JWKS", jwks)
+        .env("PROVIDER_NOTICE_SECRET", "s")
+        .env("RECONCILE_INTERVAL_MS", "0")
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true);
+    command
+}
+
+#[tokio::test]
+async fn production_refuses_the_simulated_provider_and_generated_keys() {
+    let db = stadium_testkit::fresh_database().await;
+    let jwks = stadium_tokens::DevIssuer::generate()
+        .unwrap()
+        .jwks_json()
+        .unwrap();
+    let mut refused = payments(&jwks);
+    refused.env("DATABASE_URL", &db.url);
+    let stderr = refused_start(refused).await;
+    for flag in [
+        "--provider-url",
+        "--ticket-signing-seed",
+        "--identity-issuer",
+    ] {
+        assert!(stderr.contains(flag), "{flag} missing: {stderr}");
+    }
+    let mut sim = tokio::process::Command::new(env!("CARGO_BIN_EXE_sim-provider"));
+    sim.env_remove("STADIUM_MODE")
+        .env("PROVIDER_NOTICE_SECRET", "s");
+    let stderr = refused_start(sim).await;
+    assert!(stderr.contains("simulated payment provider"), "{stderr}");
+
+    let addr = loopback_listener().await.1;
+    let _served = payments(&jwks)
+        .env("DATABASE_URL", &db.url)
+        .env("IDENTITY_ISSUER", "https://login.example")
+        .env("PROVIDER_URL", "http://127.0.0.1:1")
+        .env("TICKET_SIGNING_SEED", "ab".repeat(32))
+        .args(["--listen", &addr.to_string()])
+        .spawn()
+        .expect("starting payments");
+    assert_serving(addr).await;
+}
+
 fn eur(amount_minor: i64) -> Option<Money> {
     Some(Money {
         amount_minor,
@@ -87,6 +139,7 @@ async fn the_simulated_provider_runs_as_its_own_process() {
     let port = loopback_listener().await.1.port();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sim-provider"))
         .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("STADIUM_MODE", "development")
         .env("PROVIDER_NOTICE_SECRET", "secret")
         .env("RUST_LOG", "warn")
         .kill_on_drop(true)

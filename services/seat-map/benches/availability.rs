@@ -77,6 +77,8 @@ async fn main() {
         .token;
     let config = Config::try_parse_from([
         "seat-map",
+        "--mode",
+        "development",
         "--database-url",
         &db.url,
         "--identity-jwks",

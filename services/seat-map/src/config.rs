@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use stadium_kit::args::CommonArgs;
+use stadium_kit::mode::{Convenience, development_issuer};
 
 /// Configuration of one seat-map process.
 #[derive(Clone, clap::Parser)]
@@ -70,6 +71,14 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
+    /// The development conveniences these flags ask for, refused in production mode
+    /// (see [`stadium_kit::mode`]).
+    pub fn conveniences(&self) -> Vec<Convenience> {
+        development_issuer(&self.identity_issuer, "--identity-issuer")
+            .into_iter()
+            .collect()
+    }
+
     /// `--staleness-ms` as a duration.
     pub fn staleness(&self) -> Duration {
         Duration::from_millis(self.staleness_ms)

@@ -49,6 +49,7 @@ pub struct Parts {
 /// [`StartError::Config`] for unusable keys; [`StartError::Database`];
 /// [`StartError::Migrate`].
 pub async fn build(config: &Config) -> Result<Parts, StartError> {
+    config.common.admit("seat-map", &config.conveniences())?;
     let keys = VerificationKeys::from_jwks_json(&config.identity_jwks)
         .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
     let fans = FanSessionVerifier::new(

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use secrecy::{ExposeSecret, SecretString};
 use stadium_kit::args::CommonArgs;
+use stadium_kit::mode::{Convenience, development_issuer};
 use stadium_tokens::{
     DevIssuer, Ed25519Key, MIN_HMAC_SECRET_BYTES, QueueTicketKeys, SigningKeyRing,
     VerificationKeys, WAITING_ROOM_ISSUER,
@@ -122,32 +123,52 @@ fn read_jwks(path: &PathBuf) -> anyhow::Result<VerificationKeys> {
 }
 
 impl Config {
-    /// Validates the flags and loads keys.
+    /// The development conveniences these flags ask for, refused in production mode
+    /// (see [`stadium_kit::mode`]).
+    pub fn conveniences(&self) -> Vec<Convenience> {
+        let mut uses = Vec::new();
+        if self.admission_key_pem.is_none() {
+            uses.push(Convenience::new(
+                "a generated admission signing key (one per replica, lost at restart)",
+                "--admission-key-pem",
+            ));
+        }
+        if self.ticket_secrets.is_none() {
+            uses.push(Convenience::new(
+                "a generated queue-ticket secret (one per replica, lost at restart)",
+                "--ticket-secrets",
+            ));
+        }
+        let jwks_missing = self.session_jwks_file.is_none() || self.admin_jwks_file.is_none();
+        if self.dev_issuer_seed.is_some() && jwks_missing {
+            uses.push(Convenience::new(
+                "the development issuer's keys from --dev-issuer-seed",
+                "--session-jwks-file and --admin-jwks-file",
+            ));
+        }
+        uses.extend(development_issuer(&self.session_issuer, "--session-issuer"));
+        uses.extend(development_issuer(&self.admin_issuer, "--admin-issuer"));
+        uses
+    }
+
+    /// Validates the flags, refuses development conveniences in production mode and
+    /// loads keys.
     ///
     /// # Errors
     /// A message naming the flag that is wrong (bad PEM, short secret, unreadable JWKS,
-    /// no trusted issuer).
+    /// no trusted issuer, a convenience refused in production).
     pub fn into_settings(self) -> anyhow::Result<Settings> {
+        self.common.admit("waiting-room", &self.conveniences())?;
         let admission_keys = match &self.admission_key_pem {
             Some(pem) => SigningKeyRing::new(
                 Ed25519Key::from_pkcs8_pem(self.admission_key_id.clone(), pem.expose_secret())
                     .context("--admission-key-pem")?,
             ),
-            None => {
-                tracing::warn!(
-                    "no admission signing key configured: generated one; admission tokens will not survive a restart"
-                );
-                SigningKeyRing::generate(self.admission_key_id.clone())?
-            }
+            None => SigningKeyRing::generate(self.admission_key_id.clone())?,
         };
         let ticket_keys = match &self.ticket_secrets {
             Some(raw) => parse_ticket_secrets(raw.expose_secret()).context("--ticket-secrets")?,
-            None => {
-                tracing::warn!(
-                    "no queue ticket secret configured: generated one; run a single replica"
-                );
-                QueueTicketKeys::generate("qt-1")?
-            }
+            None => QueueTicketKeys::generate("qt-1")?,
         };
         let dev = self
             .dev_issuer_seed
@@ -200,15 +221,63 @@ mod tests {
         assert_eq!(config.snapshot_refresh_ms, 250);
         assert_eq!(config.admission_ttl_ms, 600_000);
         assert_eq!(config.inventory_ttl_ms, 10_000);
+        // Production by default: generated keys and the development issuer refused.
+        let error = format!("{:#}", config.into_settings().unwrap_err());
+        for flag in [
+            "--admission-key-pem",
+            "--ticket-secrets",
+            "--session-issuer",
+        ] {
+            assert!(error.contains(flag), "{flag} missing: {error}");
+        }
         // No trusted issuer configured: refused with the flag named.
-        let error = config.into_settings().unwrap_err().to_string();
+        let dev = ["waiting-room", "--mode", "development"];
+        let error = Config::try_parse_from(dev).unwrap().into_settings();
+        let error = error.unwrap_err().to_string();
         assert!(error.contains("--session-jwks-file"), "{error}");
         let seed = "11".repeat(32);
         let config =
-            Config::try_parse_from(["waiting-room", "--dev-issuer-seed", seed.as_str()]).unwrap();
+            Config::try_parse_from([&dev[..], &["--dev-issuer-seed", &seed]].concat()).unwrap();
         let settings = config.into_settings().unwrap();
         assert_eq!(settings.snapshot_refresh, Duration::from_millis(250));
         assert!(!settings.session_keys.is_empty());
+    }
+
+    /// A test-only Ed25519 key (PKCS#8 PEM).
+    const TEST_KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIFXqinG18VxWdv5qzsWOtIZty4cO24jCY1Q0l/KMLC/w
+-----END PRIVATE KEY-----";
+
+    #[test]
+    fn production_starts_with_everything_configured() {
+        use clap::Parser;
+        let dir = std::env::temp_dir().join(format!("wr-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let jwks = dir.join("login.jwks");
+        let login = DevIssuer::generate().unwrap();
+        std::fs::write(&jwks, login.jwks_json().unwrap()).unwrap();
+        let jwks = jwks.to_str().unwrap();
+        let secret = format!("t1:{}", "ab".repeat(32));
+        let key = format!("--admission-key-pem={TEST_KEY_PEM}");
+        let config = Config::try_parse_from([
+            "waiting-room",
+            &key,
+            "--ticket-secrets",
+            &secret,
+            "--session-jwks-file",
+            jwks,
+            "--session-issuer",
+            "https://login.example",
+            "--admin-jwks-file",
+            jwks,
+            "--admin-issuer",
+            "https://login.example",
+        ])
+        .unwrap();
+        assert_eq!(config.conveniences(), []);
+        let settings = config.into_settings().unwrap();
+        assert_eq!(settings.ticket_keys.current_kid(), "t1");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -59,6 +59,8 @@ impl Service {
         let admission_jwks = ring.jwks_json()?;
         let config = holds::Config::try_parse_from([
             "holds",
+            "--mode",
+            "development",
             "--database-url",
             database_url,
             "--database-max-connections",

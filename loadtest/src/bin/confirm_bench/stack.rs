@@ -55,6 +55,8 @@ impl Stack {
         let pool = pool.to_string();
         let holds_config = holds::Config::try_parse_from([
             "holds",
+            "--mode",
+            "development",
             "--database-url",
             database_url,
             "--database-max-connections",
@@ -82,6 +84,8 @@ impl Stack {
         let seed = hex::encode(rand::random::<[u8; 32]>());
         let config = payments::Config::try_parse_from([
             "payments",
+            "--mode",
+            "development",
             "--database-url",
             database_url,
             "--database-max-connections",

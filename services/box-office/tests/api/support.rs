@@ -45,6 +45,8 @@ pub fn config(db: &TestDatabase, dev: &DevIssuer, extra: &[&str]) -> Config {
     let jwks = dev.jwks_json().expect("dev JWKS");
     let mut args = vec![
         "box-office",
+        "--mode",
+        "development",
         "--database-url",
         db.url.as_str(),
         "--identity-jwks",

@@ -8,6 +8,7 @@ mod claims;
 mod coalesced;
 mod keys;
 mod lifecycle;
+mod mode;
 mod payment_window;
 mod plans;
 mod refusals;

@@ -86,6 +86,8 @@ impl TestApp {
         let admission_jwks = ring.jwks_json().unwrap();
         let mut args = vec![
             "holds",
+            "--mode",
+            "development",
             "--database-url",
             db.url.as_str(),
             "--database-max-connections",

@@ -8,6 +8,7 @@ use clap::Parser as _;
 use payments::provider::server::{SimServer, serve};
 use payments::provider::sim::{Faults, SimulatedProvider};
 use secrecy::{ExposeSecret, SecretString};
+use stadium_kit::mode::Convenience;
 
 /// Flags of the simulated provider.
 #[derive(Debug, clap::Parser)]
@@ -38,6 +39,13 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let telemetry = stadium_telemetry::init(&args.common.telemetry_config("sim-provider"))
         .context("starting telemetry")?;
+    args.common.admit(
+        "sim-provider",
+        &[Convenience::new(
+            "the simulated payment provider, which approves every test card",
+            "--provider-url at payments to a real provider",
+        )],
+    )?;
     let sim = SimulatedProvider::new();
     sim.set_faults(Faults {
         latency: std::time::Duration::from_millis(args.latency_ms),

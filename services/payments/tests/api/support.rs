@@ -112,6 +112,8 @@ impl Stack {
         let connections = if round_trips.is_some() { "1" } else { "8" };
         let holds_config = holds::Config::try_parse_from([
             "holds",
+            "--mode",
+            "development",
             "--database-url",
             service_db_url.as_str(),
             "--database-max-connections",
@@ -505,6 +507,8 @@ async fn start_payments(
     let connections = if options.count_round_trips { "1" } else { "12" };
     let config = payments::Config::try_parse_from([
         "payments",
+        "--mode",
+        "development",
         "--database-url",
         database_url,
         "--database-max-connections",

@@ -4,6 +4,7 @@
 
 mod availability;
 mod layouts;
+mod mode;
 mod scale;
 mod suggestions;
 mod support;

@@ -52,6 +52,8 @@ impl Harness {
         let staleness = staleness_ms.to_string();
         let config = Config::try_parse_from([
             "seat-map",
+            "--mode",
+            "development",
             "--database-url",
             &db.url,
             "--identity-jwks",

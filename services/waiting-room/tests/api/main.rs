@@ -5,4 +5,5 @@ mod admission;
 mod helpers;
 mod inventory;
 mod join;
+mod mode;
 mod refusals;
