@@ -676,7 +676,13 @@ async fn stolen_misrouted_and_forged_admission_tokens_are_refused() {
     // Forged: well-formed admission tokens for A and X, signed by a key that is not
     // the waiting room's, once under the waiting room's own `kid` and once under an
     // unknown one.
-    for kid in ["wr-1", "attacker-1"] {
+    let header = String::from_utf8(b64url_decode(parts[0])).expect("json header");
+    let own_kid = header
+        .split_once("\"kid\":\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(kid, _)| kid.to_owned())
+        .expect("the header names its kid");
+    for kid in [own_kid.as_str(), "attacker-1"] {
         let ring = stadium_tokens::SigningKeyRing::generate(kid).expect("attacker key");
         let forged = stadium_tokens::AdmissionIssuer::new(ring, WAITING_ROOM_ISSUER)
             .expect("attacker issuer")

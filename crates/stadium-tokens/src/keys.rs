@@ -16,7 +16,7 @@ use ed25519_dalek::pkcs8::{DecodePrivateKey as _, EncodePrivateKey as _};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use jsonwebtoken::jwk::{
     AlgorithmParameters, CommonParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm,
-    OctetKeyPairParameters, OctetKeyPairType, PublicKeyUse,
+    OctetKeyPairParameters, OctetKeyPairType, PublicKeyUse, ThumbprintHash,
 };
 use jsonwebtoken::{DecodingKey, EncodingKey};
 
@@ -40,6 +40,18 @@ pub fn validate_kid(kid: &str) -> Result<(), TokenError> {
             "key id {kid:?} must be 1..={MAX_KID_LEN} characters of A-Z a-z 0-9 . _ -"
         )))
     }
+}
+
+/// The RFC 7638 thumbprint of an Ed25519 public key's JWK (SHA-256 over `crv`, `kty`
+/// and `x`, base64url without padding: 43 characters). Keys loaded from configuration
+/// take it as their kid (RFC 7638 §1), so one kid always names one key: a verifier
+/// never mistakes a replaced key for the old one of the same name.
+///
+/// Errors: [`TokenError::InvalidKey`] if the JWK cannot be serialised (not in practice).
+pub fn thumbprint_kid(public: &[u8; 32]) -> Result<String, TokenError> {
+    public_jwk("thumbprint", public)
+        .thumbprint(ThumbprintHash::SHA256)
+        .map_err(|e| TokenError::InvalidKey(e.to_string()))
 }
 
 /// One Ed25519 private key with its key id, ready to sign EdDSA JWTs.
@@ -110,6 +122,16 @@ impl Ed25519Key {
                 DecodingKey::from_ed_components(&URL_SAFE_NO_PAD.encode(public))
                     .map_err(|e| TokenError::InvalidKey(e.to_string()))?,
             ),
+        })
+    }
+
+    /// The same key named by its [`thumbprint_kid`].
+    ///
+    /// Errors: as [`thumbprint_kid`].
+    pub fn with_thumbprint_kid(self) -> Result<Self, TokenError> {
+        Ok(Self {
+            kid: thumbprint_kid(&self.public)?,
+            ..self
         })
     }
 
@@ -186,6 +208,50 @@ impl SigningKeyRing {
         SigningKeyRing {
             inner: Arc::new(RwLock::new(RingState { current, keys })),
         }
+    }
+
+    /// A ring from one or more PEM `PRIVATE KEY` blocks (PKCS#8 Ed25519, as written by
+    /// `openssl genpkey -algorithm ed25519`), one after another: the first signs, the
+    /// others verify. Each key is named by its [`thumbprint_kid`].
+    ///
+    /// Errors: [`TokenError::InvalidKey`] when there is no block, a block is not an
+    /// Ed25519 key or has no END line, text sits outside the blocks, or a key is listed
+    /// twice.
+    pub fn from_pkcs8_pems(text: &str) -> Result<Self, TokenError> {
+        const BEGIN: &str = "-----BEGIN PRIVATE KEY-----";
+        const END: &str = "-----END PRIVATE KEY-----";
+        let mut ring: Option<SigningKeyRing> = None;
+        let mut rest = text;
+        while let Some(start) = rest.find(BEGIN) {
+            if !rest[..start].trim().is_empty() {
+                return Err(TokenError::InvalidKey(
+                    "text outside the PEM PRIVATE KEY blocks".into(),
+                ));
+            }
+            let block = &rest[start..];
+            let end = block
+                .find(END)
+                .ok_or_else(|| TokenError::InvalidKey("a PEM block has no END line".into()))?
+                + END.len();
+            let key = Ed25519Key::from_pkcs8_pem("pem", &block[..end])?.with_thumbprint_kid()?;
+            match &ring {
+                None => ring = Some(SigningKeyRing::new(key)),
+                Some(ring) if ring.kids().contains(&key.kid) => {
+                    return Err(TokenError::InvalidKey(format!(
+                        "key {} is listed twice",
+                        key.kid
+                    )));
+                }
+                Some(ring) => ring.insert(key)?,
+            }
+            rest = &block[end..];
+        }
+        if !rest.trim().is_empty() {
+            return Err(TokenError::InvalidKey(
+                "text outside the PEM PRIVATE KEY blocks".into(),
+            ));
+        }
+        ring.ok_or_else(|| TokenError::InvalidKey("no PEM PRIVATE KEY block".into()))
     }
 
     /// A ring with one freshly generated key named `kid`.
@@ -479,6 +545,53 @@ mod tests {
         let again = Ed25519Key::from_pkcs8_der("a", &key.to_pkcs8_der()).unwrap();
         assert_eq!(key.public_key(), again.public_key());
         assert!(Ed25519Key::from_pkcs8_der("a", b"not der").is_err());
+    }
+
+    #[test]
+    fn the_thumbprint_kid_is_rfc_8037s() {
+        // RFC 8037 appendix A.1 (the RFC 8032 test key) and A.3 (its RFC 7638 thumbprint).
+        let d = URL_SAFE_NO_PAD
+            .decode("nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A")
+            .unwrap();
+        let key = Ed25519Key::from_seed("a", &d.try_into().unwrap())
+            .unwrap()
+            .with_thumbprint_kid()
+            .unwrap();
+        assert_eq!(key.kid(), "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
+    }
+
+    fn pem_of(key: &Ed25519Key) -> String {
+        use base64::engine::general_purpose::STANDARD;
+        format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            STANDARD.encode(key.to_pkcs8_der())
+        )
+    }
+
+    #[test]
+    fn a_ring_loads_from_pem_blocks_in_order() {
+        let (a, b) = (
+            Ed25519Key::generate("a").unwrap(),
+            Ed25519Key::generate("b").unwrap(),
+        );
+        let ring =
+            SigningKeyRing::from_pkcs8_pems(&format!("{}\n{}", pem_of(&b), pem_of(&a))).unwrap();
+        let kid_a = thumbprint_kid(&a.public_key()).unwrap();
+        let kid_b = thumbprint_kid(&b.public_key()).unwrap();
+        assert_eq!(ring.current_kid(), kid_b, "the first block signs");
+        let mut kids = vec![kid_a, kid_b];
+        kids.sort();
+        assert_eq!(ring.kids(), kids);
+        for bad in [
+            String::new(),
+            "junk".to_owned(),
+            format!("{}{}", pem_of(&a), pem_of(&a)),
+            format!("junk {}", pem_of(&a)),
+            format!("{} junk", pem_of(&a)),
+            pem_of(&a).replace("-----END PRIVATE KEY-----", ""),
+        ] {
+            assert!(SigningKeyRing::from_pkcs8_pems(&bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -69,10 +69,12 @@ pub use ed::{
 };
 pub use error::TokenError;
 pub use jsonwebtoken::jwk::{Jwk, JwkSet};
-pub use keys::{Ed25519Key, MAX_KID_LEN, SigningKeyRing, VerificationKeys, validate_kid};
+pub use keys::{
+    Ed25519Key, MAX_KID_LEN, SigningKeyRing, VerificationKeys, thumbprint_kid, validate_kid,
+};
 pub use queue::{
     MIN_HMAC_SECRET_BYTES, QUEUE_TICKET_DEFAULT_TTL, QueueTicketKeys, QueueTickets,
-    WAITING_ROOM_ISSUER, random_secret,
+    WAITING_ROOM_ISSUER, random_secret, secret_kid,
 };
 pub use verified::{ENTRY_OVERHEAD_BYTES, MAX_VERIFIED_TOKEN_BYTES};
 

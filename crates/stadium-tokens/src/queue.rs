@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, SystemTime};
 
+use base64::Engine as _;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey};
 use rand::RngCore as _;
 
@@ -81,6 +82,28 @@ impl QueueTicketKeys {
                 keys: BTreeMap::from([(kid.to_owned(), key)]),
             })),
         })
+    }
+
+    /// Secrets from `secrets`, in order: the first signs, the others verify. Each is
+    /// named by its [`secret_kid`], so a replaced secret never reuses an old kid.
+    ///
+    /// Errors: [`TokenError::InvalidKey`] for no secret, one shorter than
+    /// [`MIN_HMAC_SECRET_BYTES`], or one listed twice.
+    pub fn from_secrets<S: AsRef<[u8]>>(secrets: &[S]) -> Result<Self, TokenError> {
+        let (first, others) = secrets
+            .split_first()
+            .ok_or_else(|| TokenError::InvalidKey("no queue ticket secret".into()))?;
+        let keys = Self::new(&secret_kid(first.as_ref()), first.as_ref())?;
+        for secret in others {
+            let kid = secret_kid(secret.as_ref());
+            if keys.get(&kid).is_some() {
+                return Err(TokenError::InvalidKey(format!(
+                    "queue ticket secret {kid} is listed twice"
+                )));
+            }
+            keys.insert(&kid, secret.as_ref())?;
+        }
+        Ok(keys)
     }
 
     /// Secrets holding one fresh random 32-byte secret (single replica, tests).
@@ -178,6 +201,19 @@ impl QueueTicketKeys {
     fn get(&self, kid: &str) -> Option<Arc<HmacKey>> {
         self.read().keys.get(kid).cloned()
     }
+}
+
+/// The kid of a queue-ticket secret: `qt-` and the first 16 characters (96 bits) of
+/// the base64url SHA-256 of a fixed label and the secret. One kid names one secret, and
+/// the hash of a secret of at least 32 random bytes gives nothing of it away.
+pub fn secret_kid(secret: &[u8]) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::new()
+        .chain_update(b"stadium queue-ticket kid\0")
+        .chain_update(secret)
+        .finalize();
+    let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest);
+    format!("qt-{}", &encoded[..16])
 }
 
 /// 32 random bytes from the operating system, e.g. a new queue ticket secret.
@@ -345,5 +381,24 @@ impl QueueTickets {
             event_id,
             queue_number,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_load_in_order_named_by_their_kid() {
+        let (a, b) = ([1u8; 32], [2u8; 32]);
+        let keys = QueueTicketKeys::from_secrets(&[b, a]).unwrap();
+        assert_eq!(keys.current_kid(), secret_kid(&b), "the first secret signs");
+        assert_eq!(keys.kids().len(), 2);
+        assert_ne!(secret_kid(&a), secret_kid(&b));
+        assert_eq!(secret_kid(&a), secret_kid(&[1u8; 32]), "a kid is stable");
+        assert!(secret_kid(&a).starts_with("qt-") && secret_kid(&a).len() == 19);
+        assert!(QueueTicketKeys::from_secrets::<[u8; 32]>(&[]).is_err());
+        assert!(QueueTicketKeys::from_secrets(&[a, a]).is_err());
+        assert!(QueueTicketKeys::from_secrets(&[[1u8; 31]]).is_err());
     }
 }

@@ -1,9 +1,11 @@
 //! Who is calling: fan sessions and admin tokens verified with the identity provider's
 //! public keys (given at start), admission tokens with the waiting room's published
-//! keys, fetched and cached. A token whose `kid` is unknown triggers one refresh of the
-//! admission keys (single flight, at most one fetch per `min_refresh_interval`), so a
-//! key rotation costs one fetch and a stream of forged kids cannot hammer the waiting
-//! room. Every fetch happens before any transaction starts.
+//! keys, fetched and cached. A token whose `kid` is unknown, or whose signature fails
+//! under the cached key of its kid (a key replaced under the same name), triggers one
+//! refresh of the admission keys (single flight, at most one fetch per
+//! `min_refresh_interval`), so a key rotation costs one fetch and a stream of forged
+//! tokens cannot hammer the waiting room. Every fetch happens before any transaction
+//! starts.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -106,7 +108,8 @@ impl AdmissionKeys {
         Ok(())
     }
 
-    /// Verifies an admission token at `now`, refreshing the keys once on an unknown kid.
+    /// Verifies an admission token at `now`, refreshing the keys once (rate-limited) on
+    /// an unknown kid or a bad signature.
     ///
     /// # Errors
     /// [`Error::Token`] (which `admission`) for any refusal; [`Error::KeysUnavailable`]
@@ -118,7 +121,7 @@ impl AdmissionKeys {
         };
         let asked_at = Instant::now();
         match self.verifier.verify(token, now) {
-            Err(TokenError::UnknownKeyId { .. }) => {
+            Err(TokenError::UnknownKeyId { .. } | TokenError::BadSignature) => {
                 self.refresh(asked_at).await?;
                 self.verifier.verify(token, now).map_err(refused)
             }
@@ -284,6 +287,37 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_key_replaced_under_its_kid_refreshes_once_then_verifies() {
+        let ring = SigningKeyRing::new(Ed25519Key::from_seed("wr-1", &[1; 32]).unwrap());
+        let source = Arc::new(RingSource {
+            ring: ring.clone(),
+            calls: Mutex::new(0),
+        });
+        let keys = AdmissionKeys::new(source.clone(), "wr", Duration::ZERO)
+            .await
+            .unwrap();
+        // The waiting room restarted with another key under the same kid.
+        ring.rotate(Ed25519Key::generate("swap").unwrap()).unwrap();
+        ring.retire("wr-1").unwrap();
+        ring.rotate(Ed25519Key::from_seed("wr-1", &[2; 32]).unwrap())
+            .unwrap();
+        ring.retire("swap").unwrap();
+        let restarted = SigningKeyRing::new(Ed25519Key::from_seed("wr-1", &[2; 32]).unwrap());
+        let now = SystemTime::now();
+        let token = AdmissionIssuer::new(restarted, "wr")
+            .unwrap()
+            .issue("fan", "1", now)
+            .unwrap()
+            .token;
+        keys.verify(&token, now).await.unwrap();
+        assert_eq!(
+            *source.calls.lock().unwrap(),
+            2,
+            "one refresh for the bad signature"
+        );
+    }
+
+    #[tokio::test]
     async fn forged_kids_are_rate_limited() {
         let ring = SigningKeyRing::generate("wr-1").unwrap();
         let source = Arc::new(RingSource {
@@ -293,15 +327,18 @@ mod tests {
         let keys = AdmissionKeys::new(source.clone(), "wr", Duration::from_secs(3600))
             .await
             .unwrap();
-        let stranger = SigningKeyRing::generate("evil").unwrap();
-        let forged = AdmissionIssuer::new(stranger, "wr")
-            .unwrap()
-            .issue("fan", "1", SystemTime::now())
-            .unwrap()
-            .token;
-        for _ in 0..5 {
-            let err = keys.verify(&forged, SystemTime::now()).await.unwrap_err();
-            assert!(matches!(err, Error::Token { .. }), "{err:?}");
+        // An unknown kid, and a known kid with another key (a bad signature).
+        for kid in ["evil", "wr-1"] {
+            let stranger = SigningKeyRing::generate(kid).unwrap();
+            let forged = AdmissionIssuer::new(stranger, "wr")
+                .unwrap()
+                .issue("fan", "1", SystemTime::now())
+                .unwrap()
+                .token;
+            for _ in 0..5 {
+                let err = keys.verify(&forged, SystemTime::now()).await.unwrap_err();
+                assert!(matches!(err, Error::Token { .. }), "{err:?}");
+            }
         }
         assert_eq!(
             *source.calls.lock().unwrap(),

@@ -61,18 +61,17 @@ pub struct Config {
     #[arg(long, env = "WAITING_ROOM_ISSUER", default_value = WAITING_ROOM_ISSUER)]
     pub issuer: String,
 
-    /// Ed25519 private key (PKCS#8 PEM) signing admission tokens. Unset: a key is
-    /// generated at start, and tokens do not survive a restart.
+    /// Admission signing keys: one or more Ed25519 private keys as PKCS#8 PEM blocks
+    /// one after another (`openssl genpkey -algorithm ed25519`). The first signs; all
+    /// verify and are published by `GetSigningKeys`. Each key's kid is its RFC 7638
+    /// thumbprint. Every replica must be given the same keys; rotation is documented in
+    /// the architecture note (keys).
     #[arg(long, env = "WAITING_ROOM_ADMISSION_KEY_PEM", hide_env_values = true)]
     pub admission_key_pem: Option<SecretString>,
 
-    /// Key id (`kid`) of the admission signing key.
-    #[arg(long, env = "WAITING_ROOM_ADMISSION_KEY_ID", default_value = "wr-1")]
-    pub admission_key_id: String,
-
-    /// Queue ticket HMAC secrets, `kid:hex,kid:hex,…` (each at least 32 bytes); the
-    /// first signs, all verify. Every replica must share them. Unset: one random secret
-    /// (single replica only).
+    /// Queue-ticket HMAC secrets, `hex,hex,…` (each at least 32 bytes); the first
+    /// signs, all verify, each named by a kid derived from it. Every replica must be
+    /// given the same secrets.
     #[arg(long, env = "WAITING_ROOM_TICKET_SECRETS", hide_env_values = true)]
     pub ticket_secrets: Option<SecretString>,
 
@@ -99,21 +98,18 @@ pub struct Config {
 }
 
 fn parse_ticket_secrets(raw: &str) -> anyhow::Result<QueueTicketKeys> {
-    let mut keys: Option<QueueTicketKeys> = None;
+    let mut secrets = Vec::new();
     for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let (kid, hex_secret) = entry
-            .split_once(':')
-            .context("each ticket secret must be `kid:hex`")?;
-        let secret = hex::decode(hex_secret).context("a ticket secret is not hex")?;
+        if entry.contains(':') {
+            bail!("each ticket secret is hex alone; its kid is derived from it");
+        }
+        let secret = hex::decode(entry).context("a ticket secret is not hex")?;
         if secret.len() < MIN_HMAC_SECRET_BYTES {
-            bail!("ticket secret {kid:?} is shorter than {MIN_HMAC_SECRET_BYTES} bytes");
+            bail!("a ticket secret is shorter than {MIN_HMAC_SECRET_BYTES} bytes");
         }
-        match &keys {
-            None => keys = Some(QueueTicketKeys::new(kid, &secret)?),
-            Some(k) => k.insert(kid, &secret)?,
-        }
+        secrets.push(secret);
     }
-    keys.context("no ticket secret given")
+    Ok(QueueTicketKeys::from_secrets(&secrets)?)
 }
 
 fn read_jwks(path: &PathBuf) -> anyhow::Result<VerificationKeys> {
@@ -160,16 +156,20 @@ impl Config {
     pub fn into_settings(self) -> anyhow::Result<Settings> {
         self.common.admit("waiting-room", &self.conveniences())?;
         let admission_keys = match &self.admission_key_pem {
-            Some(pem) => SigningKeyRing::new(
-                Ed25519Key::from_pkcs8_pem(self.admission_key_id.clone(), pem.expose_secret())
-                    .context("--admission-key-pem")?,
-            ),
-            None => SigningKeyRing::generate(self.admission_key_id.clone())?,
+            Some(pems) => SigningKeyRing::from_pkcs8_pems(pems.expose_secret())
+                .context("--admission-key-pem")?,
+            None => SigningKeyRing::new(Ed25519Key::generate("generated")?.with_thumbprint_kid()?),
         };
         let ticket_keys = match &self.ticket_secrets {
             Some(raw) => parse_ticket_secrets(raw.expose_secret()).context("--ticket-secrets")?,
-            None => QueueTicketKeys::generate("qt-1")?,
+            None => QueueTicketKeys::from_secrets(&[stadium_tokens::random_secret()])?,
         };
+        tracing::info!(
+            admission_kids = ?admission_keys.kids(),
+            signing = admission_keys.current_kid(),
+            ticket_kids = ?ticket_keys.kids(),
+            "keys loaded"
+        );
         let dev = self
             .dev_issuer_seed
             .as_ref()
@@ -257,7 +257,7 @@ MC4CAQAwBQYDK2VwBCIEIFXqinG18VxWdv5qzsWOtIZty4cO24jCY1Q0l/KMLC/w
         let login = DevIssuer::generate().unwrap();
         std::fs::write(&jwks, login.jwks_json().unwrap()).unwrap();
         let jwks = jwks.to_str().unwrap();
-        let secret = format!("t1:{}", "ab".repeat(32));
+        let secret = "ab".repeat(32);
         let key = format!("--admission-key-pem={TEST_KEY_PEM}");
         let config = Config::try_parse_from([
             "waiting-room",
@@ -276,19 +276,22 @@ MC4CAQAwBQYDK2VwBCIEIFXqinG18VxWdv5qzsWOtIZty4cO24jCY1Q0l/KMLC/w
         .unwrap();
         assert_eq!(config.conveniences(), []);
         let settings = config.into_settings().unwrap();
-        assert_eq!(settings.ticket_keys.current_kid(), "t1");
+        assert_eq!(
+            settings.ticket_keys.current_kid(),
+            stadium_tokens::secret_kid(&[0xab; 32])
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
-    fn ticket_secrets_rotate_by_kid() {
+    fn ticket_secrets_rotate_in_order() {
         let a = "ab".repeat(32);
         let b = "cd".repeat(32);
-        let keys = parse_ticket_secrets(&format!("new:{a}, old:{b}")).unwrap();
-        assert_eq!(keys.current_kid(), "new");
-        assert_eq!(keys.kids(), ["new", "old"]);
-        assert!(parse_ticket_secrets("k:abcd").is_err());
-        assert!(parse_ticket_secrets("nocolon").is_err());
-        assert!(parse_ticket_secrets("").is_err());
+        let keys = parse_ticket_secrets(&format!("{a}, {b}")).unwrap();
+        assert_eq!(keys.current_kid(), stadium_tokens::secret_kid(&[0xab; 32]));
+        assert_eq!(keys.kids().len(), 2);
+        for bad in ["abcd", "nothex", "", &format!("k:{a}"), &format!("{a},{a}")] {
+            assert!(parse_ticket_secrets(bad).is_err(), "{bad:?}");
+        }
     }
 }

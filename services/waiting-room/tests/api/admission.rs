@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use stadium_proto::waiting_room::v1 as pb;
-use stadium_tokens::{AdmissionVerifier, Role, VerificationKeys, audience};
+use stadium_tokens::{AdmissionVerifier, Role};
 use tokio_stream::StreamExt;
 use waiting_room::Clock;
 
@@ -59,18 +59,6 @@ async fn poll(
     admitted
 }
 
-async fn verifier(room: &Room) -> AdmissionVerifier {
-    let jwks = room
-        .client(2)
-        .get_signing_keys(pb::GetSigningKeysRequest {})
-        .await
-        .expect("jwks")
-        .into_inner()
-        .jwks_json;
-    let keys = VerificationKeys::from_jwks_json(&jwks).expect("a JWKS");
-    AdmissionVerifier::new(keys, "stadium-waiting-room", audience::PAYMENTS).expect("verifier")
-}
-
 async fn admin_call(room: &Room, rate: Option<u32>, pause: Option<bool>) {
     let token = room.admin(&[Role::Sre]);
     let mut client = room.client(1);
@@ -112,7 +100,7 @@ async fn the_frontier_follows_the_rate_changes_and_pauses() {
     let room = Room::start("wr_rate", 3, Duration::from_millis(250)).await;
     room.configure(pb::SaleState::Open, None, 600, 0, 0).await;
     let fans = join_all(&room, 1000).await;
-    let verifier = verifier(&room).await;
+    let verifier = room.admission_verifier(2).await;
 
     // 60 simulated seconds at 600 fans/min, sampled every 500 ms on rotating instances.
     let mut tokens = 0;

@@ -9,13 +9,24 @@ use prost_types::Timestamp;
 use stadium_kit::server::ServerOptions;
 use stadium_proto::waiting_room::v1 as pb;
 use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
-use stadium_tokens::{DevIssuer, QueueTicketKeys, Role, SigningKeyRing};
+use stadium_tokens::{
+    AdmissionVerifier, DevIssuer, QueueTicketKeys, Role, SigningKeyRing, VerificationKeys, audience,
+};
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use waiting_room::{Clock, ManualClock, Settings};
 
 /// The event every test configures (the key prefix keeps tests apart).
 pub const EVENT: &str = "1";
+
+/// The keys one instance signs and verifies with.
+#[derive(Clone)]
+pub struct Keys {
+    /// Admission tokens: the current key signs, all verify and are published.
+    pub admission: SigningKeyRing,
+    /// Queue tickets: the current secret signs, all verify.
+    pub tickets: QueueTicketKeys,
+}
 
 /// Several instances of the service sharing one queue.
 pub struct Room {
@@ -76,6 +87,21 @@ impl Room {
         refresh: Duration,
         redis_time: bool,
     ) -> Room {
+        let keys = Keys {
+            admission: SigningKeyRing::generate("wr-test").expect("admission keys"),
+            tickets: QueueTicketKeys::generate("qt-test").expect("ticket keys"),
+        };
+        Self::start_keyed(test, vec![keys; instances], refresh, redis_time).await
+    }
+
+    /// As [`Room::start_with`], instance `i` signing and verifying with `keys[i]`, as
+    /// replicas started from different releases of the keys' configuration.
+    pub async fn start_keyed(
+        test: &str,
+        keys: Vec<Keys>,
+        refresh: Duration,
+        redis_time: bool,
+    ) -> Room {
         let clock = ManualClock::starting_now();
         let service_clock: Arc<dyn Clock> = if redis_time {
             Arc::new(waiting_room::SystemClock)
@@ -84,14 +110,13 @@ impl Room {
         };
         let dev = Arc::new(DevIssuer::generate().expect("dev issuer"));
         let prefix = format!("test:{test}:{:016x}:", rand::random::<u64>());
-        let ticket_keys = QueueTicketKeys::generate("qt-test").expect("ticket keys");
-        let admission_keys = SigningKeyRing::generate("wr-test").expect("admission keys");
+        let ticket_keys = keys[0].tickets.clone();
         let shutdown = CancellationToken::new();
         // `REDIS_URL`, else a private Redis started for the tests.
         let redis_url = stadium_testkit::redis_url().await;
         let mut clients = Vec::new();
         let mut addrs = Vec::new();
-        for _ in 0..instances {
+        for keys in keys {
             let settings = Settings {
                 redis_url: redis_url.clone(),
                 key_prefix: prefix.clone(),
@@ -101,8 +126,8 @@ impl Room {
                 default_admission_ttl: Duration::from_secs(600),
                 inventory_ttl: Duration::from_secs(10),
                 issuer: "stadium-waiting-room".into(),
-                admission_keys: admission_keys.clone(),
-                ticket_keys: ticket_keys.clone(),
+                admission_keys: keys.admission,
+                ticket_keys: keys.tickets,
                 session_keys: dev.verification_keys(),
                 session_issuer: stadium_tokens::DEV_ISSUER.into(),
                 admin_keys: dev.verification_keys(),
@@ -223,6 +248,19 @@ impl Room {
             .await
             .expect("stats")
             .into_inner()
+    }
+
+    /// Verifies admission tokens as holds does: with the keys instance `i` publishes.
+    pub async fn admission_verifier(&self, i: usize) -> AdmissionVerifier {
+        let jwks = self
+            .client(i)
+            .get_signing_keys(pb::GetSigningKeysRequest {})
+            .await
+            .expect("jwks")
+            .into_inner()
+            .jwks_json;
+        let keys = VerificationKeys::from_jwks_json(&jwks).expect("a JWKS");
+        AdmissionVerifier::new(keys, "stadium-waiting-room", audience::HOLDS).expect("verifier")
     }
 
     /// A Redis connection for checking stored data.

@@ -7,3 +7,4 @@ mod inventory;
 mod join;
 mod mode;
 mod refusals;
+mod rotation;

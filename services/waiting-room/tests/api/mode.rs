@@ -47,10 +47,7 @@ async fn production_refuses_generated_keys_and_serves_configured_ones() {
     let addr = loopback_listener().await.1;
     let _served = waiting_room(&redis_url)
         .env("WAITING_ROOM_ADMISSION_KEY_PEM", TEST_KEY_PEM)
-        .env(
-            "WAITING_ROOM_TICKET_SECRETS",
-            format!("t1:{}", "ab".repeat(32)),
-        )
+        .env("WAITING_ROOM_TICKET_SECRETS", "ab".repeat(32))
         .env("SESSION_JWKS_FILE", jwks)
         .env("SESSION_ISSUER", "https://login.example")
         .env("ADMIN_JWKS_FILE", jwks)
