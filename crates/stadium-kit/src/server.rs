@@ -18,7 +18,12 @@
 //! or the grace period has passed, whichever comes first. Connections still open after
 //! the grace period are left to the runtime's shutdown (their tasks are detached).
 
-use std::{collections::HashSet, convert::Infallible, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    convert::Infallible,
+    sync::Arc,
+    time::Duration,
+};
 
 use opentelemetry::metrics::Meter;
 use tokio::net::TcpListener;
@@ -74,6 +79,7 @@ pub struct GrpcServer {
     services: Vec<&'static str>,
     health: HealthReporter,
     meter: Option<Meter>,
+    method_timeouts: HashMap<String, Duration>,
 }
 
 impl GrpcServer {
@@ -86,7 +92,17 @@ impl GrpcServer {
             services: Vec::new(),
             health: HealthReporter::new(),
             meter: None,
+            method_timeouts: HashMap::new(),
         }
+    }
+
+    /// Gives the RPC at `path` (`/package.Service/Method`) its own budget instead of
+    /// [`ServerOptions::request_timeout`], for a method that waits on slower work than
+    /// the rest (a payment provider, say); the longer of the two applies.
+    pub fn with_method_timeout(mut self, path: impl Into<String>, limit: Duration) -> Self {
+        self.method_timeouts
+            .insert(path.into(), limit.max(self.options.request_timeout));
+        self
     }
 
     /// Serves `svc` (any tonic-generated `…Server<T>`, possibly wrapped in an
@@ -137,6 +153,7 @@ impl GrpcServer {
             services,
             health,
             meter,
+            method_timeouts,
         } = self;
         let addr = listener.local_addr().map_err(KitError::Listener)?;
 
@@ -167,6 +184,7 @@ impl GrpcServer {
             .layer(MetricsLayer::new(&meter, options.service_name, known))
             .layer(DeadlineLayer {
                 limit: options.request_timeout,
+                per_method: Arc::new(method_timeouts),
             })
             .into_inner();
 

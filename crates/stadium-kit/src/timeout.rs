@@ -7,8 +7,10 @@
 //! A shorter client deadline (`grpc-timeout`) is enforced by tonic itself.
 
 use std::{
+    collections::HashMap,
     future::Future,
     pin::Pin,
+    sync::Arc,
     task::{Context, Poll},
     time::Duration,
 };
@@ -16,9 +18,12 @@ use std::{
 use tower::{Layer, Service};
 
 /// Wraps services in [`Deadline`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct DeadlineLayer {
+    /// The budget of every RPC not in `per_method`.
     pub(crate) limit: Duration,
+    /// Budgets by request path (`/package.Service/Method`).
+    pub(crate) per_method: Arc<HashMap<String, Duration>>,
 }
 
 impl<S> Layer<S> for DeadlineLayer {
@@ -28,16 +33,19 @@ impl<S> Layer<S> for DeadlineLayer {
         Deadline {
             inner,
             limit: self.limit,
+            per_method: Arc::clone(&self.per_method),
         }
     }
 }
 
 /// Answers `DEADLINE_EXCEEDED` (a trailers-only gRPC response) when the inner service
-/// takes longer than `limit`; the inner future is dropped, which cancels the handler.
+/// takes longer than its method's budget; the inner future is dropped, which cancels
+/// the handler.
 #[derive(Debug, Clone)]
 pub(crate) struct Deadline<S> {
     inner: S,
     limit: Duration,
+    per_method: Arc<HashMap<String, Duration>>,
 }
 
 impl<S, ReqBody, ResBody> Service<http::Request<ReqBody>> for Deadline<S>
@@ -55,8 +63,8 @@ where
     }
 
     fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
-        let limit = self.limit;
         let path = request.uri().path().to_owned();
+        let limit = self.per_method.get(&path).copied().unwrap_or(self.limit);
         let response = self.inner.call(request);
         Box::pin(async move {
             match tokio::time::timeout(limit, response).await {

@@ -153,6 +153,21 @@ async fn a_request_past_the_timeout_gets_deadline_exceeded() {
 }
 
 #[tokio::test]
+async fn a_method_with_its_own_budget_outlives_the_request_timeout() {
+    let server = support::start_with(
+        stadium_kit::server::GrpcServer::new(options(Duration::from_millis(100), LONG))
+            .with_method_timeout(format!("/{SEAT_MAP}/GetLayout"), LONG),
+    )
+    .await;
+    server
+        .seat_map()
+        .get_layout(layout(slow(400)))
+        .await
+        .expect("GetLayout has its own, longer budget");
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn error_info_survives_the_wire() {
     let server = start(options(LONG, LONG)).await;
     let status = server

@@ -191,6 +191,17 @@ impl Config {
         }
     }
 
+    /// The budget of one Confirm or RefundOrder: a provider call, three holds (or
+    /// waiting-room) calls and 2 s for the database (21 s by default), so the server's
+    /// own deadline never cuts a flow that is still inside its timeouts.
+    pub fn flow_timeout(&self) -> Duration {
+        Duration::from_millis(
+            self.provider_timeout_ms
+                .saturating_add(self.holds_timeout_ms.saturating_mul(3))
+                .saturating_add(2_000),
+        )
+    }
+
     /// The reconciler's interval, `None` when it is off.
     pub fn reconcile_interval(&self) -> Option<Duration> {
         (self.reconcile_interval_ms > 0).then(|| Duration::from_millis(self.reconcile_interval_ms))
@@ -271,6 +282,8 @@ mod tests {
         assert_eq!(config.holds_url.host(), Some("holds"));
         assert_eq!(config.ticket_seed().unwrap(), Some([0xab; 32]));
         assert_eq!(config.reconcile_interval(), Some(Duration::from_secs(5)));
+        assert_eq!(config.flow_timeout(), Duration::from_secs(21));
+        assert!(config.flow_timeout() > config.common.request_timeout());
         let debug = format!("{config:?}");
         for secret in ["secret@db", "service.jwt.sig", "notice-secret", "abab"] {
             assert!(!debug.contains(secret), "{secret} printed");

@@ -46,7 +46,8 @@ pub enum Error {
     /// The hold expired before any charge: nothing charged.
     #[error("the hold has expired")]
     HoldExpired,
-    /// Another request for this hold is still running.
+    /// Another request for this hold is still running; ask again after
+    /// [`IN_PROGRESS_RETRY_AFTER`] (ErrorInfo metadata `retry_after_ms`).
     #[error("a payment for this hold is in progress")]
     InProgress,
     /// The provider declined the charge: nothing charged.
@@ -85,7 +86,15 @@ pub enum Error {
     /// A stored row the service cannot read.
     #[error("corrupt row: {0}")]
     CorruptRow(String),
+    /// The task running a payment flow stopped without an answer (a bug: it panicked);
+    /// the payment stays pending and the reconciler finishes it.
+    #[error("the payment flow stopped: {0}")]
+    FlowStopped(String),
 }
+
+/// When a caller told `IN_PROGRESS` should ask again: long enough for a charge or a
+/// booking to finish, short enough that a fan waits for nothing.
+pub const IN_PROGRESS_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Error {
     /// An [`Error::InvalidField`].
@@ -117,7 +126,7 @@ impl ServiceError for Error {
             // Passed on as it came (see `passed_on`); this row is never sent.
             Self::Holds(_) => (Code::Unknown, Reason::DependencyUnavailable),
             Self::Database(e) => database_row(&classify(e)),
-            Self::CorruptRow(_) => (Code::Internal, Reason::Internal),
+            Self::CorruptRow(_) | Self::FlowStopped(_) => (Code::Internal, Reason::Internal),
         }
     }
 
@@ -125,6 +134,10 @@ impl ServiceError for Error {
         match self {
             Self::Access(refused) => access_metadata(refused),
             Self::Dependency { service, .. } => service_metadata(service),
+            Self::InProgress => vec![(
+                "retry_after_ms".to_owned(),
+                IN_PROGRESS_RETRY_AFTER.as_millis().to_string(),
+            )],
             _ => Vec::new(),
         }
     }
@@ -212,6 +225,16 @@ mod tests {
             assert_eq!(status.code(), code);
             assert_eq!(error_info(&status).unwrap().reason, reason);
         }
+    }
+
+    #[test]
+    fn in_progress_says_when_to_retry() {
+        let status = Status::from(Error::InProgress);
+        let info = error_info(&status).unwrap();
+        assert_eq!(
+            info.metadata.get("retry_after_ms").map(String::as_str),
+            Some("1000")
+        );
     }
 
     #[test]

@@ -214,7 +214,10 @@ pub async fn serve_parts(
         }
     };
     let api = grpc::PaymentsApi::new(parts.core.clone(), parts.auth.clone());
+    let flows = config.flow_timeout();
     let server = GrpcServer::new(config.common.server_options(SERVICE_NAME))
+        .with_method_timeout(grpc::CONFIRM_PATH, flows)
+        .with_method_timeout(grpc::REFUND_ORDER_PATH, flows)
         .add_service(PaymentsServer::new(api))
         .serve(listener, shutdown.clone());
     let (served, ()) = tokio::join!(server, reconciler);

@@ -17,6 +17,7 @@ use stadium_proto::payments::v1::{
 };
 use stadium_tokens::{Access, Role};
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 
 use crate::auth::{Authenticator, Caller};
 use crate::domain::Money;
@@ -45,8 +46,26 @@ impl PaymentsApi {
     }
 }
 
+/// Path of `Confirm`, whose server deadline is the payment flow's (see
+/// `Config::flow_timeout`).
+pub const CONFIRM_PATH: &str = "/stadium.payments.v1.Payments/Confirm";
+/// Path of `RefundOrder`, likewise.
+pub const REFUND_ORDER_PATH: &str = "/stadium.payments.v1.Payments/RefundOrder";
+
 fn bearer<T>(request: &Request<T>) -> Result<&str, Status> {
     bearer_token(request.metadata())
+}
+
+/// Runs a payment flow on a task of its own and waits for it. A caller who gives up
+/// (its deadline, a dropped connection) drops only the wait: the flow still books or
+/// refunds and hands its lease back, and a retry finds that outcome instead of a lease
+/// held by a flow cut in half.
+async fn detached<T: Send + 'static>(
+    flow: impl Future<Output = Result<T, Error>> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::spawn(flow.in_current_span())
+        .await
+        .map_err(|stopped| Error::FlowStopped(stopped.to_string()))?
 }
 
 #[tonic::async_trait]
@@ -68,7 +87,8 @@ impl Payments for PaymentsApi {
                 .map_or("", |m| m.token.as_str()),
             200,
         )?;
-        let order = self.core.confirm(&fan, key, &method).await?;
+        let core = Arc::clone(&self.core);
+        let order = detached(async move { core.confirm(&fan, key, &method).await }).await?;
         Ok(Response::new(ConfirmResponse {
             order: Some(convert::order(&order)),
         }))
@@ -145,7 +165,8 @@ impl Payments for PaymentsApi {
         let id = convert::uuid("order_id", &request.get_ref().order_id)?;
         tracing::Span::current().record("order_id", tracing::field::display(id));
         tracing::info!(staff = %admin.registered.sub, reason = %request.get_ref().reason, "refund requested");
-        let order = self.core.refund_order(id).await?;
+        let core = Arc::clone(&self.core);
+        let order = detached(async move { core.refund_order(id).await }).await?;
         Ok(Response::new(RefundOrderResponse {
             order: Some(convert::order(&order)),
         }))
@@ -232,5 +253,20 @@ impl Payments for PaymentsApi {
             }),
             event_id: claims.map(|c| c.event_id.to_string()).unwrap_or_default(),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use stadium_proto::payments::v1::payments_server::PaymentsServer;
+    use tonic::server::NamedService as _;
+
+    use super::*;
+
+    #[test]
+    fn flow_paths_name_the_generated_methods() {
+        let service = <PaymentsServer<PaymentsApi>>::NAME;
+        assert_eq!(CONFIRM_PATH, format!("/{service}/Confirm"));
+        assert_eq!(REFUND_ORDER_PATH, format!("/{service}/RefundOrder"));
     }
 }

@@ -5,6 +5,7 @@
 mod admin;
 mod cases;
 mod confirm;
+mod deadlines;
 mod metrics;
 mod plans;
 mod recovery;

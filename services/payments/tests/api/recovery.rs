@@ -79,7 +79,11 @@ async fn fifty_concurrent_confirms_of_one_hold_charge_once() {
                 assert_eq!(order.status(), OrderStatus::Paid);
                 orders.insert(order.order_id);
             }
-            Err(status) => assert_eq!(reason(&status, Code::Aborted), Reason::InProgress),
+            Err(status) => {
+                assert_eq!(reason(&status, Code::Aborted), Reason::InProgress);
+                let retry_after = stadium_testkit::grpc::metadata(&status, "retry_after_ms");
+                assert!(retry_after.is_some_and(|ms| ms.parse::<u64>().is_ok_and(|ms| ms > 0)));
+            }
         }
     }
     assert_eq!(orders.len(), 1, "one order whatever the answers");

@@ -55,6 +55,8 @@ pub struct Options {
     /// Connect holds and payments to PostgreSQL through a [`RoundTrips`] counter, one
     /// connection each (so a statement prepared once stays prepared).
     pub count_round_trips: bool,
+    /// Payments' `--request-timeout-ms` (its budget for every RPC but the flows).
+    pub request_timeout_ms: u64,
 }
 
 impl Default for Options {
@@ -65,6 +67,7 @@ impl Default for Options {
             remote_provider: false,
             meter: None,
             count_round_trips: false,
+            request_timeout_ms: 60_000,
         }
     }
 }
@@ -505,6 +508,7 @@ async fn start_payments(
     let reconcile = options.reconcile_interval_ms.to_string();
     let wait = options.duplicate_wait_ms.to_string();
     let connections = if options.count_round_trips { "1" } else { "12" };
+    let request_timeout = options.request_timeout_ms.to_string();
     let config = payments::Config::try_parse_from([
         "payments",
         "--mode",
@@ -532,7 +536,7 @@ async fn start_payments(
         "--holds-timeout-ms",
         "30000",
         "--request-timeout-ms",
-        "60000",
+        request_timeout.as_str(),
     ])
     .unwrap();
     let parts = match &options.meter {
