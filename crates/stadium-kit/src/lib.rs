@@ -10,6 +10,7 @@
 //! - [`service_error`]: [`ServiceError`](service_error::ServiceError), the one conversion
 //!   of a service's error to a status, and the rows every service shares;
 //! - [`auth`]: the bearer token of a request;
+//! - [`body_limit`]: request size limits per method ([`BodyLimit`](body_limit::BodyLimit));
 //! - [`background`]: tasks beside the server, stopped after it drains;
 //! - [`outbound`]: requests to another service (token, deadline, trace context);
 //! - [`args`]: the flags every service shares ([`CommonArgs`](args::CommonArgs));
@@ -20,6 +21,7 @@
 pub mod args;
 pub mod auth;
 pub mod background;
+pub mod body_limit;
 pub mod error;
 mod metrics;
 pub mod mode;

@@ -65,6 +65,8 @@ reasons! {
     DependencyUnavailable = "DEPENDENCY_UNAVAILABLE",
     /// The keys to verify a token could not be fetched.
     KeysUnavailable = "KEYS_UNAVAILABLE",
+    /// A request body larger than its method accepts (metadata `limit_bytes`).
+    RequestTooLarge = "REQUEST_TOO_LARGE",
 
     // Events and their sale.
     /// No such event.

@@ -16,18 +16,53 @@ pub use tonic_types::ErrorInfo;
 /// `ErrorInfo.domain` of every stadium error.
 pub const DOMAIN: &str = "stadium";
 
+/// Longest message (and `BadRequest` description) sent, in bytes; longer ones are cut.
+pub const MAX_MESSAGE_BYTES: usize = 1024;
+/// Longest `ErrorInfo` metadata value (or field path) sent, in bytes; longer ones are cut.
+pub const MAX_METADATA_VALUE_BYTES: usize = 2048;
+/// Most `ErrorInfo` metadata entries sent; the rest are dropped.
+pub const MAX_METADATA_ENTRIES: usize = 16;
+
+/// `text` cut to at most `max` bytes on a character boundary, ending in `…` when cut, so
+/// an error that quotes its input (a whole CSV line, say) stays small enough for every
+/// client to read its details (`grpc-status-details-bin` travels in a header).
+pub fn bounded(text: impl Into<String>, max: usize) -> String {
+    let mut text = text.into();
+    if text.len() > max {
+        const ELLIPSIS: &str = "…";
+        let mut end = max.saturating_sub(ELLIPSIS.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str(ELLIPSIS);
+    }
+    text
+}
+
 /// A status with `code`, `message` and an `ErrorInfo` (domain [`DOMAIN`], `reason`,
-/// `metadata` as string pairs; a repeated key keeps its last value).
+/// `metadata` as string pairs; a repeated key keeps its last value). Sizes are bounded:
+/// the message by [`MAX_MESSAGE_BYTES`], each metadata key and value by
+/// [`MAX_METADATA_VALUE_BYTES`], the entries by [`MAX_METADATA_ENTRIES`].
 pub fn error_status(
     code: Code,
     reason: Reason,
     message: impl Into<String>,
     metadata: impl IntoIterator<Item = (String, String)>,
 ) -> Status {
-    let metadata: std::collections::HashMap<String, String> = metadata.into_iter().collect();
+    let metadata: std::collections::HashMap<String, String> = metadata
+        .into_iter()
+        .take(MAX_METADATA_ENTRIES)
+        .map(|(key, value)| {
+            (
+                bounded(key, MAX_METADATA_VALUE_BYTES),
+                bounded(value, MAX_METADATA_VALUE_BYTES),
+            )
+        })
+        .collect();
     Status::with_error_details(
         code,
-        message,
+        bounded(message, MAX_MESSAGE_BYTES),
         ErrorDetails::with_error_info(reason.as_str(), DOMAIN, metadata),
     )
 }
@@ -38,7 +73,9 @@ pub fn error_status(
 /// `field` is the proto field path (`seat_ids[3]`, `event_id`); `problem` says what is
 /// wrong with it and ends up in the message: `"<field>: <problem>"`.
 pub fn invalid_field(field: &str, problem: impl Display) -> Status {
-    let problem = problem.to_string();
+    let field = bounded(field, MAX_METADATA_VALUE_BYTES);
+    let field = field.as_str();
+    let problem = bounded(problem.to_string(), MAX_MESSAGE_BYTES);
     let mut details = ErrorDetails::with_error_info(
         Reason::InvalidField.as_str(),
         DOMAIN,
@@ -47,7 +84,7 @@ pub fn invalid_field(field: &str, problem: impl Display) -> Status {
     details.add_bad_request_violation(field, problem.clone());
     Status::with_error_details(
         Code::InvalidArgument,
-        format!("{field}: {problem}"),
+        bounded(format!("{field}: {problem}"), MAX_MESSAGE_BYTES),
         details,
     )
 }
@@ -87,6 +124,32 @@ mod tests {
         assert_eq!(info.metadata["field"], "event_id");
         let violations = status.get_details_bad_request().unwrap().field_violations;
         assert_eq!(violations[0].field, "event_id");
+    }
+
+    #[test]
+    fn long_input_is_cut_so_details_stay_readable() {
+        // A 2.4 MB CSV header quoted back used to travel whole in the details header.
+        let line = "é".repeat(1_200_000);
+        let status = invalid_field("csv", format!("header must be …, found {line:?}"));
+        assert!(status.message().len() <= MAX_MESSAGE_BYTES);
+        assert!(status.message().ends_with('…'));
+        assert!(
+            status.details().len() < 4 * 1024,
+            "{}",
+            status.details().len()
+        );
+        let many = (0..100).map(|i| (format!("k{i}"), line.clone()));
+        let status = error_status(Code::Internal, Reason::Internal, line.clone(), many);
+        let info = error_info(&status).unwrap();
+        assert_eq!(info.metadata.len(), MAX_METADATA_ENTRIES);
+        assert!(
+            info.metadata
+                .values()
+                .all(|v| v.len() <= MAX_METADATA_VALUE_BYTES)
+        );
+        assert!(status.details().len() < 64 * 1024);
+        assert_eq!(bounded("short", 10), "short");
+        assert_eq!(bounded("abcdef", 4), "a…");
     }
 
     #[test]

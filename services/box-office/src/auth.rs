@@ -2,6 +2,7 @@
 //! identity provider's public keys; changes need the role `box_office`, reads, reports,
 //! the admission rate and the canary `box_office` or `sre`.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use stadium_tokens::{
@@ -63,6 +64,20 @@ impl Authenticator {
             token: token.to_owned(),
             claims,
         })
+    }
+}
+
+/// In front of the API: refuses a call whose admin token grants no box-office role
+/// ([`OPERATE`]) before its request body is read. Each call checks its own role after.
+#[derive(Debug, Clone)]
+pub struct Gate(pub Arc<Authenticator>);
+
+impl tonic::service::Interceptor for Gate {
+    fn call(&mut self, request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        self.0
+            .caller(request.metadata(), OPERATE, SystemTime::now())
+            .map(|_| request)
+            .map_err(tonic::Status::from)
     }
 }
 

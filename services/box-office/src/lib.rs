@@ -34,6 +34,7 @@ use std::time::Duration;
 use secrecy::ExposeSecret;
 use stadium_kit::StartError;
 use stadium_kit::background::Background;
+use stadium_kit::body_limit::BodyLimit;
 use stadium_kit::outbound::Bearer;
 use stadium_kit::server::GrpcServer;
 use stadium_proto::box_office::v1::box_office_server::BoxOfficeServer;
@@ -42,6 +43,7 @@ use stadium_proto::payments::v1::payments_client::PaymentsClient;
 use stadium_tokens::VerificationKeys;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
 pub use config::Config;
@@ -52,9 +54,14 @@ pub const SERVICE_NAME: &str = "box-office";
 /// The port `--listen` defaults to (on 127.0.0.1).
 pub const DEFAULT_PORT: u16 = stadium_kit::args::ports::BOX_OFFICE;
 
-/// Largest request accepted, in bytes: a seating plan of a 50,000-seat stadium as
+/// Largest `ImportVenue` request, in bytes: a seating plan of a 50,000-seat stadium as
 /// pretix JSON is several megabytes, past tonic's 4 MiB default.
-pub const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
+pub const MAX_IMPORT_BYTES: usize = 64 * 1024 * 1024;
+/// Largest request of every other call, in bytes (a seat list of a whole section
+/// fits many times over).
+pub const MAX_CALL_BYTES: usize = 1024 * 1024;
+/// Path of `ImportVenue`, the one call with [`MAX_IMPORT_BYTES`].
+pub const IMPORT_VENUE_PATH: &str = "/stadium.box_office.v1.BoxOffice/ImportVenue";
 
 /// A running box office's parts, for embedding (tests, an all-in-one runner).
 #[derive(Debug, Clone)]
@@ -63,6 +70,8 @@ pub struct Parts {
     pub office: service::BoxOfficeService,
     /// The gRPC API.
     pub api: grpc::BoxOfficeApi,
+    /// Verifies callers; also in front of the API, before a request body is read.
+    pub auth: Arc<auth::Authenticator>,
     /// What the canary found last.
     pub canary: Arc<canary::CanaryStatus>,
     /// Reports seat counts to the waiting room; `None` without `--waiting-room-url`.
@@ -138,16 +147,34 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
         shutdown.clone(),
     );
     let office = service::BoxOfficeService::new(pool, pusher, config.canary_grace());
-    let api = grpc::BoxOfficeApi::new(office.clone(), Arc::new(auth), upstream);
+    let auth = Arc::new(auth);
+    let api = grpc::BoxOfficeApi::new(office.clone(), Arc::clone(&auth), upstream);
     let reporter = waiting_room.map(|(channel, token)| {
         clients::seat_report::Reporter::new(office.clone(), channel, token)
     });
     Ok(Parts {
         office,
         api,
+        auth,
         canary: Arc::new(canary::CanaryStatus::default()),
         reporter,
     })
+}
+
+/// The API as served: a caller whose admin token does not verify for any box-office
+/// role is refused before its request body is read, and bodies are capped per call
+/// ([`MAX_IMPORT_BYTES`] for `ImportVenue`, [`MAX_CALL_BYTES`] for the rest), so no
+/// stranger makes the server buffer megabytes. Each call still checks its own role.
+fn api_behind_its_gate(
+    api: grpc::BoxOfficeApi,
+    auth: Arc<auth::Authenticator>,
+) -> BodyLimit<InterceptedService<BoxOfficeServer<grpc::BoxOfficeApi>, auth::Gate>> {
+    let server = BoxOfficeServer::new(api).max_decoding_message_size(MAX_IMPORT_BYTES);
+    BodyLimit::new(
+        InterceptedService::new(server, auth::Gate(auth)),
+        MAX_CALL_BYTES,
+    )
+    .with_method(IMPORT_VENUE_PATH, MAX_IMPORT_BYTES)
 }
 
 /// Serves the box-office API on `listener` until `shutdown` is cancelled, with the
@@ -197,7 +224,7 @@ pub async fn serve_parts(
             });
     background.keep("seat report", reporter);
     let served = GrpcServer::new(config.common.server_options(SERVICE_NAME))
-        .add_service(BoxOfficeServer::new(parts.api).max_decoding_message_size(MAX_REQUEST_BYTES))
+        .add_service(api_behind_its_gate(parts.api, parts.auth))
         .serve(listener, shutdown)
         .await;
     background.finish().await;

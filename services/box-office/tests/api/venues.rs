@@ -5,7 +5,7 @@ use stadium_kit::Reason;
 use stadium_proto::box_office::v1 as pb;
 use tonic::Code;
 
-use crate::support::{Office, VENUE_CSV, reason};
+use crate::support::{Office, VENUE_CSV, create_request, reason};
 
 #[tokio::test]
 async fn import_list_and_show_a_venue() {
@@ -136,5 +136,57 @@ async fn bad_plans_are_refused_with_their_place_and_store_nothing() {
         .unwrap_err();
     assert_eq!(status.code(), Code::PermissionDenied);
     assert_eq!(office.counts().await, before);
+    office.stop().await;
+}
+
+#[tokio::test]
+async fn sizes_are_checked_after_the_caller_and_errors_stay_small() {
+    let office = Office::start(&[]).await;
+    let mut client = office.client.clone();
+
+    // A stranger's import past the import cap: refused for who it is, not for its size
+    // (the gate answers before the body is read).
+    let huge = pb::ImportVenueRequest {
+        name: "Huge".into(),
+        format: pb::PlanFormat::CsvManifest as i32,
+        content: vec![b'x'; box_office::MAX_IMPORT_BYTES + 1024],
+    };
+    let status = client.import_venue(huge).await.unwrap_err();
+    assert_eq!(
+        (status.code(), Reason::of(&status)),
+        (Code::Unauthenticated, Some(Reason::TokenMissing)),
+        "{}",
+        status.message()
+    );
+
+    // Staff past the cap of an ordinary call: RESOURCE_EXHAUSTED, with the cap.
+    let mut large = create_request("1");
+    large.venue_id = "n".repeat(box_office::MAX_CALL_BYTES + 1);
+    let status = client
+        .create_event(office.office(large))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status.code(), Reason::of(&status)),
+        (Code::ResourceExhausted, Some(Reason::RequestTooLarge))
+    );
+    assert_eq!(
+        stadium_testkit::grpc::metadata(&status, "limit_bytes"),
+        Some(box_office::MAX_CALL_BYTES.to_string())
+    );
+
+    // A 2.4 MB header line quoted back: the details stay small enough to read.
+    let header = format!("{}\n", "h".repeat(2_400_000));
+    let status = client
+        .import_venue(office.office(pb::ImportVenueRequest {
+            name: "Wide".into(),
+            format: pb::PlanFormat::CsvManifest as i32,
+            content: header.into_bytes(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(status.details().len() < 8 * 1024, "{}", status.details().len());
+    assert!(status.message().len() <= stadium_kit::status::MAX_MESSAGE_BYTES);
     office.stop().await;
 }
