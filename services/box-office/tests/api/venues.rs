@@ -162,10 +162,7 @@ async fn sizes_are_checked_after_the_caller_and_errors_stay_small() {
     // Staff past the cap of an ordinary call: RESOURCE_EXHAUSTED, with the cap.
     let mut large = create_request("1");
     large.venue_id = "n".repeat(box_office::MAX_CALL_BYTES + 1);
-    let status = client
-        .create_event(office.office(large))
-        .await
-        .unwrap_err();
+    let status = client.create_event(office.office(large)).await.unwrap_err();
     assert_eq!(
         (status.code(), Reason::of(&status)),
         (Code::ResourceExhausted, Some(Reason::RequestTooLarge))
@@ -186,7 +183,11 @@ async fn sizes_are_checked_after_the_caller_and_errors_stay_small() {
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument);
-    assert!(status.details().len() < 8 * 1024, "{}", status.details().len());
+    assert!(
+        status.details().len() < 8 * 1024,
+        "{}",
+        status.details().len()
+    );
     assert!(status.message().len() <= stadium_kit::status::MAX_MESSAGE_BYTES);
     office.stop().await;
 }
