@@ -67,6 +67,8 @@ reasons! {
     KeysUnavailable = "KEYS_UNAVAILABLE",
     /// A request body larger than its method accepts (metadata `limit_bytes`).
     RequestTooLarge = "REQUEST_TOO_LARGE",
+    /// An idempotency key already used with other parameters (Stripe's definition).
+    IdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED",
 
     // Events and their sale.
     /// No such event.

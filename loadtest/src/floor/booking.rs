@@ -60,6 +60,7 @@ fn confirm_statements() -> String {
                     ":sp_currency::text",
                     "gen_random_uuid()",
                     ":lease_ms::bigint",
+                    "sha256('tok_visa'::bytea)",
                 ],
             )
         ),

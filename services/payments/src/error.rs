@@ -46,6 +46,10 @@ pub enum Error {
     /// The hold expired before any charge: nothing charged.
     #[error("the hold has expired")]
     HoldExpired,
+    /// The hold already has a payment asked with another payment method, and its last
+    /// attempt was not declined: the key (the hold) is taken by other parameters.
+    #[error("this hold is being paid, or was paid, with another payment method")]
+    IdempotencyKeyReused,
     /// Another request for this hold is still running; ask again after
     /// [`IN_PROGRESS_RETRY_AFTER`] (ErrorInfo metadata `retry_after_ms`).
     #[error("a payment for this hold is in progress")]
@@ -116,6 +120,7 @@ impl ServiceError for Error {
             Self::HoldReleased => (Code::FailedPrecondition, Reason::HoldReleased),
             Self::HoldExpired => (Code::FailedPrecondition, Reason::HoldExpired),
             Self::InProgress => (Code::Aborted, Reason::InProgress),
+            Self::IdempotencyKeyReused => (Code::FailedPrecondition, Reason::IdempotencyKeyReused),
             Self::PaymentDeclined(_) => (Code::FailedPrecondition, Reason::PaymentDeclined),
             Self::ProviderUnavailable(_) => (Code::Unavailable, Reason::ProviderUnavailable),
             Self::PriceMissing => (Code::FailedPrecondition, Reason::PriceMissing),

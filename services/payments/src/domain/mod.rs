@@ -9,7 +9,8 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-/// The key of a hold (a UUID), which is also the idempotency key of its charge.
+/// The key of a hold (a UUID), which is also the idempotency key of its first charge
+/// attempt (see [`Payment::charge_key`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct HoldKey(Uuid);
 
@@ -17,11 +18,6 @@ impl HoldKey {
     /// The UUID.
     pub fn uuid(self) -> Uuid {
         self.0
-    }
-
-    /// The provider idempotency key of the charge for this hold: the hold key itself.
-    pub fn charge_key(self) -> String {
-        self.0.to_string()
     }
 
     /// The provider idempotency key of the refund for this hold: `refund:<hold key>`,
@@ -175,6 +171,43 @@ pub struct Payment {
     pub created_at: DateTime<Utc>,
     /// Last change.
     pub updated_at: DateTime<Utc>,
+    /// Which charge attempt the payment is on: 1, and one more after each decline the
+    /// fan answers with another payment method.
+    pub charge_attempt: u32,
+    /// SHA-256 of the payment method of the current attempt (`None` for comps and for
+    /// payments recorded before it was kept).
+    pub method_digest: Option<[u8; 32]>,
+    /// Failed because the provider declined the charge: another method may try again.
+    pub declined: bool,
+}
+
+impl Payment {
+    /// The provider idempotency key of the current charge attempt: the hold key for the
+    /// first, `<hold key>:<n>` for the n-th. Each attempt has its own key, so a new card
+    /// is a new charge while a repeat of one attempt never charges twice.
+    pub fn charge_key(&self) -> String {
+        match self.charge_attempt {
+            0 | 1 => self.hold_key.uuid().to_string(),
+            n => format!("{}:{n}", self.hold_key.uuid()),
+        }
+    }
+}
+
+/// The hold key and attempt of a charge's provider idempotency key (see
+/// [`Payment::charge_key`]); `None` for any other text.
+pub fn parse_charge_key(key: &str) -> Option<(HoldKey, u32)> {
+    let (hold, attempt) = match key.split_once(':') {
+        Some((hold, n)) => (hold, n.parse::<u32>().ok().filter(|&n| n >= 2)?),
+        None => (key, 1),
+    };
+    Some((HoldKey::try_from(hold).ok()?, attempt))
+}
+
+/// SHA-256 of a payment method token: what the payment keeps to tell a repeated
+/// Confirm from one with another method, without keeping the method.
+pub fn method_digest(method: &str) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(method.as_bytes()).into()
 }
 
 /// One ticket of an order.
@@ -231,4 +264,32 @@ pub enum HoldState {
     Released,
     /// Anything else (a block): not payable.
     Other,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charge_keys_name_the_hold_and_the_attempt() {
+        let hold = HoldKey::try_from("7f3c1a52-0e1b-4b8e-9a53-2d3c8f0e4b11").unwrap();
+        assert_eq!(
+            parse_charge_key("7f3c1a52-0e1b-4b8e-9a53-2d3c8f0e4b11"),
+            Some((hold, 1))
+        );
+        assert_eq!(
+            parse_charge_key("7f3c1a52-0e1b-4b8e-9a53-2d3c8f0e4b11:3"),
+            Some((hold, 3))
+        );
+        for bad in [
+            "",
+            "refund:7f3c1a52-0e1b-4b8e-9a53-2d3c8f0e4b11",
+            "x:2",
+            "7f3c1a52-0e1b-4b8e-9a53-2d3c8f0e4b11:1",
+            "7f3c1a52-0e1b-4b8e-9a53-2d3c8f0e4b11:x",
+        ] {
+            assert_eq!(parse_charge_key(bad), None, "{bad}");
+        }
+        assert_ne!(method_digest("tok_visa"), method_digest("tok_mastercard"));
+    }
 }

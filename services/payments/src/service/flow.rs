@@ -7,13 +7,17 @@ use uuid::Uuid;
 
 use super::PaymentsService;
 use crate::clients::holds::{Booking, PaymentStart};
-use crate::domain::{HoldKey, Order, Payment, PaymentStatus, RefundReason};
+use crate::domain::{HoldKey, Order, Payment, PaymentStatus, RefundReason, method_digest};
 use crate::error::Error;
 use crate::provider::{ChargeOutcome, ChargeRequest, RefundRequest};
 use crate::store::{self, BookedSeat, Lease, NewPayment, NoticeMark};
 
 /// How often a duplicate looks again while the first request runs.
 const DUPLICATE_POLL: Duration = Duration::from_millis(25);
+
+/// Most charge attempts for one hold (one per payment method the provider declined),
+/// so a hold cannot be used to try card after card.
+pub const MAX_CHARGE_ATTEMPTS: u32 = 5;
 
 impl PaymentsService {
     /// Confirms and pays `fan`'s hold `key` with the payment method `method`.
@@ -68,6 +72,7 @@ impl PaymentsService {
             event_id: hold.event_id,
             fan_id: fan.to_owned(),
             amount,
+            method_digest: Some(method_digest(method)),
         };
         let Some(payment) = store::insert_intent(&self.pool, &new, lease).await? else {
             let existing = self
@@ -106,12 +111,78 @@ impl PaymentsService {
         self.order(payment).await
     }
 
+    /// A Confirm for a hold that already has a payment. With the payment's own method it
+    /// gets the payment's outcome (waiting for it while it runs); with another method it
+    /// is refused ([`Error::IdempotencyKeyReused`]), unless the provider declined the
+    /// last attempt: then it is a new attempt (see [`Self::next_attempt`]).
     async fn duplicate(&self, existing: Payment, fan: &str, method: &str) -> Result<Order, Error> {
         if existing.fan_id != fan {
             return Err(Error::HoldNotFound);
         }
+        let digest = method_digest(method);
+        if existing.method_digest.is_some_and(|kept| kept != digest) {
+            if existing.status == PaymentStatus::Failed && existing.declined {
+                return self.next_attempt(existing, fan, method, &digest).await;
+            }
+            self.metrics.confirm("key_reused");
+            return Err(Error::IdempotencyKeyReused);
+        }
         self.metrics.confirm("duplicate");
         self.await_outcome(existing, Some(method)).await
+    }
+
+    /// Charges a declined payment again with another method: a new attempt under its own
+    /// provider idempotency key ([`Payment::charge_key`]), at most
+    /// [`MAX_CHARGE_ATTEMPTS`] in all, while the hold is still in its payment window.
+    /// The attempt before was declined, so this can never be a second charge.
+    async fn next_attempt(
+        &self,
+        declined: Payment,
+        fan: &str,
+        method: &str,
+        digest: &[u8; 32],
+    ) -> Result<Order, Error> {
+        if declined.charge_attempt >= MAX_CHARGE_ATTEMPTS {
+            return Err(Error::PaymentDeclined(format!(
+                "{MAX_CHARGE_ATTEMPTS} payment methods were declined for this hold"
+            )));
+        }
+        // The hold must still be alive: holds answers HOLD_EXPIRED (nothing charged) once
+        // the payment window that the first attempt opened has passed.
+        self.holds
+            .start_payment(declined.hold_key, fan, self.settings.payment_window)
+            .await?;
+        let lease = Lease::new(self.settings.lease);
+        let moved = {
+            let mut conn = self.pool.acquire().await?;
+            store::next_attempt(
+                &mut conn,
+                declined.id,
+                declined.charge_attempt,
+                digest,
+                lease,
+            )
+            .await?
+        };
+        match moved {
+            Some(payment) => {
+                self.metrics.confirm("new_attempt");
+                tracing::info!(payment_id = %payment.id, attempt = payment.charge_attempt, "declined payment: new attempt with another method");
+                self.charge_and_book(payment, method, lease).await
+            }
+            // Another Confirm started an attempt first: its outcome, if it is this method's.
+            None => {
+                let now = self
+                    .payment_by_id(declined.id)
+                    .await?
+                    .ok_or_else(|| Error::CorruptRow("payment vanished".into()))?;
+                if now.method_digest.as_ref() == Some(digest) {
+                    self.await_outcome(now, Some(method)).await
+                } else {
+                    Err(Error::IdempotencyKeyReused)
+                }
+            }
+        }
     }
 
     /// The final outcome of an existing payment: at once when it is final; else by
@@ -183,7 +254,7 @@ impl PaymentsService {
         lease: Lease,
     ) -> Result<Order, Error> {
         let request = ChargeRequest {
-            idempotency_key: payment.hold_key.charge_key(),
+            idempotency_key: payment.charge_key(),
             amount: payment.amount.clone(),
             method_token: method.to_owned(),
         };
@@ -198,7 +269,7 @@ impl PaymentsService {
             Ok(ChargeOutcome::Declined { reason }) => {
                 self.metrics.charge("declined");
                 let mut conn = self.pool.acquire().await?;
-                store::mark_failed(&mut conn, payment.id).await?;
+                store::mark_declined(&mut conn, payment.id).await?;
                 Err(Error::PaymentDeclined(reason))
             }
             Err(error) => {

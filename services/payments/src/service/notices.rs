@@ -4,7 +4,7 @@
 //! acknowledged, also when someone else is already finishing the payment.
 
 use super::PaymentsService;
-use crate::domain::{HoldKey, PaymentStatus};
+use crate::domain::{PaymentStatus, parse_charge_key};
 use crate::error::Error;
 use crate::provider::{Notice, NoticeKind};
 use crate::store::{self, Lease, NoticeMark};
@@ -46,13 +46,23 @@ impl PaymentsService {
         }
         let key = match notice.kind {
             NoticeKind::ChargeSucceeded | NoticeKind::ChargeFailed => {
-                HoldKey::try_from(notice.idempotency_key.as_str()).ok()
+                parse_charge_key(&notice.idempotency_key)
             }
             NoticeKind::RefundSucceeded => None,
         };
         let payment = match key {
-            Some(key) => store::by_hold_key(&mut conn, key).await?,
+            Some((key, _)) => store::by_hold_key(&mut conn, key).await?,
             None => None,
+        };
+        // A notice about an earlier attempt: that attempt was declined (a new one starts
+        // only after a decline), so there is nothing to change.
+        let payment = match (payment, key) {
+            (Some(payment), Some((_, attempt))) if attempt != payment.charge_attempt => {
+                store::mark_notice(&mut conn, &mark, Some(payment.id), "earlier_attempt").await?;
+                self.metrics.notice("noted");
+                return Ok(NoticeOutcome::Applied);
+            }
+            (payment, _) => payment,
         };
         let Some(payment) = payment else {
             // Refund confirmations, and charges we never recorded an intent for: kept
@@ -102,7 +112,7 @@ impl PaymentsService {
             _ => {
                 async {
                     let mut tx = self.pool.begin().await?;
-                    store::mark_failed(&mut tx, payment.id).await?;
+                    store::mark_declined(&mut tx, payment.id).await?;
                     store::mark_notice(&mut tx, &mark, Some(payment.id), "failed").await?;
                     tx.commit().await?;
                     Ok(())

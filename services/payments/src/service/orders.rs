@@ -152,6 +152,7 @@ impl PaymentsService {
                     amount_minor: 0,
                     currency,
                 },
+                method_digest: None,
             };
             let seats: Vec<BookedSeat> = hold
                 .seat_ids

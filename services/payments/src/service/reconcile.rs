@@ -90,7 +90,7 @@ impl PaymentsService {
         payment: Payment,
         lease: Lease,
     ) -> Result<&'static str, Error> {
-        let key = payment.hold_key.charge_key();
+        let key = payment.charge_key();
         let record = match self
             .provider_call("lookup", self.provider.lookup(&key))
             .await
@@ -112,7 +112,7 @@ impl PaymentsService {
             }
             Some(LedgerRecord::Charge(ChargeOutcome::Declined { .. })) => {
                 let mut conn = self.pool.acquire().await?;
-                store::mark_failed(&mut conn, payment.id).await?;
+                store::mark_declined(&mut conn, payment.id).await?;
                 Ok("failed")
             }
             Some(LedgerRecord::Refund { .. }) | None => {

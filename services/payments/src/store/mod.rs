@@ -20,4 +20,6 @@ pub use payments::{
     Cursor, NewPayment, by_hold_key, by_id, insert_comp, insert_intent, list_for_fan,
 };
 pub use tickets::{BookedSeat, ticket_valid, tickets};
-pub use transitions::{begin_refund, capture, finish_refund, mark_abandoned, mark_failed};
+pub use transitions::{
+    begin_refund, capture, finish_refund, mark_abandoned, mark_declined, next_attempt,
+};

@@ -30,6 +30,9 @@ pub(super) struct PaymentRow {
     comp_recipient: Option<String>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+    charge_attempt: i32,
+    method_digest: Option<Vec<u8>>,
+    declined: bool,
 }
 
 impl TryFrom<PaymentRow> for Payment {
@@ -60,6 +63,13 @@ impl TryFrom<PaymentRow> for Payment {
             comp_recipient: row.comp_recipient,
             created_at: row.created_at,
             updated_at: row.updated_at,
+            charge_attempt: u32::try_from(row.charge_attempt)
+                .map_err(|_| corrupt("charge_attempt"))?,
+            method_digest: match row.method_digest {
+                Some(bytes) => Some(bytes.try_into().map_err(|_| corrupt("method_digest"))?),
+                None => None,
+            },
+            declined: row.declined,
         })
     }
 }
@@ -85,6 +95,8 @@ pub struct NewPayment {
     pub fan_id: String,
     /// The price.
     pub amount: Money,
+    /// SHA-256 of the payment method the charge is asked with (`None` for a comp).
+    pub method_digest: Option<[u8; 32]>,
 }
 
 /// Records the intent with a lease for the caller, unless the hold already has one:
@@ -108,6 +120,7 @@ pub async fn insert_intent<'e>(
             .bind(&new.amount.currency)
             .bind(lease.owner)
             .bind(millis(lease.ttl))
+            .bind(new.method_digest.as_ref().map(<[u8; 32]>::as_slice))
             .fetch_optional(db)
             .await?,
     )

@@ -6,7 +6,7 @@
 /// type (`currency` as text).
 pub const PAYMENT_COLUMNS: &str = "payment_id, hold_key, event_id, fan_id, amount_minor, \
      currency::text AS currency, status, provider_charge_id, refund_id, refund_reason, refunded_minor, \
-     refunded_at, comp_recipient, created_at, updated_at";
+     refunded_at, comp_recipient, created_at, updated_at, charge_attempt, method_digest, declined";
 
 /// The payment of a hold: `$1` hold key.
 pub fn by_hold_key() -> String {
@@ -19,8 +19,8 @@ pub fn by_hold_key() -> String {
 pub fn insert_intent() -> String {
     format!(
         "INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id, amount_minor, \
-             currency, status, lease_owner, lease_until, attempts) \
-         VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, now() + $8 * interval '1 millisecond', 1) \
+             currency, status, lease_owner, lease_until, attempts, method_digest) \
+         VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, now() + $8 * interval '1 millisecond', 1, $9) \
          ON CONFLICT (hold_key) DO NOTHING RETURNING {PAYMENT_COLUMNS}"
     )
 }

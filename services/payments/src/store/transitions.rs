@@ -113,13 +113,15 @@ pub async fn finish_refund(
     Ok(moved == 1)
 }
 
-/// Pending → failed (nothing charged). Returns false when it was not pending.
+/// Pending → failed because the provider declined the charge (nothing charged; the
+/// fan may try another method, see [`next_attempt`]). Returns false when it was not
+/// pending.
 ///
 /// # Errors
 /// [`Error::Database`].
-pub async fn mark_failed(conn: &mut PgConnection, id: Uuid) -> Result<bool, Error> {
+pub async fn mark_declined(conn: &mut PgConnection, id: Uuid) -> Result<bool, Error> {
     let moved = sqlx::query(
-        "UPDATE payments.payments SET status = 'failed', lease_owner = NULL, \
+        "UPDATE payments.payments SET status = 'failed', declined = true, lease_owner = NULL, \
              lease_until = NULL, updated_at = now() \
          WHERE payment_id = $1 AND status = 'pending'",
     )
@@ -152,4 +154,34 @@ pub async fn mark_abandoned(
     .await?
     .rows_affected();
     Ok(moved == 1)
+}
+
+/// A declined payment's next charge attempt, with the payment method whose SHA-256 is
+/// `method_digest` and a lease for the caller: failed (declined, on attempt `from`) →
+/// pending on attempt `from + 1`. `None` when another request moved it first.
+///
+/// # Errors
+/// [`Error::Database`]; [`Error::CorruptRow`].
+pub async fn next_attempt(
+    conn: &mut PgConnection,
+    id: Uuid,
+    from: u32,
+    method_digest: &[u8; 32],
+    lease: Lease,
+) -> Result<Option<Payment>, Error> {
+    one(sqlx::query_as::<_, PaymentRow>(&format!(
+        "UPDATE payments.payments SET status = 'pending', declined = false, \
+             charge_attempt = charge_attempt + 1, method_digest = $3, \
+             lease_owner = $4, lease_until = now() + $5 * interval '1 millisecond', \
+             attempts = attempts + 1, updated_at = now() \
+         WHERE payment_id = $1 AND status = 'failed' AND declined AND charge_attempt = $2 \
+         RETURNING {PAYMENT_COLUMNS}"
+    ))
+    .bind(id)
+    .bind(i32::try_from(from).unwrap_or(i32::MAX))
+    .bind(method_digest.as_slice())
+    .bind(lease.owner)
+    .bind(millis(lease.ttl))
+    .fetch_optional(&mut *conn)
+    .await?)
 }

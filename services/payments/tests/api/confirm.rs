@@ -265,30 +265,99 @@ async fn refusals_are_typed_and_charge_nothing() {
 }
 
 #[tokio::test]
-async fn a_declined_card_fails_the_order_and_a_retry_repeats_the_answer() {
+async fn a_declined_card_repeats_its_answer_and_another_card_pays_once() {
     let stack = Stack::start().await;
     let event = stack.event().await;
     let key = stack.claim("fan-a", &event, &[stack.seats[0]]).await;
-    let err = stack
-        .confirm("fan-a", &key, "tok_decline")
-        .await
-        .unwrap_err();
-    assert_eq!(
-        reason(&err, Code::FailedPrecondition),
-        Reason::PaymentDeclined
-    );
-    let err = stack.confirm("fan-a", &key, "tok_visa").await.unwrap_err();
-    assert_eq!(
-        reason(&err, Code::FailedPrecondition),
-        Reason::PaymentDeclined
-    );
+    for _ in 0..2 {
+        let err = stack
+            .confirm("fan-a", &key, "tok_decline")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            reason(&err, Code::FailedPrecondition),
+            Reason::PaymentDeclined
+        );
+    }
     assert_eq!(stack.payment(&key).await.unwrap().0, "failed");
     assert_eq!(
         stack.sim.ledger().len(),
         1,
-        "one declined attempt, no charge"
+        "the same card is not asked again"
     );
     assert_eq!(stack.hold_statuses(&key).await, ["held"]);
+
+    // Another card: a new attempt under its own provider key, then paid.
+    let order = stack.confirm("fan-a", &key, "tok_visa").await.unwrap();
+    assert_eq!(order.status(), OrderStatus::Paid);
+    let keys: Vec<String> = stack
+        .sim
+        .ledger()
+        .into_iter()
+        .map(|e| e.idempotency_key)
+        .collect();
+    assert_eq!(keys, [key.clone(), format!("{key}:2")]);
+    assert_eq!(stack.charges_of_hold(&key), 1);
+    // The paying card again: the same order; the declined one: the key is taken.
+    let again = stack.confirm("fan-a", &key, "tok_visa").await.unwrap();
+    assert_eq!(again.order_id, order.order_id);
+    let reused = stack
+        .confirm("fan-a", &key, "tok_decline")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&reused, Code::FailedPrecondition),
+        Reason::IdempotencyKeyReused
+    );
+    assert_eq!(stack.charges_of_hold(&key), 1, "charged once in all");
+    stack.assert_consistent().await;
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn another_method_on_a_paid_or_running_payment_is_a_reused_key() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let key = stack.claim("fan-a", &event, &[stack.seats[0]]).await;
+    let order = stack.confirm("fan-a", &key, "tok_visa").await.unwrap();
+    let reused = stack
+        .confirm("fan-a", &key, "tok_mastercard")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&reused, Code::FailedPrecondition),
+        Reason::IdempotencyKeyReused
+    );
+    let again = stack.confirm("fan-a", &key, "tok_visa").await.unwrap();
+    assert_eq!(again.order_id, order.order_id);
+    assert_eq!(stack.charges_of_hold(&key), 1);
+    stack.assert_consistent().await;
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn two_cards_after_a_decline_at_once_charge_one() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let key = stack.claim("fan-a", &event, &[stack.seats[0]]).await;
+    stack
+        .confirm("fan-a", &key, "tok_decline")
+        .await
+        .unwrap_err();
+    let (visa, mastercard) = tokio::join!(
+        stack.confirm("fan-a", &key, "tok_visa"),
+        stack.confirm("fan-a", &key, "tok_mastercard"),
+    );
+    let answers = [visa, mastercard];
+    let paid = answers.iter().filter(|a| a.is_ok()).count();
+    assert_eq!(paid, 1, "{answers:?}");
+    for refused in answers.iter().filter_map(|a| a.as_ref().err()) {
+        assert_eq!(
+            reason(refused, Code::FailedPrecondition),
+            Reason::IdempotencyKeyReused
+        );
+    }
+    assert_eq!(stack.charges_of_hold(&key), 1);
     stack.assert_consistent().await;
     stack.stop().await;
 }

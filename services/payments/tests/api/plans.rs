@@ -35,7 +35,7 @@ async fn confirm_statements_use_indexes() {
     };
     let pool = stadium_db::connect(&db.url, &options).await.unwrap();
     let mut conn = pool.acquire().await.unwrap();
-    for (sql, params) in [(by_hold_key(), 1), (insert_intent(), 8), (capture(), 6)] {
+    for (sql, params) in [(by_hold_key(), 1), (insert_intent(), 9), (capture(), 6)] {
         let scans = generic_seq_scans(&mut conn, &sql, params).await;
         assert!(
             !scans.iter().any(|t| t == "payments" || t == "tickets"),
