@@ -14,7 +14,7 @@ use stadium_kit::service_error::{
 use stadium_tokens::{AccessRefused, TokenError};
 use tonic::Code;
 
-use crate::domain::{Limit, SeatId, SectionId};
+use crate::domain::{HoldKey, Limit, SeatId, SectionId};
 
 /// Everything a holds operation can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +86,9 @@ pub enum Error {
         limit: Limit,
         /// Its value.
         max: u64,
+        /// For `holds_per_admission`: the hold the admission already has (metadata
+        /// `hold_key`), so the fan can find it.
+        hold: Option<HoldKey>,
     },
     /// No hold with this key, or not the caller's.
     #[error("hold not found")]
@@ -201,10 +204,14 @@ impl ServiceError for Error {
                 ),
             ],
             Self::SeatsNotInSection(seats) => vec![("seat_ids".into(), list(seats))],
-            Self::LimitExceeded { limit, max } => vec![
-                ("limit".into(), limit.as_str().into()),
-                ("max".into(), max.to_string()),
-            ],
+            Self::LimitExceeded { limit, max, hold } => {
+                let mut metadata = vec![
+                    ("limit".into(), limit.as_str().into()),
+                    ("max".into(), max.to_string()),
+                ];
+                metadata.extend(hold.map(|key| ("hold_key".into(), key.to_string())));
+                metadata
+            }
             Self::Access(refused) => access_metadata(refused),
             Self::EventNotOnSale(status) => vec![("status".into(), status.clone())],
             Self::HoldLifetimeReached {

@@ -110,6 +110,12 @@ impl Holds for Fake {
     ) -> Result<Response<holds::GetHoldResponse>, Status> {
         unused()
     }
+    async fn list_holds(
+        &self,
+        _: Request<holds::ListHoldsRequest>,
+    ) -> Result<Response<holds::ListHoldsResponse>, Status> {
+        unused()
+    }
     async fn release_hold(
         &self,
         _: Request<holds::ReleaseHoldRequest>,

@@ -13,9 +13,9 @@ use stadium_proto::holds::v1::{
     BlockSeatsRequest, BlockSeatsResponse, ClaimBestAvailableRequest, ClaimBestAvailableResponse,
     ClaimCompRequest, ClaimCompResponse, ClaimSeatsRequest, ClaimSeatsResponse, ConfirmHoldRequest,
     ConfirmHoldResponse, ExtendHoldRequest, ExtendHoldResponse, GetHoldRequest, GetHoldResponse,
-    ReleaseHoldRequest, ReleaseHoldResponse, ReleaseSeatsRequest, ReleaseSeatsResponse,
-    StartPaymentRequest, StartPaymentResponse, SweepExpiredRequest, SweepExpiredResponse,
-    holds_server::Holds,
+    ListHoldsRequest, ListHoldsResponse, ReleaseHoldRequest, ReleaseHoldResponse,
+    ReleaseSeatsRequest, ReleaseSeatsResponse, StartPaymentRequest, StartPaymentResponse,
+    SweepExpiredRequest, SweepExpiredResponse, holds_server::Holds,
 };
 use stadium_tokens::{Access, Role};
 use tonic::{Request, Response, Status};
@@ -131,6 +131,20 @@ impl Holds for HoldsApi {
         let hold = self.service.get(key, fan.as_str()).await?;
         Ok(Response::new(GetHoldResponse {
             hold: Some(to_wire(&hold)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn list_holds(
+        &self,
+        request: Request<ListHoldsRequest>,
+    ) -> Result<Response<ListHoldsResponse>, Status> {
+        let fan = self.auth.fan(bearer(&request)?, SystemTime::now())?;
+        let event = EventId::try_from(request.get_ref().event_id.as_str())
+            .map_err(|e| Error::invalid("event_id", e))?;
+        let holds = self.service.live_holds(event, fan.as_str()).await?;
+        Ok(Response::new(ListHoldsResponse {
+            holds: holds.iter().map(to_wire).collect(),
         }))
     }
 

@@ -18,7 +18,7 @@ use stadium_db::retry_transient;
 use stadium_seating::Availability;
 
 use super::{HoldsService, unshared};
-use crate::domain::best::{BestRequest, Block, EventLayout, Hints};
+use crate::domain::best::{BestRequest, Block, EventLayout, Hints, Target};
 use crate::domain::{EventId, FanId, Hold, SectionId};
 use crate::error::Error;
 use crate::store;
@@ -91,7 +91,26 @@ impl HoldsService {
         admission_jti: &str,
     ) -> Result<Hold, Error> {
         let started = Instant::now();
-        let result = self.best_rounds(request, fan, admission_jti).await;
+        let result = match self.best_rounds(request, fan, admission_jti).await {
+            Err(refused @ Error::LimitExceeded { .. }) => {
+                let quantity = usize::try_from(request.quantity).unwrap_or(usize::MAX);
+                self.answered_before(
+                    refused,
+                    request.event,
+                    fan.as_str(),
+                    admission_jti,
+                    |hold| {
+                        hold.seats.len() == quantity
+                            && match request.target {
+                                Target::Section(section) => hold.section == section,
+                                Target::Category(_) => true,
+                            }
+                    },
+                )
+                .await
+            }
+            other => other,
+        };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let outcome = match &result {
             Ok(hold) => {

@@ -6,6 +6,7 @@
 
 mod best;
 mod coalesce;
+mod repeated;
 
 pub use coalesce::Batching;
 
@@ -129,6 +130,21 @@ impl HoldsService {
                 .await
             }
         };
+        let result = match (result, &claim.claimant) {
+            (Err(refused @ Error::LimitExceeded { .. }), Claimant::Fan { fan, admission_jti }) => {
+                self.answered_before(refused, claim.event, fan.as_str(), admission_jti, |hold| {
+                    hold.section == claim.section && hold.seats == claim.seats.as_slice()
+                })
+                .await
+                .map(|hold| {
+                    store::Claimed::Held(store::ClaimOutcome {
+                        hold,
+                        expired_on_the_way: 0,
+                    })
+                })
+            }
+            (other, _) => other,
+        };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match result {
             Ok(store::Claimed::Held(outcome)) => {
@@ -187,6 +203,15 @@ impl HoldsService {
     pub async fn get(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
         let mut conn = self.pool.acquire().await?;
         store::get(&mut conn, key, fan).await
+    }
+
+    /// `fan`'s live holds of `event`, by hold key (see `store::live_holds`).
+    ///
+    /// # Errors
+    /// As `store::live_holds`.
+    pub async fn live_holds(&self, event: EventId, fan: &str) -> Result<Vec<Hold>, Error> {
+        let mut conn = self.pool.acquire().await?;
+        store::live_holds(&mut conn, event, fan, None).await
     }
 
     /// Releases the hold `key` of `fan`.

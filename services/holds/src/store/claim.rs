@@ -114,6 +114,7 @@ pub(super) fn decide(
 ) -> Result<Claimed, Error> {
     let limit = |limit: Limit| Error::LimitExceeded {
         limit,
+        hold: None,
         max: row
             .limit_max
             .and_then(|m| u64::try_from(m).ok())

@@ -4,8 +4,8 @@
 
 use sqlx::PgConnection;
 
-use super::{HoldRows, hold_rows};
-use crate::domain::{Hold, HoldKey, HoldStatus};
+use super::{HOLD_COLUMNS, HoldRow, HoldRows, hold_rows};
+use crate::domain::{EventId, Hold, HoldKey, HoldStatus};
 use crate::error::Error;
 
 fn owned_by(rows: &HoldRows, owner: Option<&str>) -> bool {
@@ -30,6 +30,43 @@ pub async fn get(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result<Hol
         return Err(Error::HoldNotFound);
     }
     reported(&rows)
+}
+
+/// `fan`'s live holds of `event` (held and unexpired, in payment or not), by hold key;
+/// with `admission`, only the one claimed with that admission token (`jti`). One read
+/// on the fan's active-claims index.
+///
+/// # Errors
+/// [`Error::Database`]; [`Error::CorruptRow`].
+pub async fn live_holds(
+    conn: &mut PgConnection,
+    event: EventId,
+    fan: &str,
+    admission: Option<&str>,
+) -> Result<Vec<Hold>, Error> {
+    let rows = sqlx::query_as::<_, HoldRow>(&format!(
+        "SELECT {HOLD_COLUMNS} FROM holds.seat_holds \
+         WHERE event_id = $1 AND fan_id = $2 AND status IN ('held', 'booked') \
+           AND status = 'held' AND kind = 'fan' AND expires_at > now() \
+           AND ($3::text IS NULL OR admission_jti = $3) \
+         ORDER BY hold_key, seat_id"
+    ))
+    .bind(event.get())
+    .bind(fan)
+    .bind(admission)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut holds = Vec::new();
+    let mut rows = rows.into_iter().peekable();
+    while let Some(first) = rows.next() {
+        let key = first.hold_key;
+        let mut one = vec![first];
+        while let Some(row) = rows.next_if(|r| r.hold_key == key) {
+            one.push(row);
+        }
+        holds.extend(HoldRows { rows: one }.to_hold()?);
+    }
+    Ok(holds)
 }
 
 /// Releases the fan's held seats of hold `key` at once. Releasing a released hold

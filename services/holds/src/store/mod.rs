@@ -20,7 +20,7 @@ mod sweep;
 pub use best::{BestOutcome, claim_best};
 pub use claim::{ClaimOutcome, Claimed, claim};
 pub use claim_many::{Batched, claim_many};
-pub use holds::{ReleaseScope, admin_release, get, release};
+pub use holds::{ReleaseScope, admin_release, get, live_holds, release};
 pub use layout::{event_layout, unavailable_counts};
 pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};
 pub use section_seats::section_seats;

@@ -12,5 +12,6 @@ mod mode;
 mod payment_window;
 mod plans;
 mod refusals;
+mod repeated;
 mod support;
 mod sweeper;
