@@ -25,6 +25,10 @@ use crate::status::error_status;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// The cap of a call that carries no bulk data, in bytes: far above any such request
+/// (a whole section's seat list fits many times over), far below tonic's 4 MiB.
+pub const MAX_CALL_BYTES: usize = 256 * 1024;
+
 /// A tonic service whose calls' bodies are capped per method (bytes).
 #[derive(Debug, Clone)]
 pub struct BodyLimit<S> {

@@ -168,6 +168,34 @@ async fn a_method_with_its_own_budget_outlives_the_request_timeout() {
 }
 
 #[tokio::test]
+async fn a_body_past_its_cap_is_refused_with_the_cap() {
+    use stadium_kit::body_limit::BodyLimit;
+    let server = support::start_wrapped(
+        stadium_kit::server::GrpcServer::new(options(LONG, LONG)),
+        |svc| BodyLimit::new(svc, 1024).with_method(format!("/{SEAT_MAP}/GetLayout"), 4096),
+    )
+    .await;
+    let status = server
+        .seat_map()
+        .get_layout(layout("x".repeat(5000)))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert_eq!(
+        stadium_kit::Reason::of(&status),
+        Some(stadium_kit::Reason::RequestTooLarge)
+    );
+    assert_eq!(error_info(&status).unwrap().metadata["limit_bytes"], "4096");
+    // Within its method's cap, above the default one: served.
+    server
+        .seat_map()
+        .get_layout(layout("x".repeat(3000)))
+        .await
+        .expect("within GetLayout's cap");
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn error_info_survives_the_wire() {
     let server = start(options(LONG, LONG)).await;
     let status = server

@@ -59,7 +59,7 @@ pub const DEFAULT_PORT: u16 = stadium_kit::args::ports::BOX_OFFICE;
 pub const MAX_IMPORT_BYTES: usize = 64 * 1024 * 1024;
 /// Largest request of every other call, in bytes (a seat list of a whole section
 /// fits many times over).
-pub const MAX_CALL_BYTES: usize = 1024 * 1024;
+pub const MAX_CALL_BYTES: usize = stadium_kit::body_limit::MAX_CALL_BYTES;
 /// Path of `ImportVenue`, the one call with [`MAX_IMPORT_BYTES`].
 pub const IMPORT_VENUE_PATH: &str = "/stadium.box_office.v1.BoxOffice/ImportVenue";
 

@@ -32,6 +32,7 @@ use std::time::Duration;
 use stadium_db::{PoolOptions, RetryPolicy};
 use stadium_kit::StartError;
 use stadium_kit::background::Background;
+use stadium_kit::body_limit::{BodyLimit, MAX_CALL_BYTES};
 use stadium_kit::server::GrpcServer;
 use stadium_proto::holds::v1::holds_server::HoldsServer;
 use stadium_tokens::VerificationKeys;
@@ -163,7 +164,7 @@ pub async fn serve_parts(
     background.keep("sweeper", sweeper);
     let api = grpc::HoldsApi::new(parts.service, parts.auth);
     let served = GrpcServer::new(config.common.server_options("holds"))
-        .add_service(HoldsServer::new(api))
+        .add_service(BodyLimit::new(HoldsServer::new(api), MAX_CALL_BYTES))
         .serve(listener, shutdown)
         .await;
     background.finish().await;

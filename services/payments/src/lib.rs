@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use secrecy::ExposeSecret;
 use stadium_kit::StartError;
+use stadium_kit::body_limit::{BodyLimit, MAX_CALL_BYTES};
 use stadium_kit::server::GrpcServer;
 use stadium_proto::payments::v1::payments_server::PaymentsServer;
 use stadium_tokens::VerificationKeys;
@@ -218,7 +219,7 @@ pub async fn serve_parts(
     let server = GrpcServer::new(config.common.server_options(SERVICE_NAME))
         .with_method_timeout(grpc::CONFIRM_PATH, flows)
         .with_method_timeout(grpc::REFUND_ORDER_PATH, flows)
-        .add_service(PaymentsServer::new(api))
+        .add_service(BodyLimit::new(PaymentsServer::new(api), MAX_CALL_BYTES))
         .serve(listener, shutdown.clone());
     let (served, ()) = tokio::join!(server, reconciler);
     served.map_err(StartError::from)

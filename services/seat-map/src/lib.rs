@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use stadium_db::PoolOptions;
 use stadium_kit::StartError;
+use stadium_kit::body_limit::{BodyLimit, MAX_CALL_BYTES};
 use stadium_kit::server::GrpcServer;
 use stadium_proto::seat_map::v1::seat_map_server::SeatMapServer;
 use stadium_tokens::{FanSessionVerifier, VerificationKeys};
@@ -107,10 +108,10 @@ pub async fn serve_parts(
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
     GrpcServer::new(config.common.server_options("seat-map"))
-        .add_service(SeatMapServer::new(grpc::SeatMapApi::new(
-            parts.service,
-            parts.fans,
-        )))
+        .add_service(BodyLimit::new(
+            SeatMapServer::new(grpc::SeatMapApi::new(parts.service, parts.fans)),
+            MAX_CALL_BYTES,
+        ))
         .serve(listener, shutdown)
         .await
         .map_err(StartError::from)

@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stadium_kit::StartError;
+use stadium_kit::body_limit::{BodyLimit, MAX_CALL_BYTES};
 use stadium_kit::server::{GrpcServer, ServerOptions};
 use stadium_proto::waiting_room::v1::waiting_room_server::WaitingRoomServer;
 use stadium_tokens::{
@@ -169,7 +170,7 @@ pub async fn serve(
         shutdown.clone(),
     );
     GrpcServer::new(settings.server.clone())
-        .add_service(WaitingRoomServer::new(api))
+        .add_service(BodyLimit::new(WaitingRoomServer::new(api), MAX_CALL_BYTES))
         .serve(listener, shutdown)
         .await?;
     Ok(())

@@ -115,12 +115,32 @@ pub async fn start(options: ServerOptions) -> Running {
 }
 
 pub async fn start_with(server: GrpcServer) -> Running {
+    start_wrapped(server, |svc| svc).await
+}
+
+/// As [`start_with`], the test service wrapped by `wrap` (a body limit, say).
+pub async fn start_wrapped<S>(
+    server: GrpcServer,
+    wrap: impl FnOnce(SeatMapServer<TestSeatMap>) -> S,
+) -> Running
+where
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = std::convert::Infallible,
+        > + tonic::server::NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
     let service = TestSeatMap::default();
     let (listener, addr) = loopback_listener().await;
     let shutdown = CancellationToken::new();
     let served = tokio::spawn(
         server
-            .add_service(SeatMapServer::new(service.clone()))
+            .add_service(wrap(SeatMapServer::new(service.clone())))
             .serve(listener, shutdown.clone()),
     );
     let channel = connect(addr).await;
