@@ -24,7 +24,7 @@ use crate::domain::Money;
 use crate::error::Error;
 use crate::provider::{Notice, NoticeKind};
 use crate::service::{
-    CompRequest, OrderKey, PageRequest, PaymentsService, format_cursor, parse_cursor,
+    CompRequest, NoticeOutcome, OrderKey, PageRequest, PaymentsService, format_cursor, parse_cursor,
 };
 
 /// The default page size of `ListOrders`.
@@ -230,8 +230,10 @@ impl Payments for PaymentsApi {
         };
         tracing::Span::current().record("notice_id", notice.notice_id.as_str());
         let outcome = self.core.provider_notice(&notice, &body.signature).await?;
-        tracing::info!(?outcome, "provider notice acknowledged");
-        Ok(Response::new(ProviderNoticeResponse { acknowledged: true }))
+        // A deferred notice is not acknowledged, so the provider delivers it again.
+        let acknowledged = outcome != NoticeOutcome::Deferred;
+        tracing::info!(?outcome, acknowledged, "provider notice");
+        Ok(Response::new(ProviderNoticeResponse { acknowledged }))
     }
 
     #[tracing::instrument(skip_all)]

@@ -1,7 +1,10 @@
 //! Provider notices (webhooks): a charge notice is handled like a late confirm. Each
 //! notice id is applied at most once: its mark commits with the state change it caused,
-//! and a redelivery finds the mark and changes nothing. Every accepted delivery is
-//! acknowledged, also when someone else is already finishing the payment.
+//! and a redelivery finds the mark and changes nothing. A delivery that could not be
+//! applied now (someone else is finishing the payment, or finishing it failed) is
+//! deferred: not marked and not acknowledged, so the provider delivers it again. A
+//! charge notice whose amount is not the payment's changes nothing and is logged at
+//! ERROR.
 
 use super::PaymentsService;
 use crate::domain::{PaymentStatus, parse_charge_key};
@@ -64,6 +67,22 @@ impl PaymentsService {
             }
             (payment, _) => payment,
         };
+        if let Some(payment) = &payment
+            && notice.kind == NoticeKind::ChargeSucceeded
+            && notice.amount != payment.amount
+        {
+            tracing::error!(
+                payment_id = %payment.id,
+                notice_id = %notice.notice_id,
+                notice_minor = notice.amount.amount_minor,
+                notice_currency = %notice.amount.currency,
+                payment_minor = payment.amount.amount_minor,
+                "charge notice for another amount than the payment's: not applied"
+            );
+            store::mark_notice(&mut conn, &mark, Some(payment.id), "amount_mismatch").await?;
+            self.metrics.notice("rejected");
+            return Ok(NoticeOutcome::Applied);
+        }
         let Some(payment) = payment else {
             // Refund confirmations, and charges we never recorded an intent for: kept
             // for the record, nothing to change.

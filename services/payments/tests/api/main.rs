@@ -7,6 +7,7 @@ mod cases;
 mod confirm;
 mod deadlines;
 mod metrics;
+mod notices;
 mod plans;
 mod recovery;
 mod standalone;

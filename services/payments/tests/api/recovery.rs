@@ -249,17 +249,7 @@ async fn a_charge_landing_after_the_reconciler_gave_up_is_booked_or_refunded_nev
         .unwrap();
     let ack = stack
         .client()
-        .provider_notice(stadium_proto::payments::v1::ProviderNoticeRequest {
-            notice_id: notice.notice_id,
-            kind: stadium_proto::payments::v1::NoticeKind::ChargeSucceeded as i32,
-            idempotency_key: notice.idempotency_key,
-            provider_charge_id: notice.provider_charge_id,
-            amount: Some(stadium_proto::common::v1::Money {
-                amount_minor: notice.amount.amount_minor,
-                currency: notice.amount.currency,
-            }),
-            signature,
-        })
+        .provider_notice(crate::support::notice_request(notice, signature))
         .await
         .unwrap()
         .into_inner();

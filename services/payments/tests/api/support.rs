@@ -643,3 +643,21 @@ async fn seed_venue(pool: &PgPool) -> (i64, u64, Vec<u64>) {
         seats.into_iter().map(|s| s as u64).collect(),
     )
 }
+
+/// The wire request of a charge-succeeded `notice` signed `signature`.
+pub fn notice_request(
+    notice: payments::provider::Notice,
+    signature: String,
+) -> stadium_proto::payments::v1::ProviderNoticeRequest {
+    stadium_proto::payments::v1::ProviderNoticeRequest {
+        notice_id: notice.notice_id,
+        kind: stadium_proto::payments::v1::NoticeKind::ChargeSucceeded as i32,
+        idempotency_key: notice.idempotency_key,
+        provider_charge_id: notice.provider_charge_id,
+        amount: Some(stadium_proto::common::v1::Money {
+            amount_minor: notice.amount.amount_minor,
+            currency: notice.amount.currency,
+        }),
+        signature,
+    }
+}
