@@ -1,12 +1,22 @@
 //! The reconciler's work: finish payments left unfinished by a crash, a timeout or an
 //! unreachable dependency, by asking the provider what happened under the payment's
-//! idempotency key.
+//! idempotency key; and look again at abandoned payments (never seen charged) for a day,
+//! in case their charge lands late. Work is taken in the order of each payment's next
+//! visit time, and a visit that leaves a payment unfinished pushes it back with backoff,
+//! so payments that cannot finish yet never starve the others.
+
+use std::time::Duration;
 
 use super::PaymentsService;
 use crate::domain::{Payment, PaymentStatus};
 use crate::error::Error;
 use crate::provider::{ChargeOutcome, LedgerRecord};
 use crate::store::{self, Lease};
+
+/// Wait before the second visit of a payment a visit left unfinished; doubled per visit.
+const REVISIT_BASE: Duration = Duration::from_secs(5);
+/// Longest wait between two visits of one payment.
+const REVISIT_MAX: Duration = Duration::from_secs(600);
 
 /// What one reconciler pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,8 +45,9 @@ impl ReconcileReport {
 }
 
 impl PaymentsService {
-    /// One pass: every unfinished payment nobody holds a lease on (up to `batch`), each
-    /// under its own lease.
+    /// One pass over the payments due (up to `batch`, earliest first): each unfinished
+    /// one under its own lease, each abandoned one against the provider's record; a
+    /// payment left unfinished is visited again later, with backoff.
     ///
     /// # Errors
     /// [`Error::Database`] when the scan itself fails; a failure on one payment is
@@ -44,23 +55,15 @@ impl PaymentsService {
     pub async fn reconcile_once(&self, batch: i64) -> Result<ReconcileReport, Error> {
         let ids = {
             let mut conn = self.pool.acquire().await?;
-            store::unfinished(&mut conn, batch).await?
+            store::due(&mut conn, batch).await?
         };
         let mut report = ReconcileReport::default();
         for id in ids {
-            let lease = Lease::new(self.settings.lease);
-            let taken = {
+            let result = self.visit(id).await;
+            if !matches!(result, Ok("captured" | "refunded")) {
                 let mut conn = self.pool.acquire().await?;
-                store::take_lease(&mut conn, id, lease).await?
-            };
-            let Some(payment) = taken else { continue };
-            let result = match payment.status {
-                PaymentStatus::RefundPending => self
-                    .finish_refund(payment, lease, None)
-                    .await
-                    .map(|_| "refunded"),
-                _ => self.resolve_pending(payment, lease).await,
-            };
+                store::postpone(&mut conn, id, REVISIT_BASE, REVISIT_MAX).await?;
+            }
             match result {
                 Ok(action) => {
                     self.metrics.reconciled(action);
@@ -77,6 +80,72 @@ impl PaymentsService {
             tracing::info!(?report, "reconciler pass");
         }
         Ok(report)
+    }
+
+    /// One payment of the scan: an abandoned one against the provider's record, an
+    /// unfinished one under a lease. Returns the action taken.
+    async fn visit(&self, id: uuid::Uuid) -> Result<&'static str, Error> {
+        let lease = Lease::new(self.settings.lease);
+        let taken = {
+            let mut conn = self.pool.acquire().await?;
+            store::take_lease(&mut conn, id, lease).await?
+        };
+        match taken {
+            Some(payment) if payment.status == PaymentStatus::RefundPending => self
+                .finish_refund(payment, lease, None)
+                .await
+                .map(|_| "refunded"),
+            Some(payment) => self.resolve_pending(payment, lease).await,
+            None => match self.payment_by_id(id).await? {
+                Some(payment) if payment.status == PaymentStatus::Failed && !payment.declined => {
+                    self.revisit_abandoned(payment, lease).await
+                }
+                _ => Ok("skipped"),
+            },
+        }
+    }
+
+    /// An abandoned payment (failed, never seen charged) against the provider's record:
+    /// a charge that landed after all is booked (or refunded when the hold is gone), a
+    /// decline makes the failure final, nothing leaves it for a later visit. No lease is
+    /// taken on a failed payment; the conditional transitions decide between racers.
+    async fn revisit_abandoned(
+        &self,
+        payment: Payment,
+        lease: Lease,
+    ) -> Result<&'static str, Error> {
+        let key = payment.charge_key();
+        let record = self
+            .provider_call("lookup", self.provider.lookup(&key))
+            .await
+            .map_err(|error| Error::ProviderUnavailable(error.to_string()))?;
+        match record {
+            Some(LedgerRecord::Charge(ChargeOutcome::Succeeded { charge_id })) => {
+                tracing::warn!(payment_id = %payment.id, "an abandoned payment was charged after all: booking it");
+                self.book_found(payment, &charge_id, lease).await
+            }
+            Some(LedgerRecord::Charge(ChargeOutcome::Declined { .. })) => {
+                let mut conn = self.pool.acquire().await?;
+                store::mark_declined(&mut conn, payment.id).await?;
+                Ok("failed")
+            }
+            Some(LedgerRecord::Refund { .. }) | None => Ok("skipped"),
+        }
+    }
+
+    /// Books a payment whose charge the provider's record shows; returns the action.
+    async fn book_found(
+        &self,
+        payment: Payment,
+        charge_id: &str,
+        lease: Lease,
+    ) -> Result<&'static str, Error> {
+        let order = self.book(payment, charge_id, lease, None).await?;
+        Ok(match order.payment.status {
+            PaymentStatus::Captured => "captured",
+            PaymentStatus::Refunded => "refunded",
+            _ => "skipped",
+        })
     }
 
     /// Completes a pending payment (lease held) from the provider's record of its charge:
@@ -103,12 +172,7 @@ impl PaymentsService {
         };
         match record {
             Some(LedgerRecord::Charge(ChargeOutcome::Succeeded { charge_id })) => {
-                let order = self.book(payment, &charge_id, lease, None).await?;
-                Ok(match order.payment.status {
-                    PaymentStatus::Captured => "captured",
-                    PaymentStatus::Refunded => "refunded",
-                    _ => "skipped",
-                })
+                self.book_found(payment, &charge_id, lease).await
             }
             Some(LedgerRecord::Charge(ChargeOutcome::Declined { .. })) => {
                 let mut conn = self.pool.acquire().await?;

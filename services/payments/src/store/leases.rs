@@ -72,18 +72,53 @@ pub async fn release_lease(conn: &mut PgConnection, id: Uuid, lease: Lease) -> R
     Ok(())
 }
 
-/// Unfinished payments nobody holds a lease on, oldest first (the reconciler's scan).
+/// How long abandoned payments (failed, never seen charged) stay on the reconciler's
+/// schedule after they were created.
+pub const ABANDONED_WATCH: Duration = Duration::from_secs(24 * 3600);
+
+/// The payments due for the reconciler (the scan): unfinished ones nobody holds a lease
+/// on, and abandoned ones younger than [`ABANDONED_WATCH`], whose `reconcile_at` has
+/// come, earliest first.
 ///
 /// # Errors
 /// [`Error::Database`].
-pub async fn unfinished(conn: &mut PgConnection, limit: i64) -> Result<Vec<Uuid>, Error> {
+pub async fn due(conn: &mut PgConnection, limit: i64) -> Result<Vec<Uuid>, Error> {
     Ok(sqlx::query_scalar(
         "SELECT payment_id FROM payments.payments \
-         WHERE status IN ('pending', 'refund_pending') \
+         WHERE (status IN ('pending', 'refund_pending') OR (status = 'failed' AND NOT declined)) \
+           AND reconcile_at <= now() \
            AND (lease_until IS NULL OR lease_until <= now()) \
-         ORDER BY updated_at LIMIT $1",
+           AND (status <> 'failed' OR created_at > now() - $2 * interval '1 millisecond') \
+         ORDER BY reconcile_at LIMIT $1",
     )
     .bind(limit)
+    .bind(millis(ABANDONED_WATCH))
     .fetch_all(&mut *conn)
     .await?)
+}
+
+/// Pushes the payment's next reconciler visit back after a visit that left it
+/// unfinished: `base` × 2^visits, at most `max`, by the database clock.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn postpone(
+    conn: &mut PgConnection,
+    id: Uuid,
+    base: Duration,
+    max: Duration,
+) -> Result<(), Error> {
+    sqlx::query(
+        "UPDATE payments.payments \
+         SET reconcile_at = now() + LEAST($2 * (1::bigint << LEAST(reconcile_visits, 30)), $3) \
+                 * interval '1 millisecond', \
+             reconcile_visits = reconcile_visits + 1 \
+         WHERE payment_id = $1",
+    )
+    .bind(id)
+    .bind(millis(base))
+    .bind(millis(max))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }

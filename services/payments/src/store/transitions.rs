@@ -113,9 +113,9 @@ pub async fn finish_refund(
     Ok(moved == 1)
 }
 
-/// Pending → failed because the provider declined the charge (nothing charged; the
-/// fan may try another method, see [`next_attempt`]). Returns false when it was not
-/// pending.
+/// Pending (or abandoned) → failed because the provider declined the charge (nothing
+/// charged; the fan may try another method, see [`next_attempt`]). Returns false when
+/// it was neither.
 ///
 /// # Errors
 /// [`Error::Database`].
@@ -123,7 +123,7 @@ pub async fn mark_declined(conn: &mut PgConnection, id: Uuid) -> Result<bool, Er
     let moved = sqlx::query(
         "UPDATE payments.payments SET status = 'failed', declined = true, lease_owner = NULL, \
              lease_until = NULL, updated_at = now() \
-         WHERE payment_id = $1 AND status = 'pending'",
+         WHERE payment_id = $1 AND (status = 'pending' OR (status = 'failed' AND NOT declined))",
     )
     .bind(id)
     .execute(&mut *conn)

@@ -9,6 +9,7 @@ mod deadlines;
 mod metrics;
 mod notices;
 mod plans;
+mod reconciler;
 mod recovery;
 mod standalone;
 mod support;

@@ -1,34 +1,15 @@
 //! Provider notices that cannot be applied now are not acknowledged, so the provider
 //! delivers them again; a notice for another amount than the payment's changes nothing.
 
-use payments::provider::sim::Faults;
-use stadium_kit::Reason;
-use tonic::Code;
-
-use crate::support::{NOTICE_SECRET, Stack, notice_request, reason};
-
-/// A hold whose charge landed but whose answer was lost: the payment stays pending,
-/// with no lease, and the provider has a success notice for it.
-async fn charged_unanswered(stack: &Stack) -> String {
-    let event = stack.event().await;
-    let key = stack.claim("fan-a", &event, &[stack.seats[0]]).await;
-    stack.sim.set_faults(Faults {
-        timeout_after_charge: 1,
-        ..Faults::default()
-    });
-    let lost = stack.confirm("fan-a", &key, "tok_visa").await.unwrap_err();
-    assert_eq!(
-        reason(&lost, Code::Unavailable),
-        Reason::ProviderUnavailable
-    );
-    stack.sim.set_faults(Faults::default());
-    key
-}
+use crate::support::{NOTICE_SECRET, Stack, notice_request};
 
 #[tokio::test]
 async fn a_deferred_notice_is_not_acknowledged_and_its_redelivery_applies() {
     let stack = Stack::start().await;
-    let key = charged_unanswered(&stack).await;
+    let event = stack.event().await;
+    let key = stack
+        .charged_answer_lost("fan-a", &event, stack.seats[0])
+        .await;
     // Another driver holds the payment.
     sqlx::query(
         "UPDATE payments.payments SET lease_owner = gen_random_uuid(), \
@@ -68,7 +49,10 @@ async fn a_deferred_notice_is_not_acknowledged_and_its_redelivery_applies() {
 #[tokio::test]
 async fn a_notice_for_another_amount_changes_nothing() {
     let stack = Stack::start().await;
-    let key = charged_unanswered(&stack).await;
+    let event = stack.event().await;
+    let key = stack
+        .charged_answer_lost("fan-a", &event, stack.seats[0])
+        .await;
     let (mut notice, _) = stack
         .sim
         .success_notice(&key, NOTICE_SECRET.as_bytes())

@@ -13,7 +13,7 @@ use clap::Parser;
 use payments::provider::PaymentProvider;
 use payments::provider::remote::RemoteProvider;
 use payments::provider::server::SimServer;
-use payments::provider::sim::SimulatedProvider;
+use payments::provider::sim::{Faults, SimulatedProvider};
 use sqlx::PgPool;
 use stadium_kit::testing::{connect, loopback_listener};
 use stadium_proto::holds::v1::ClaimSeatsRequest;
@@ -301,6 +301,24 @@ impl Stack {
         token: &'static str,
     ) -> Result<Order, Status> {
         confirm_with(self.client(), self.session(fan), hold_key.to_owned(), token).await
+    }
+
+    /// A new hold of `fan` on `seat` of `event` whose charge landed but whose answer was
+    /// lost: the payment stays pending with no lease, and the provider has a success
+    /// notice for it. Returns the hold key.
+    pub async fn charged_answer_lost(&self, fan: &str, event: &str, seat: u64) -> String {
+        let key = self.claim(fan, event, &[seat]).await;
+        self.sim.set_faults(Faults {
+            timeout_after_charge: 1,
+            ..Faults::default()
+        });
+        let lost = self.confirm(fan, &key, "tok_visa").await.unwrap_err();
+        assert_eq!(
+            stadium_kit::Reason::of(&lost),
+            Some(stadium_kit::Reason::ProviderUnavailable)
+        );
+        self.sim.set_faults(Faults::default());
+        key
     }
 
     /// Moves a hold's clock back: claimed `minutes_ago` minutes ago with a 10-minute TTL.

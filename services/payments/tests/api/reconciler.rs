@@ -1,0 +1,112 @@
+//! The reconciler converges: it finds a charge that landed after it gave a payment up,
+//! with no notice and no confirm to tell it, and payments it cannot finish yet never
+//! keep it from the others.
+
+use payments::provider::sim::Faults;
+use stadium_kit::Reason;
+use tonic::Code;
+
+use crate::support::{Stack, confirm_with, reason};
+
+/// Makes every scheduled visit due now, as if the backoff had passed.
+async fn visits_due(stack: &Stack) {
+    sqlx::query("UPDATE payments.payments SET reconcile_at = now()")
+        .execute(stack.pool())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_charge_landing_after_the_reconciler_gave_up_is_found_without_a_notice() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let key = stack.claim("fan-a", &event, &[stack.seats[0]]).await;
+    // The charge waits at the provider while the reconciler gives the payment up; then
+    // it lands, and the confirm's answer is lost: nobody tells us.
+    stack.sim.set_faults(Faults {
+        timeout_after_charge: 1,
+        ..Faults::default()
+    });
+    stack.sim.close_gate();
+    let confirming = tokio::spawn(confirm_with(
+        stack.client(),
+        stack.session("fan-a"),
+        key.clone(),
+        "tok_visa",
+    ));
+    stack.sim.charge_waiting().await;
+    sqlx::query(
+        "UPDATE payments.payments SET created_at = now() - interval '11 minutes' \
+         WHERE hold_key = $1::uuid",
+    )
+    .bind(&key)
+    .execute(stack.pool())
+    .await
+    .unwrap();
+    stack.lapse_leases().await;
+    assert_eq!(stack.core().reconcile_once(100).await.unwrap().failed, 1);
+    stack.sim.open_gate();
+    let lost = confirming.await.unwrap().unwrap_err();
+    assert_eq!(
+        reason(&lost, Code::Unavailable),
+        Reason::ProviderUnavailable
+    );
+    assert_eq!(stack.payment(&key).await.unwrap().0, "failed");
+    assert_eq!(
+        stack.charges_of_hold(&key),
+        1,
+        "charged, and recorded as failed"
+    );
+
+    // Its next visit asks the provider again and books it.
+    visits_due(&stack).await;
+    let report = stack.core().reconcile_once(100).await.unwrap();
+    assert_eq!(report.captured, 1, "{report:?}");
+    assert_eq!(stack.payment(&key).await.unwrap().0, "captured");
+    stack.assert_consistent().await;
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn payments_that_cannot_finish_do_not_starve_the_others() {
+    const STUCK: usize = 30;
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    // Payments with no charge at the provider, too young to give up: each visit leaves
+    // them pending. They were touched first, so an order by last change puts them first.
+    for i in 0..STUCK {
+        sqlx::query(
+            "INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id, \
+                 amount_minor, currency, status, updated_at) \
+             VALUES (gen_random_uuid(), gen_random_uuid(), $1::bigint, $2, 100, 'EUR', \
+                 'pending', now() - interval '1 hour')",
+        )
+        .bind(&event)
+        .bind(format!("stuck-{i}"))
+        .execute(stack.pool())
+        .await
+        .unwrap();
+    }
+    // One payment the reconciler can finish: charged, the answer lost.
+    let key = stack
+        .charged_answer_lost("fan-a", &event, stack.seats[0])
+        .await;
+
+    // Passes smaller than the stuck ones: the first visits only stuck payments, which
+    // then wait their backoff; a later pass reaches the one that can finish.
+    let batch = i64::try_from(STUCK).unwrap() - 5;
+    let first = stack.core().reconcile_once(batch).await.unwrap();
+    assert_eq!(first.captured, 0, "{first:?}");
+    let mut passes = 1;
+    while stack.payment(&key).await.unwrap().0 != "captured" {
+        passes += 1;
+        assert!(passes <= 3, "the finishable payment was starved");
+        stack.core().reconcile_once(batch).await.unwrap();
+    }
+    sqlx::query("DELETE FROM payments.payments WHERE fan_id LIKE 'stuck-%'")
+        .execute(stack.pool())
+        .await
+        .unwrap();
+    stack.assert_consistent().await;
+    stack.stop().await;
+}
