@@ -34,7 +34,8 @@ pub async fn get(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result<Hol
 
 /// `fan`'s live holds of `event` (held and unexpired, in payment or not), by hold key;
 /// with `admission`, only the one claimed with that admission token (`jti`). One read
-/// on the fan's active-claims index.
+/// on the fan's active-claims index (`seat_holds_fan_active_idx`, whose predicate the
+/// redundant-looking `status IN ('held', 'booked')` repeats so the planner uses it).
 ///
 /// # Errors
 /// [`Error::Database`]; [`Error::CorruptRow`].
@@ -46,8 +47,9 @@ pub async fn live_holds(
 ) -> Result<Vec<Hold>, Error> {
     let rows = sqlx::query_as::<_, HoldRow>(&format!(
         "SELECT {HOLD_COLUMNS} FROM holds.seat_holds \
-         WHERE event_id = $1 AND fan_id = $2 AND status IN ('held', 'booked') \
-           AND status = 'held' AND kind = 'fan' AND expires_at > now() \
+         WHERE event_id = $1 AND fan_id = $2 \
+           AND status IN ('held', 'booked') AND status = 'held' \
+           AND kind = 'fan' AND expires_at > now() \
            AND ($3::text IS NULL OR admission_jti = $3) \
          ORDER BY hold_key, seat_id"
     ))

@@ -35,6 +35,13 @@ async fn hot_path_statements_use_indexes() {
                 count(DISTINCT hold_key) FILTER (WHERE status = 'held' AND admission_jti = 'jti-7') \
          FROM holds.seat_holds \
          WHERE event_id = 7 AND fan_id = 'fan-7' AND status IN ('held', 'booked') AND kind = 'fan'",
+        // A fan's live holds (ListHolds, and a claim asked again: `store::live_holds`).
+        "SELECT hold_key, seat_id FROM holds.seat_holds \
+         WHERE event_id = 7 AND fan_id = 'fan-7' \
+           AND status IN ('held', 'booked') AND status = 'held' \
+           AND kind = 'fan' AND expires_at > now() \
+           AND ('jti-7'::text IS NULL OR admission_jti = 'jti-7') \
+         ORDER BY hold_key, seat_id",
         // Lazy expiry inside a claim that met a hold (per seat, in `holds.claim`).
         "UPDATE holds.seat_holds SET status = 'expired', updated_at = now() \
          WHERE event_id = 7 AND section_id = 1 AND seat_id = 10 \

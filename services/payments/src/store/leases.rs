@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::payments::{PaymentRow, millis, one};
-use super::statements::PAYMENT_COLUMNS;
+use super::statements::{self, PAYMENT_COLUMNS};
 use crate::domain::Payment;
 use crate::error::Error;
 
@@ -83,18 +83,11 @@ pub const ABANDONED_WATCH: Duration = Duration::from_secs(24 * 3600);
 /// # Errors
 /// [`Error::Database`].
 pub async fn due(conn: &mut PgConnection, limit: i64) -> Result<Vec<Uuid>, Error> {
-    Ok(sqlx::query_scalar(
-        "SELECT payment_id FROM payments.payments \
-         WHERE (status IN ('pending', 'refund_pending') OR (status = 'failed' AND NOT declined)) \
-           AND reconcile_at <= now() \
-           AND (lease_until IS NULL OR lease_until <= now()) \
-           AND (status <> 'failed' OR created_at > now() - $2 * interval '1 millisecond') \
-         ORDER BY reconcile_at LIMIT $1",
-    )
-    .bind(limit)
-    .bind(millis(ABANDONED_WATCH))
-    .fetch_all(&mut *conn)
-    .await?)
+    Ok(sqlx::query_scalar(statements::DUE)
+        .bind(limit)
+        .bind(millis(ABANDONED_WATCH))
+        .fetch_all(&mut *conn)
+        .await?)
 }
 
 /// Pushes the payment's next reconciler visit back after a visit that left it

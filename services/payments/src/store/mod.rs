@@ -14,7 +14,7 @@ mod tickets;
 mod transitions;
 
 pub use catalog::event_currency;
-pub use leases::{ABANDONED_WATCH, Lease, due, postpone, release_lease, take_lease};
+pub use leases::{Lease, due, postpone, release_lease, take_lease};
 pub use notices::{NoticeMark, mark_notice, notice_seen};
 pub use payments::{
     Cursor, NewPayment, by_hold_key, by_id, insert_comp, insert_intent, list_for_fan,

@@ -8,6 +8,16 @@ pub const PAYMENT_COLUMNS: &str = "payment_id, hold_key, event_id, fan_id, amoun
      currency::text AS currency, status, provider_charge_id, refund_id, refund_reason, refunded_minor, \
      refunded_at, comp_recipient, created_at, updated_at, charge_attempt, method_digest, declined";
 
+/// The reconciler's scan (see `store::due`): `$1` how many, `$2` how long abandoned
+/// payments are watched (ms). Its status condition is `payments_reconcile_idx`'s
+/// predicate, so the scan reads that index in `reconcile_at` order.
+pub const DUE: &str = "SELECT payment_id FROM payments.payments \
+     WHERE (status IN ('pending', 'refund_pending') OR (status = 'failed' AND NOT declined)) \
+       AND reconcile_at <= now() \
+       AND (lease_until IS NULL OR lease_until <= now()) \
+       AND (status <> 'failed' OR created_at > now() - $2 * interval '1 millisecond') \
+     ORDER BY reconcile_at LIMIT $1";
+
 /// The payment of a hold: `$1` hold key.
 pub fn by_hold_key() -> String {
     format!("SELECT {PAYMENT_COLUMNS} FROM payments.payments WHERE hold_key = $1")
