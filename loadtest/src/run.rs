@@ -121,6 +121,8 @@ fn point(ctx: &Ctx, admitted: Option<u64>) -> TimelinePoint {
         admitted: admitted.unwrap_or_else(|| get(&ctx.stats.admitted)),
         held: get(&ctx.stats.seats_held_now),
         sold: get(&ctx.stats.seats_sold),
+        claims: get(&ctx.stats.claim_attempts),
+        seat_taken: get(&ctx.stats.seat_taken),
     }
 }
 

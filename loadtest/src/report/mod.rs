@@ -27,6 +27,12 @@ pub struct TimelinePoint {
     pub held: u64,
     /// Seats sold.
     pub sold: u64,
+    /// Claims made so far (picked seats and best available).
+    #[serde(default)]
+    pub claims: u64,
+    /// Claims answered `SEAT_TAKEN` so far.
+    #[serde(default)]
+    pub seat_taken: u64,
 }
 
 /// Late payers: fans who confirmed after their hold lapsed.
@@ -233,6 +239,8 @@ pub(crate) mod tests {
                     admitted: i * 45,
                     held: (i * 10).min(100),
                     sold: i * 22,
+                    claims: i * 30,
+                    seat_taken: i * 3,
                 })
                 .collect(),
             timeline_sources: "admitted: GetQueueStats; held, sold: run counters".into(),
