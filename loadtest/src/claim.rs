@@ -221,6 +221,9 @@ async fn claim_round(
     rng: &mut StdRng,
 ) -> Round {
     let mut next: Option<Want> = None;
+    // A claim that failed in transit is sent again with its request id, so a hold it
+    // made before its answer was lost comes back instead of being held for nobody.
+    let mut resend: Option<(Want, String)> = None;
     let mut tries = 0;
     // Empty suggestions or failed picks count too, so a round always ends.
     let mut picks = 0;
@@ -228,10 +231,11 @@ async fn claim_round(
         if ctx.is_sold_out() {
             return Round::Stop;
         }
-        let want = match next.take() {
-            Some(want) => want,
-            None => match pick(ctx, session, quantity, rng).await {
-                Pick::Claim(want) => want,
+        let (want, request_id) = match (resend.take(), next.take()) {
+            (Some(again), _) => again,
+            (None, Some(want)) => (want, new_request_id(rng)),
+            (None, None) => match pick(ctx, session, quantity, rng).await {
+                Pick::Claim(want) => (want, new_request_id(rng)),
                 Pick::Retry => {
                     picks += 1;
                     continue;
@@ -249,7 +253,7 @@ async fn claim_round(
         };
         tries += 1;
         inc(&ctx.stats.claim_attempts);
-        let answer = claim(ctx, session, admission, &want, *quantity).await;
+        let answer = claim(ctx, session, admission, &want, *quantity, &request_id).await;
         let status = match answer {
             Ok(Some(hold)) => {
                 let expires_at = Instant::now() + Duration::from_millis(hold.expires_in_ms);
@@ -337,20 +341,29 @@ async fn claim_round(
                 inc(&ctx.stats.admission_expired);
                 return Round::Stop;
             }
-            _ if transient(&status) => tokio::time::sleep(backoff(rng, tries)).await,
+            _ if transient(&status) => {
+                tokio::time::sleep(backoff(rng, tries)).await;
+                resend = Some((want, request_id));
+            }
             _ => return Round::Stop,
         }
     }
     Round::Lost
 }
 
-/// One claim of `want`: `Ok(None)` when the answer carried no hold.
+/// A new claim's request id: 32 hex digits from the fan's seeded generator.
+fn new_request_id(rng: &mut StdRng) -> String {
+    format!("{:032x}", rng.r#gen::<u128>())
+}
+
+/// One claim of `want` with `request_id`: `Ok(None)` when the answer carried no hold.
 async fn claim(
     ctx: &Ctx,
     session: &str,
     admission: &str,
     want: &Want,
     quantity: u32,
+    request_id: &str,
 ) -> Result<Option<Hold>, tonic::Status> {
     let mut client = ctx.clients.holds.clone();
     match want {
@@ -360,6 +373,7 @@ async fn claim(
                 event_id: ctx.event.event_id.clone(),
                 section_id: *section_id,
                 seat_ids: seat_ids.clone(),
+                request_id: request_id.to_owned(),
             };
             ctx.call(
                 "Holds/ClaimSeats",
@@ -375,6 +389,7 @@ async fn claim(
                 target: Some(target.clone()),
                 quantity,
                 together: *together == Together::Yes,
+                request_id: request_id.to_owned(),
             };
             ctx.call(
                 "Holds/ClaimBestAvailable",

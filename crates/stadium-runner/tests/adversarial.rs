@@ -402,6 +402,7 @@ async fn claim_on(
         event_id: event_id.to_owned(),
         section_id: section,
         seat_ids: seats.to_vec(),
+        request_id: String::new(),
     };
     let response = clients
         .holds

@@ -198,6 +198,7 @@ service!(Holds {
             event_id: r.get_ref().event_id.clone(),
             section_id: section,
             seat_ids: free[..quantity].to_vec(),
+            request_id: String::new(),
         });
         *claim.metadata_mut() = r.metadata().clone();
         let hold = self.claim_seats(claim).await?.into_inner().hold;

@@ -90,6 +90,13 @@ pub enum Error {
         /// `hold_key`), so the fan can find it.
         hold: Option<HoldKey>,
     },
+    /// The claim's request id already made a hold, of other seats than this claim asks
+    /// for (another section, other seats, another quantity); nothing was claimed.
+    #[error("request_id was used for another claim (hold {hold})")]
+    RequestIdReused {
+        /// The hold the request id made (metadata `hold_key`).
+        hold: HoldKey,
+    },
     /// No hold with this key, or not the caller's.
     #[error("hold not found")]
     HoldNotFound,
@@ -155,6 +162,9 @@ impl ServiceError for Error {
             }
             Self::Contention => (Code::Aborted, Reason::Contention),
             Self::LimitExceeded { .. } => (Code::ResourceExhausted, Reason::LimitExceeded),
+            Self::RequestIdReused { .. } => {
+                (Code::FailedPrecondition, Reason::IdempotencyKeyReused)
+            }
             Self::HoldNotFound => (Code::NotFound, Reason::HoldNotFound),
             Self::HoldExpired => (Code::FailedPrecondition, Reason::HoldExpired),
             Self::HoldBooked => (Code::FailedPrecondition, Reason::HoldBooked),
@@ -212,6 +222,10 @@ impl ServiceError for Error {
                 metadata.extend(hold.map(|key| ("hold_key".into(), key.to_string())));
                 metadata
             }
+            Self::RequestIdReused { hold } => vec![
+                ("field".into(), "request_id".into()),
+                ("hold_key".into(), hold.to_string()),
+            ],
             Self::Access(refused) => access_metadata(refused),
             Self::EventNotOnSale(status) => vec![("status".into(), status.clone())],
             Self::HoldLifetimeReached {

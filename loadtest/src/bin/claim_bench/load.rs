@@ -364,6 +364,7 @@ pub async fn run(
                             event_id: event.clone(),
                             section_id,
                             seat_ids,
+                            request_id: String::new(),
                         });
                         request.metadata_mut().insert("authorization", bearer);
                         grpc.claim_seats(request).await.map(|_| ())
@@ -375,6 +376,7 @@ pub async fn run(
                             target: Some(BestTarget::SectionId(section_id)),
                             quantity: u32::try_from(SEATS_PER_CLAIM)?,
                             together: true,
+                            request_id: String::new(),
                         });
                         request.metadata_mut().insert("authorization", bearer);
                         grpc.claim_best_available(request).await.map(|_| ())

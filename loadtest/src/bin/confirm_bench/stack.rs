@@ -184,6 +184,7 @@ impl Stack {
                     event_id: seeded.event.to_string(),
                     section_id,
                     seat_ids,
+                    request_id: String::new(),
                 };
                 (format!("{prefix}{n}"), claim)
             })

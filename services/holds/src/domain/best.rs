@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use stadium_seating::{Availability, Overlap, Preference, SectionLayout, rank};
 
-use super::{EventId, SeatId, SectionId};
+use super::{EventId, RequestId, SeatId, SectionId};
 use crate::error::Error;
 
 /// What the fan asks best available for.
@@ -35,6 +35,8 @@ pub struct BestRequest {
     /// Side by side in one row only; otherwise a block is still preferred, and the best
     /// single seats of one section are taken when no block fits.
     pub together: bool,
+    /// The client's id for this claim: a retry with it finds the hold it made.
+    pub request: Option<RequestId>,
 }
 
 /// What a fan can still get when no block fits, from fresh availability.

@@ -18,6 +18,9 @@ pub enum IdError {
     /// Longer than allowed.
     #[error("must be at most {0} characters")]
     TooLong(usize),
+    /// A character outside visible ASCII (`!` to `~`).
+    #[error("must be visible ASCII characters (! to ~) only")]
+    NotVisibleAscii,
 }
 
 fn positive(raw: u64) -> Result<i64, IdError> {
@@ -112,6 +115,25 @@ impl HoldKey {
         Self(uuid::Uuid::new_v4())
     }
 
+    /// The key of the hold a fan's claim with a request id makes: the first 16 bytes of
+    /// SHA-256 over the event, the fan and the request id (length-prefixed), as a
+    /// version 8 UUID (RFC 9562 §5.8). A retry of the claim derives the same key, so
+    /// the database finds the hold it already made (migration `20261203020000`).
+    pub fn for_request(event: EventId, fan: &FanId, request: &RequestId) -> Self {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        hash.update(b"stadium hold key v1\0");
+        hash.update(event.get().to_be_bytes());
+        for part in [fan.as_str(), request.as_str()] {
+            hash.update((part.len() as u64).to_be_bytes());
+            hash.update(part.as_bytes());
+        }
+        let digest = hash.finalize();
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&digest[..16]);
+        Self(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+    }
+
     /// The UUID.
     pub fn uuid(self) -> uuid::Uuid {
         self.0
@@ -176,6 +198,40 @@ impl fmt::Display for FanId {
     }
 }
 
+/// A client's id for one claim (`request_id` of ClaimSeats and ClaimBestAvailable):
+/// 1 to 255 visible ASCII characters, as Stripe's idempotency keys (at most 255
+/// characters). The client makes one per claim it means, and sends it again with a
+/// retry of that claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(String);
+
+impl RequestId {
+    /// Longest request id, in characters.
+    pub const MAX_LEN: usize = 255;
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<&str> for RequestId {
+    type Error = IdError;
+
+    fn try_from(raw: &str) -> Result<Self, IdError> {
+        if raw.is_empty() {
+            return Err(IdError::Empty);
+        }
+        if raw.len() > Self::MAX_LEN {
+            return Err(IdError::TooLong(Self::MAX_LEN));
+        }
+        if !raw.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(IdError::NotVisibleAscii);
+        }
+        Ok(Self(raw.to_owned()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +269,41 @@ mod tests {
         assert_eq!(HoldKey::try_from("nope"), Err(IdError::NotAUuid));
         assert_eq!(FanId::try_from(""), Err(IdError::Empty));
         assert!(FanId::try_from("x".repeat(201).as_str()).is_err());
+    }
+
+    #[test]
+    fn request_ids_are_visible_ascii_up_to_255() {
+        assert!(RequestId::try_from("x".repeat(255).as_str()).is_ok());
+        assert_eq!(
+            RequestId::try_from("x".repeat(256).as_str()),
+            Err(IdError::TooLong(255))
+        );
+        assert_eq!(RequestId::try_from(""), Err(IdError::Empty));
+        for bad in ["a b", "a\nb", "é", "a\0"] {
+            assert_eq!(
+                RequestId::try_from(bad),
+                Err(IdError::NotVisibleAscii),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_request_id_derives_one_key_per_event_and_fan() {
+        let event = EventId::try_from(7u64).unwrap();
+        let other_event = EventId::try_from(8u64).unwrap();
+        let fan = FanId::try_from("fan-1").unwrap();
+        let request = RequestId::try_from("r-1").unwrap();
+        let key = HoldKey::for_request(event, &fan, &request);
+        assert_eq!(key, HoldKey::for_request(event, &fan, &request));
+        assert_eq!(key.uuid().get_version_num(), 8);
+        assert_ne!(key, HoldKey::for_request(other_event, &fan, &request));
+        // The parts are length-prefixed: moving a character across them changes the key.
+        let shifted = HoldKey::for_request(
+            event,
+            &FanId::try_from("fan-1r").unwrap(),
+            &RequestId::try_from("-1").unwrap(),
+        );
+        assert_ne!(key, shifted);
     }
 }

@@ -7,7 +7,7 @@ pub mod best;
 mod ids;
 pub mod refusal;
 
-pub use ids::{EventId, FanId, HoldKey, IdError, SeatId, SectionId};
+pub use ids::{EventId, FanId, HoldKey, IdError, RequestId, SeatId, SectionId};
 
 /// Most seat ids one request may name, whoever sends it: a bound on the work a single
 /// call can cause before any event setting is read. Fans are further limited by the
@@ -132,6 +132,22 @@ pub struct Claim {
     pub seats: SeatSet,
     /// Who claims.
     pub claimant: Claimant,
+    /// The client's id for this claim (fans only): a retry with it finds the hold the
+    /// claim made instead of making another.
+    pub request: Option<RequestId>,
+}
+
+impl Claim {
+    /// The key of the hold this claim makes: for a fan's claim with a request id, the
+    /// one [`HoldKey::for_request`] derives (the same for every retry); else fresh.
+    pub fn hold_key(&self) -> HoldKey {
+        match (&self.claimant, &self.request) {
+            (Claimant::Fan { fan, .. }, Some(request)) => {
+                HoldKey::for_request(self.event, fan, request)
+            }
+            _ => HoldKey::generate(),
+        }
+    }
 }
 
 /// Status shared by every seat of a hold.

@@ -3,7 +3,9 @@
 use stadium_proto::holds::v1 as pb;
 
 use crate::domain::best::{BestRequest, Target};
-use crate::domain::{EventId, Hold, HoldKey, HoldStatus, SeatSet, SeatSetError, SectionId};
+use crate::domain::{
+    EventId, Hold, HoldKey, HoldStatus, RequestId, SeatSet, SeatSetError, SectionId,
+};
 use crate::error::Error;
 
 /// Section and seats of a claim request.
@@ -59,7 +61,18 @@ pub(super) fn best_request(body: &pb::ClaimBestAvailableRequest) -> Result<BestR
         target,
         quantity: body.quantity,
         together: body.together,
+        request: request_id(&body.request_id)?,
     })
+}
+
+/// The optional `request_id` of a claim: `None` when empty.
+pub(super) fn request_id(raw: &str) -> Result<Option<RequestId>, Error> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    RequestId::try_from(raw)
+        .map(Some)
+        .map_err(|e| Error::invalid("request_id", e))
 }
 
 /// A hold key field.

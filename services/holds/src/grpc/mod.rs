@@ -25,7 +25,8 @@ use crate::domain::{Claim, Claimant, EventId};
 use crate::error::Error;
 use crate::service::{DEFAULT_SWEEP_BATCH, HoldsService};
 use convert::{
-    admin_seats, best_request, hold_key, identifier, payment_window, seats_of, text, to_wire,
+    admin_seats, best_request, hold_key, identifier, payment_window, request_id, seats_of, text,
+    to_wire,
 };
 
 /// StartPayment and ConfirmHold: the payments service.
@@ -69,6 +70,7 @@ impl Holds for HoldsApi {
         let event =
             EventId::try_from(body.event_id.as_str()).map_err(|e| Error::invalid("event_id", e))?;
         let (section, seats) = seats_of(body.section_id, &body.seat_ids)?;
+        let request = request_id(&body.request_id)?;
         let span = tracing::Span::current();
         span.record("event_id", event.get());
         span.record("section_id", section.get());
@@ -87,6 +89,7 @@ impl Holds for HoldsApi {
                 fan: admitted.fan,
                 admission_jti: admitted.admission_jti,
             },
+            request,
         };
         let hold = self.service.claim(&claim).await?;
         Ok(Response::new(ClaimSeatsResponse {
@@ -229,6 +232,7 @@ impl Holds for HoldsApi {
                 admin: admin.registered.sub,
                 reason,
             },
+            request: None,
         };
         let hold = self.service.claim(&claim).await?;
         Ok(Response::new(BlockSeatsResponse {
@@ -255,6 +259,7 @@ impl Holds for HoldsApi {
                 admin: admin.registered.sub,
                 recipient,
             },
+            request: None,
         };
         let hold = self.service.claim(&claim).await?;
         Ok(Response::new(ClaimCompResponse {

@@ -19,7 +19,7 @@ use stadium_seating::Availability;
 
 use super::{HoldsService, unshared};
 use crate::domain::best::{BestRequest, Block, EventLayout, Hints, Target};
-use crate::domain::{EventId, FanId, Hold, SectionId};
+use crate::domain::{EventId, FanId, Hold, HoldKey, SectionId};
 use crate::error::Error;
 use crate::store;
 
@@ -64,6 +64,20 @@ impl BestState {
     }
 }
 
+/// How the rounds of a request ended without a new hold.
+enum Answer {
+    /// Refused, as the error says.
+    Refused(Error),
+    /// The request id's hold key already names a hold (a retry).
+    Repeated(HoldKey),
+}
+
+impl From<Error> for Answer {
+    fn from(error: Error) -> Self {
+        Self::Refused(error)
+    }
+}
+
 /// Counts a request in flight while it lives.
 struct InFlight<'a>(&'a AtomicUsize);
 
@@ -91,25 +105,22 @@ impl HoldsService {
         admission_jti: &str,
     ) -> Result<Hold, Error> {
         let started = Instant::now();
+        let quantity = usize::try_from(request.quantity).unwrap_or(usize::MAX);
+        let asked = |hold: &Hold| {
+            hold.seats.len() == quantity
+                && match &request.target {
+                    Target::Section(section) => hold.section == *section,
+                    Target::Category(_) => true,
+                }
+        };
         let result = match self.best_rounds(request, fan, admission_jti).await {
-            Err(refused @ Error::LimitExceeded { .. }) => {
-                let quantity = usize::try_from(request.quantity).unwrap_or(usize::MAX);
-                self.answered_before(
-                    refused,
-                    request.event,
-                    fan.as_str(),
-                    admission_jti,
-                    |hold| {
-                        hold.seats.len() == quantity
-                            && match request.target {
-                                Target::Section(section) => hold.section == section,
-                                Target::Category(_) => true,
-                            }
-                    },
-                )
-                .await
+            Err(Answer::Repeated(key)) => self.made_before(key, fan.as_str(), asked).await,
+            Err(Answer::Refused(refused @ Error::LimitExceeded { .. })) => {
+                self.answered_before(refused, request.event, fan.as_str(), admission_jti, asked)
+                    .await
             }
-            other => other,
+            Err(Answer::Refused(refused)) => Err(refused),
+            Ok(hold) => Ok(hold),
         };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let outcome = match &result {
@@ -130,20 +141,26 @@ impl HoldsService {
         request: &BestRequest,
         fan: &FanId,
         admission_jti: &str,
-    ) -> Result<Hold, Error> {
+    ) -> Result<Hold, Answer> {
         let layout = self.event_layout(request.event).await?;
         let max = layout.max_seats_per_claim();
         if request.quantity > max {
-            return Err(Error::invalid(
+            return Err(Answer::Refused(Error::invalid(
                 "quantity",
                 format!("must be at most {max}, the event's seats per claim"),
-            ));
+            )));
         }
         let sections = layout.sections_for(&request.target)?;
         let best = &self.best;
         let crowd = best.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
         let _counted = InFlight(&best.in_flight);
         let turn = best.turns.fetch_add(1, Ordering::Relaxed);
+        let key = request
+            .request
+            .as_ref()
+            .map_or_else(HoldKey::generate, |id| {
+                HoldKey::for_request(request.event, fan, id)
+            });
         let mut fresh = false;
         for _ in 0..MAX_ROUNDS {
             let hints = self.hints(request.event, &sections);
@@ -153,11 +170,11 @@ impl HoldsService {
                 let other_sections = self
                     .sections_with_room(request.event, &layout, &sections, request.quantity)
                     .await?;
-                return Err(Error::NoBlockLeft {
+                return Err(Answer::Refused(Error::NoBlockLeft {
                     fewer_seats: possible.fewer_seats,
                     not_together: possible.not_together,
                     other_sections,
-                });
+                }));
             }
             spread(&mut blocks, turn, crowd);
             let outcome = retry_transient(
@@ -166,6 +183,7 @@ impl HoldsService {
                 || {
                     store::claim_best(
                         &self.pool,
+                        key,
                         request.event,
                         &sections,
                         &blocks,
@@ -181,6 +199,7 @@ impl HoldsService {
                     self.mark_taken(request.event, &held.hold);
                     return Ok(held.hold);
                 }
+                store::Claimed::Repeated(key) => return Err(Answer::Repeated(key)),
                 store::Claimed::Taken { unavailable } => {
                     for &section in &sections {
                         if let Some(availability) = layout.availability(section, &unavailable) {
@@ -192,7 +211,7 @@ impl HoldsService {
                 }
             }
         }
-        Err(Error::Contention)
+        Err(Answer::Refused(Error::Contention))
     }
 
     /// The event's layout, read once and kept: concurrent requests that miss the

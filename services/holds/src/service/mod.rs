@@ -130,18 +130,23 @@ impl HoldsService {
                 .await
             }
         };
+        let asked =
+            |hold: &Hold| hold.section == claim.section && hold.seats == claim.seats.as_slice();
+        let made_before = |hold| {
+            store::Claimed::Held(store::ClaimOutcome {
+                hold,
+                expired_on_the_way: 0,
+            })
+        };
         let result = match (result, &claim.claimant) {
-            (Err(refused @ Error::LimitExceeded { .. }), Claimant::Fan { fan, admission_jti }) => {
-                self.answered_before(refused, claim.event, fan.as_str(), admission_jti, |hold| {
-                    hold.section == claim.section && hold.seats == claim.seats.as_slice()
-                })
+            (Ok(store::Claimed::Repeated(key)), Claimant::Fan { fan, .. }) => self
+                .made_before(key, fan.as_str(), asked)
                 .await
-                .map(|hold| {
-                    store::Claimed::Held(store::ClaimOutcome {
-                        hold,
-                        expired_on_the_way: 0,
-                    })
-                })
+                .map(made_before),
+            (Err(refused @ Error::LimitExceeded { .. }), Claimant::Fan { fan, admission_jti }) => {
+                self.answered_before(refused, claim.event, fan.as_str(), admission_jti, asked)
+                    .await
+                    .map(made_before)
             }
             (other, _) => other,
         };
@@ -162,6 +167,12 @@ impl HoldsService {
                     taken,
                     alternatives,
                 })
+            }
+            Ok(store::Claimed::Repeated(key)) => {
+                self.metrics.claim("error", elapsed_ms);
+                Err(Error::CorruptRow(format!(
+                    "hold key {key} repeated by a claim that is not a fan's"
+                )))
             }
             Err(error @ Error::Database(_)) => {
                 self.metrics.claim("error", elapsed_ms);

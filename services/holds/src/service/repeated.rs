@@ -1,11 +1,19 @@
-//! A fan's claim asked again after its answer was lost. One hold per admission token
-//! makes the admission the claim's idempotency key: when a claim is refused for
-//! `holds_per_admission`, the admission's live hold answers it if it is what this claim
-//! asked for, and otherwise the refusal names that hold (metadata `hold_key`) so the
-//! fan can find it (`GetHold`, `ListHolds`) instead of waiting for it to lapse.
+//! A fan's claim asked again after its answer was lost.
+//!
+//! With a request id, the claim's hold key is derived from it (`Claim::hold_key`), and
+//! the database answers a retry `Claimed::Repeated`: the hold that key names answers
+//! it, whatever its status now, if it is what this claim asks for; a request id used
+//! for another claim is refused (`IDEMPOTENCY_KEY_REUSED`), as Stripe refuses an
+//! idempotency key reused with other parameters.
+//!
+//! Without one, one hold per admission token makes the admission the claim's
+//! idempotency key: when a claim is refused for `holds_per_admission`, the admission's
+//! live hold answers it if it is what this claim asked for, and otherwise the refusal
+//! names that hold (metadata `hold_key`) so the fan can find it (`GetHold`,
+//! `ListHolds`) instead of waiting for it to lapse.
 
 use super::HoldsService;
-use crate::domain::{EventId, Hold, Limit};
+use crate::domain::{EventId, Hold, HoldKey, Limit};
 use crate::error::Error;
 use crate::store;
 
@@ -44,6 +52,27 @@ impl HoldsService {
                 max,
                 hold: other.map(|hold| hold.key),
             }),
+        }
+    }
+
+    /// The hold `key` of `fan`, made by an earlier claim with the same request id,
+    /// when `asked` says it is what this claim asks for.
+    ///
+    /// # Errors
+    /// [`Error::RequestIdReused`] when it is not; as `store::get`.
+    pub(super) async fn made_before(
+        &self,
+        key: HoldKey,
+        fan: &str,
+        asked: impl Fn(&Hold) -> bool,
+    ) -> Result<Hold, Error> {
+        let mut conn = self.pool.acquire().await?;
+        let hold = store::get(&mut conn, key, fan).await?;
+        if asked(&hold) {
+            tracing::debug!(hold_key = %key, "claim repeated with its request id");
+            Ok(hold)
+        } else {
+            Err(Error::RequestIdReused { hold: key })
         }
     }
 }

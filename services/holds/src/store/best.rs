@@ -27,14 +27,16 @@ struct BestRow {
     attempts: i32,
 }
 
-/// Tries `blocks` in order for `fan` (admitted with `admission_jti`) until one is held.
-/// `sections` are the sections whose unavailable seats a refusal reports.
+/// Tries `blocks` in order for `fan` (admitted with `admission_jti`) until one is held,
+/// as the hold `key`. `sections` are the sections whose unavailable seats a refusal
+/// reports.
 ///
 /// # Errors
 /// As `store::claim` for the first attempt refused for another reason than a taken
 /// seat; [`Error::CorruptRow`] for a block index out of range.
 pub async fn claim_best<'e>(
     db: impl PgExecutor<'e>,
+    key: HoldKey,
     event: EventId,
     sections: &[SectionId],
     blocks: &[Block],
@@ -48,7 +50,6 @@ pub async fn claim_best<'e>(
         .collect();
     let block_sections: Vec<i64> = blocks.iter().map(|b| b.section.get()).collect();
     let section_ids: Vec<i64> = sections.iter().map(|s| s.get()).collect();
-    let key = HoldKey::generate();
     let row: BestRow = sqlx::query_as(
         "SELECT outcome, detail, limit_max, seat_ids, expires_in_ms, ttl_ms, expired, block, \
              attempts FROM holds.claim_best($1, $2, $3, $4, $5, $6, $7, $8)",

@@ -14,6 +14,10 @@
 //! A 23505 on [`ONE_ACTIVE_CLAIM`](super::ONE_ACTIVE_CLAIM) is caught inside the call,
 //! which writes nothing and answers with the section's unavailable seats
 //! ([`Claimed::Taken`]), so a refusal needs no second read.
+//!
+//! A fan's claim whose hold key already has rows (a retry of a claim with a request id,
+//! see `Claim::hold_key`) is answered [`Claimed::Repeated`] under the fan's lock, before
+//! anything else is decided or written (migration `20261203020000`).
 
 use sqlx::{FromRow, PgExecutor};
 
@@ -43,6 +47,9 @@ pub enum Claimed {
         /// Unavailable seat ids of the section, ascending.
         unavailable: Vec<i64>,
     },
+    /// The claim's hold key already names a hold: this claim was made before (same
+    /// request id). Nothing was written; the hold is read by its key.
+    Repeated(HoldKey),
 }
 
 /// One row of `holds.claim` (and the same columns of `holds.claim_best`).
@@ -77,7 +84,7 @@ fn parameters(claimant: &Claimant) -> (&'static str, &str, Option<&str>, Option<
 /// retry); [`Error::CorruptRow`] for an outcome this code does not know.
 pub async fn claim<'e>(db: impl PgExecutor<'e>, claim: &Claim) -> Result<Claimed, Error> {
     let (kind, owner, jti, note) = parameters(&claim.claimant);
-    let key = HoldKey::generate();
+    let key = claim.hold_key();
     let row: ClaimRow = sqlx::query_as(statements::CLAIM)
         .bind(key.uuid())
         .bind(claim.event.get())
@@ -137,6 +144,7 @@ pub(super) fn decide(
         "seat_taken" => Ok(Claimed::Taken {
             unavailable: row.seat_ids.unwrap_or_default(),
         }),
+        "repeated" => Ok(Claimed::Repeated(key)),
         "event_not_found" => Err(Error::EventNotFound),
         "event_not_on_sale" => Err(Error::EventNotOnSale(row.detail.unwrap_or_default())),
         "limit_exceeded" => match row.detail.as_deref() {

@@ -4,7 +4,9 @@
 //! then lapsed rows), so no deadlock can form, whatever seats the claims of two batches
 //! share; a seat's lock held elsewhere is not waited for: its claim comes back
 //! [`Batched::Busy`], for the caller to run alone. Claims that nothing can refuse are
-//! inserted in one statement.
+//! inserted in one statement. A claim whose hold key already has rows is answered
+//! [`Claimed::Repeated`] and the batch's other claims busy (migration
+//! `20261203020000`).
 
 use sqlx::{FromRow, PgExecutor};
 
@@ -43,7 +45,7 @@ pub async fn claim_many<'e>(
     db: impl PgExecutor<'e>,
     claims: &[&Claim],
 ) -> Result<Vec<Batched>, Error> {
-    let keys: Vec<HoldKey> = claims.iter().map(|_| HoldKey::generate()).collect();
+    let keys: Vec<HoldKey> = claims.iter().map(|claim| claim.hold_key()).collect();
     let mut fans = Vec::with_capacity(claims.len());
     let mut jtis = Vec::with_capacity(claims.len());
     for claim in claims {

@@ -28,6 +28,7 @@ async fn best(
         target: Some(target),
         quantity,
         together,
+        request_id: String::new(),
     };
     fan.client
         .claim_best_available(bearer(request, &fan.session))
@@ -207,6 +208,7 @@ async fn bad_best_available_requests_name_the_field_and_write_nothing() {
             target,
             quantity,
             together: true,
+            request_id: String::new(),
         };
         let status = HoldsClient::new(app.channel.clone())
             .claim_best_available(bearer(request, &fan.session))

@@ -5,7 +5,7 @@ use holds::error::Error;
 use holds::store::Claimed;
 use stadium_kit::Reason;
 use stadium_proto::holds::v1::{
-    ConfirmHoldRequest, GetHoldRequest, HoldStatus, ReleaseHoldRequest, SweepExpiredRequest,
+    ConfirmHoldRequest, GetHoldRequest, HoldStatus, SweepExpiredRequest,
 };
 use stadium_tokens::Role;
 use tonic::Code;
@@ -157,16 +157,7 @@ async fn c03_lapsed_hold_is_reclaimed_without_the_sweeper() {
         reason(&confirm, Code::FailedPrecondition),
         Reason::HoldExpired
     );
-    let release = app
-        .client()
-        .release_hold(bearer(
-            ReleaseHoldRequest {
-                hold_key: held_a.hold_key.clone(),
-            },
-            &a.session,
-        ))
-        .await
-        .unwrap_err();
+    let release = app.release(&held_a.hold_key, &a.session).await.unwrap_err();
     assert_eq!(
         reason(&release, Code::FailedPrecondition),
         Reason::HoldExpired
@@ -245,6 +236,7 @@ fn pair_claim(event: &str, section: &Section, fan: &str, seats: [u64; 2], round:
             fan: FanId::try_from(fan).unwrap(),
             admission_jti: format!("{fan}-{round}"),
         },
+        request: None,
     }
 }
 
@@ -396,6 +388,7 @@ async fn a_hold_lapsing_between_two_claims_neither_deadlocks_nor_splits() {
                     tx.commit().await.unwrap();
                 }
                 Ok(Claimed::Taken { .. }) => tx.rollback().await.unwrap(),
+                Ok(repeated @ Claimed::Repeated(_)) => panic!("round {round}: {repeated:?}"),
                 Err(other) => panic!("round {round}: {other:?}"),
             }
         }

@@ -21,6 +21,7 @@ fn claim(app: &TestApp, event: &str, fan: &str, jti: &str, seats: &[u64]) -> Cla
             fan: FanId::try_from(fan).unwrap(),
             admission_jti: jti.to_owned(),
         },
+        request: None,
     }
 }
 

@@ -101,16 +101,7 @@ async fn hold_release_reclaim_and_confirm() {
         .hold
         .unwrap();
     assert_eq!(twice, booked, "confirming again returns the same seats");
-    let status = app
-        .client()
-        .release_hold(bearer(
-            ReleaseHoldRequest {
-                hold_key: held.hold_key.clone(),
-            },
-            &fan.session,
-        ))
-        .await
-        .unwrap_err();
+    let status = app.release(&held.hold_key, &fan.session).await.unwrap_err();
     assert_eq!(
         reason(&status, Code::FailedPrecondition),
         Reason::HoldBooked

@@ -13,5 +13,6 @@ mod payment_window;
 mod plans;
 mod refusals;
 mod repeated;
+mod request_ids;
 mod support;
 mod sweeper;

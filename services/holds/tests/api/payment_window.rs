@@ -5,8 +5,8 @@
 
 use stadium_kit::Reason;
 use stadium_proto::holds::v1::{
-    ConfirmHoldRequest, ExtendHoldRequest, Hold, HoldStatus, ReleaseHoldRequest,
-    StartPaymentRequest, StartPaymentResponse,
+    ConfirmHoldRequest, ExtendHoldRequest, Hold, HoldStatus, StartPaymentRequest,
+    StartPaymentResponse,
 };
 use stadium_testkit::all_at_once;
 use stadium_tokens::Role;
@@ -114,16 +114,7 @@ async fn a_started_payment_keeps_the_hold_for_its_window_at_the_claimed_price() 
     assert_eq!(started_at, 1);
 
     // The fan can neither release nor extend a hold being paid for.
-    let release = app
-        .client()
-        .release_hold(bearer(
-            ReleaseHoldRequest {
-                hold_key: held.hold_key.clone(),
-            },
-            &fan.session,
-        ))
-        .await
-        .unwrap_err();
+    let release = app.release(&held.hold_key, &fan.session).await.unwrap_err();
     assert_eq!(
         reason(&release, Code::FailedPrecondition),
         Reason::PaymentStarted
@@ -239,13 +230,7 @@ async fn start_payment_refuses_at_its_boundaries_and_changes_nothing() {
     // A released hold has nothing to pay for.
     let mut second = app.fan("fan-3", &event);
     let released = second.claim(a.id, &[a.seats[1]]).await.unwrap();
-    app.client()
-        .release_hold(bearer(
-            ReleaseHoldRequest {
-                hold_key: released.hold_key.clone(),
-            },
-            &second.session,
-        ))
+    app.release(&released.hold_key, &second.session)
         .await
         .unwrap();
     let gone = start(&app, &released.hold_key, "fan-3", WINDOW_MS)

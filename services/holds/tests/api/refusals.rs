@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use stadium_kit::Reason;
 use stadium_proto::holds::v1::{
-    BlockSeatsRequest, ClaimSeatsRequest, ConfirmHoldRequest, GetHoldRequest, ReleaseHoldRequest,
+    BlockSeatsRequest, ClaimSeatsRequest, ConfirmHoldRequest, GetHoldRequest,
 };
 use stadium_tokens::{AdmissionIssuer, Role, SigningKeyRing, WAITING_ROOM_ISSUER};
 use tonic::Code;
@@ -39,6 +39,7 @@ async fn refused_claims_write_nothing() {
         event_id: event.to_owned(),
         section_id: section,
         seat_ids: seats,
+        request_id: String::new(),
     };
     let fan = "fan-x";
     let session = app.session(fan);
@@ -249,13 +250,7 @@ async fn refused_claims_write_nothing() {
         .unwrap_err();
     assert_eq!(reason(&status, Code::NotFound), Reason::HoldNotFound);
     let status = app
-        .client()
-        .release_hold(bearer(
-            ReleaseHoldRequest {
-                hold_key: owned.hold_key.clone(),
-            },
-            &other_session,
-        ))
+        .release(&owned.hold_key, &other_session)
         .await
         .unwrap_err();
     assert_eq!(reason(&status, Code::NotFound), Reason::HoldNotFound);

@@ -5,7 +5,7 @@
 use stadium_kit::Reason;
 use stadium_kit::status::error_info;
 use stadium_proto::holds::v1::claim_best_available_request::Target;
-use stadium_proto::holds::v1::{ClaimBestAvailableRequest, ListHoldsRequest, ReleaseHoldRequest};
+use stadium_proto::holds::v1::{ClaimBestAvailableRequest, ListHoldsRequest};
 use stadium_testkit::all_at_once;
 use tonic::Code;
 
@@ -68,15 +68,7 @@ async fn a_repeated_claim_gets_its_hold_and_a_different_one_is_told_which() {
         (keys[0].as_str(), &seats[..])
     );
     assert!(list("fan-b").await.is_empty());
-    app.client()
-        .release_hold(bearer(
-            ReleaseHoldRequest {
-                hold_key: keys[0].clone(),
-            },
-            &app.session("fan-a"),
-        ))
-        .await
-        .unwrap();
+    app.release(&keys[0], &app.session("fan-a")).await.unwrap();
     assert!(list("fan-a").await.is_empty());
     assert_invariants(app.pool()).await;
     app.stop().await;
@@ -96,6 +88,7 @@ async fn a_repeated_best_available_gets_its_hold() {
             target: Some(Target::SectionId(section.id)),
             quantity,
             together: true,
+            request_id: String::new(),
         };
         let session = fan.session.clone();
         async move { client.claim_best_available(bearer(request, &session)).await }

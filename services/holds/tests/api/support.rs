@@ -13,7 +13,7 @@ use holds::{Config, Parts};
 use sqlx::PgPool;
 use stadium_kit::testing::{connect, loopback_listener};
 use stadium_proto::holds::v1::holds_client::HoldsClient;
-use stadium_proto::holds::v1::{ClaimSeatsRequest, Hold};
+use stadium_proto::holds::v1::{ClaimSeatsRequest, Hold, ReleaseHoldRequest, ReleaseHoldResponse};
 use stadium_testkit::TestDatabase;
 use stadium_tokens::{AdmissionIssuer, DevIssuer, Role, SigningKeyRing, WAITING_ROOM_ISSUER};
 use tokio::task::JoinHandle;
@@ -181,6 +181,21 @@ impl TestApp {
             .token
     }
 
+    /// Releases the hold `hold_key` as the holder of `session` (`ReleaseHold`).
+    pub async fn release(
+        &self,
+        hold_key: &str,
+        session: &str,
+    ) -> Result<ReleaseHoldResponse, Status> {
+        let request = ReleaseHoldRequest {
+            hold_key: hold_key.to_owned(),
+        };
+        self.client()
+            .release_hold(bearer(request, session))
+            .await
+            .map(tonic::Response::into_inner)
+    }
+
     /// A fan ready to claim seats of `event`.
     pub fn fan(&self, name: &str, event: &str) -> Fan {
         Fan {
@@ -218,6 +233,7 @@ impl Fan {
             event_id: self.event.clone(),
             section_id: section,
             seat_ids: seats.to_vec(),
+            request_id: String::new(),
         };
         self.client
             .claim_seats(bearer(request, &self.session))

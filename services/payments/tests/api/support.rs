@@ -282,6 +282,7 @@ impl Stack {
             event_id: event.to_owned(),
             section_id: self.section,
             seat_ids: seats.to_vec(),
+            request_id: String::new(),
         };
         self.holds()
             .claim_seats(bearer(request, &self.session(fan)))
