@@ -137,6 +137,9 @@ reasons! {
     InProgress = "IN_PROGRESS",
     /// The provider declined the charge; nothing was charged.
     PaymentDeclined = "PAYMENT_DECLINED",
+    /// The provider never confirmed the charge and the payment was given up; a charge
+    /// that still lands is booked while the hold lasts, else refunded.
+    PaymentAbandoned = "PAYMENT_ABANDONED",
     /// The provider did not answer; the payment is finished later.
     ProviderUnavailable = "PROVIDER_UNAVAILABLE",
     /// No such order, or not the caller's.

@@ -57,6 +57,14 @@ pub enum Error {
     /// The provider declined the charge: nothing charged.
     #[error("the payment was declined: {0}")]
     PaymentDeclined(String),
+    /// The provider never confirmed the charge and the reconciler gave the payment up
+    /// (not declined): the hold cannot be paid again, since a charge may still land; one
+    /// that does is booked while the hold lasts, else refunded.
+    #[error(
+        "the provider never confirmed this payment and it was given up; a charge that \
+         still lands is booked while the hold lasts, else refunded"
+    )]
+    PaymentAbandoned,
     /// The provider did not answer (or timed out); the payment stays pending and the
     /// reconciler finishes it.
     #[error("payment provider unavailable: {0}")]
@@ -122,6 +130,7 @@ impl ServiceError for Error {
             Self::InProgress => (Code::Aborted, Reason::InProgress),
             Self::IdempotencyKeyReused => (Code::FailedPrecondition, Reason::IdempotencyKeyReused),
             Self::PaymentDeclined(_) => (Code::FailedPrecondition, Reason::PaymentDeclined),
+            Self::PaymentAbandoned => (Code::FailedPrecondition, Reason::PaymentAbandoned),
             Self::ProviderUnavailable(_) => (Code::Unavailable, Reason::ProviderUnavailable),
             Self::PriceMissing => (Code::FailedPrecondition, Reason::PriceMissing),
             Self::OrderNotFound => (Code::NotFound, Reason::OrderNotFound),

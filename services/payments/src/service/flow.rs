@@ -192,7 +192,8 @@ impl PaymentsService {
     ///
     /// # Errors
     /// [`Error::InProgress`] when the driver did not finish in time;
-    /// [`Error::PaymentDeclined`] for a declined payment; as the flow it takes over.
+    /// [`Error::PaymentDeclined`] for a declined payment, [`Error::PaymentAbandoned`] for
+    /// one given up unconfirmed; as the flow it takes over.
     pub(super) async fn await_outcome(
         &self,
         mut payment: Payment,
@@ -211,9 +212,10 @@ impl PaymentsService {
                         return self.drive(taken, method, lease).await;
                     }
                 }
-                PaymentStatus::Failed => {
+                PaymentStatus::Failed if payment.declined => {
                     return Err(Error::PaymentDeclined("the payment was declined".into()));
                 }
+                PaymentStatus::Failed => return Err(Error::PaymentAbandoned),
                 PaymentStatus::Captured | PaymentStatus::Refunded | PaymentStatus::Comp => {
                     return self.order(payment).await;
                 }

@@ -243,6 +243,17 @@ async fn a_charge_landing_after_the_reconciler_gave_up_is_booked_or_refunded_nev
     let err = confirming.await.unwrap().unwrap_err();
     assert_eq!(reason(&err, Code::Unavailable), Reason::ProviderUnavailable);
     assert_eq!(stack.payment(&refunded).await.unwrap().0, "failed");
+    // The fan asking again is told the payment was given up, not that a card was
+    // declined, and nothing is charged again.
+    let again = stack
+        .confirm("fan-b", &refunded, "tok_visa")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&again, Code::FailedPrecondition),
+        Reason::PaymentAbandoned
+    );
+    assert_eq!(stack.sim.charges_for(&refunded), 1);
     let (notice, signature) = stack
         .sim
         .success_notice(&refunded, crate::support::NOTICE_SECRET.as_bytes())
