@@ -104,3 +104,33 @@ async fn a_repeated_best_available_gets_its_hold() {
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn listing_holds_needs_a_session_and_a_well_formed_event() {
+    let app = TestApp::start().await;
+    let session = app.session("fan-a");
+    for bad in ["", "abc", "01", "-1"] {
+        let request = ListHoldsRequest {
+            event_id: bad.into(),
+        };
+        let status = app
+            .client()
+            .list_holds(bearer(request, &session))
+            .await
+            .unwrap_err();
+        assert_eq!(reason(&status, Code::InvalidArgument), Reason::InvalidField);
+        assert_eq!(error_info(&status).unwrap().metadata["field"], "event_id");
+    }
+    let anonymous = app
+        .client()
+        .list_holds(ListHoldsRequest {
+            event_id: "1".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&anonymous, Code::Unauthenticated),
+        Reason::TokenMissing
+    );
+    app.stop().await;
+}
