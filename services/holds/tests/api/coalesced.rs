@@ -2,7 +2,7 @@
 //! one fan see each other inside a batch, and batches whose claims cross each other's
 //! seats in every order never deadlock.
 
-use holds::domain::{Claim, Claimant, EventId, FanId, SeatSet, SectionId};
+use holds::domain::{Claim, Claimant, EventId, FanId, RequestId, SeatSet, SectionId};
 use holds::error::Error;
 use holds::store::{Batched, Claimed};
 use stadium_kit::Reason;
@@ -375,6 +375,43 @@ async fn two_batches_crossing_each_other_always_finish() {
                 .unwrap();
         }
     }
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+/// A batch with a claim retried under its request id: that claim is answered with the
+/// key of the hold it made and writes nothing; the batch's other claims are answered
+/// busy (they run alone afterwards) and write nothing either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_repeated_request_id_in_a_batch_makes_nothing_twice() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let seats = app.sections[0].seats.clone();
+    let with_id = |jti: &str| Claim {
+        request: Some(RequestId::try_from("r-1").unwrap()),
+        ..claim(&app, &event, "fan-a", jti, &[seats[0], seats[1]])
+    };
+    let first = match holds::store::claim(app.pool(), &with_id("jti-1")).await {
+        Ok(Claimed::Held(held)) => held.hold,
+        other => panic!("{other:?}"),
+    };
+
+    let claims = [
+        with_id("jti-2"),
+        claim(&app, &event, "fan-b", "jti-b", &[seats[5]]),
+    ];
+    let refs: Vec<&Claim> = claims.iter().collect();
+    let answers = holds::store::claim_many(app.pool(), &refs).await.unwrap();
+    match &answers[0] {
+        Batched::Answered(Ok(Claimed::Repeated(key))) => assert_eq!(*key, first.key),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(answers[1], Batched::Busy), "{answers:?}");
+    assert_eq!(active_counts(app.pool(), &event).await.0, 2);
+
+    let alone = holds::store::claim(app.pool(), &claims[1]).await.unwrap();
+    assert!(matches!(alone, Claimed::Held(_)), "{alone:?}");
+    assert_eq!(active_counts(app.pool(), &event).await.0, 3);
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
