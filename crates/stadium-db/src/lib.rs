@@ -7,6 +7,7 @@
 mod pool;
 mod retry;
 mod sqlstate;
+mod text_enum;
 mod url;
 
 pub use pool::{MIGRATOR, PoolOptions, connect, migrate};

@@ -196,9 +196,10 @@ async fn probe(url: &str, port: u16) -> Result<String, String> {
     }
     let query = async {
         let mut connection = sqlx::PgConnection::connect(url).await?;
-        let reported: String = sqlx::query_scalar("SELECT current_setting('data_directory')")
-            .fetch_one(&mut connection)
-            .await?;
+        let reported =
+            sqlx::query_scalar!(r#"SELECT current_setting('data_directory') AS "data_directory!""#)
+                .fetch_one(&mut connection)
+                .await?;
         connection.close().await?;
         Ok::<_, sqlx::Error>(reported)
     };

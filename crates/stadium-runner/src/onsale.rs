@@ -209,14 +209,6 @@ pub async fn run(
     Ok((report, check, floor))
 }
 
-async fn scalar(pool: &PgPool, sql: &str, event: i64) -> anyhow::Result<i64> {
-    sqlx::query_scalar::<_, i64>(sql)
-        .bind(event)
-        .fetch_one(pool)
-        .await
-        .with_context(|| format!("database check: {sql}"))
-}
-
 /// Counts the event's seats by state in the database and compares them with the
 /// report: seats sold, refunds for expired holds, and the invariants that need no
 /// report at all (one active claim per seat, one payment per hold, counts add up).
@@ -228,68 +220,46 @@ pub async fn check_database(pool: &PgPool, report: &RunReport) -> anyhow::Result
         .event_id
         .parse()
         .with_context(|| format!("event id {:?}", report.event_id))?;
+    // One statement, so every count comes from the same snapshot.
+    let counts = sqlx::query!(
+        r#"SELECT
+             (SELECT count(*) FROM catalog.event_seats WHERE event_id = $1) AS "seats!",
+             (SELECT count(*) FROM catalog.invariant_violations($1, 0, 'two_active_claims'))
+                 AS "seats_claimed_twice!",
+             (SELECT count(*) FROM holds.seat_holds
+               WHERE event_id = $1 AND status = 'booked' AND kind = 'fan') AS "sold!",
+             (SELECT count(*) FROM holds.seat_holds
+               WHERE event_id = $1 AND status = 'held' AND expires_at > now()) AS "held!",
+             (SELECT count(*) FROM holds.seat_holds
+               WHERE event_id = $1
+                 AND (status = 'blocked' OR (status = 'booked' AND kind <> 'fan')))
+                 AS "blocked!",
+             (SELECT count(*) FROM catalog.event_seats s WHERE s.event_id = $1
+                 AND NOT EXISTS (SELECT 1 FROM holds.unavailable_seats u
+                                  WHERE u.event_id = s.event_id AND u.seat_id = s.seat_id))
+                 AS "available!",
+             (SELECT count(*) FROM payments.tickets WHERE event_id = $1 AND status = 'valid')
+                 AS "tickets!",
+             (SELECT count(*) FROM payments.payments
+               WHERE event_id = $1 AND status = 'refunded' AND refund_reason = 'hold_expired')
+                 AS "hold_expired_refunds!",
+             (SELECT count(*) FROM (SELECT hold_key FROM payments.payments WHERE event_id = $1
+               GROUP BY hold_key HAVING count(*) > 1) AS twice) AS "payments_per_hold_over_one!""#,
+        event,
+    )
+    .fetch_one(pool)
+    .await
+    .context("database check")?;
     let mut c = DatabaseCheck {
-        seats: scalar(
-            pool,
-            "SELECT count(*) FROM catalog.event_seats WHERE event_id = $1",
-            event,
-        )
-        .await?,
-        seats_claimed_twice: scalar(
-            pool,
-            "SELECT count(*) FROM catalog.invariant_violations($1, 0, 'two_active_claims')",
-            event,
-        )
-        .await?,
-        sold: scalar(
-            pool,
-            "SELECT count(*) FROM holds.seat_holds
-              WHERE event_id = $1 AND status = 'booked' AND kind = 'fan'",
-            event,
-        )
-        .await?,
-        held: scalar(
-            pool,
-            "SELECT count(*) FROM holds.seat_holds
-              WHERE event_id = $1 AND status = 'held' AND expires_at > now()",
-            event,
-        )
-        .await?,
-        blocked: scalar(
-            pool,
-            "SELECT count(*) FROM holds.seat_holds
-              WHERE event_id = $1 AND (status = 'blocked' OR (status = 'booked' AND kind <> 'fan'))",
-            event,
-        )
-        .await?,
-        available: scalar(
-            pool,
-            "SELECT count(*) FROM catalog.event_seats s WHERE s.event_id = $1
-               AND NOT EXISTS (SELECT 1 FROM holds.unavailable_seats u
-                                WHERE u.event_id = s.event_id AND u.seat_id = s.seat_id)",
-            event,
-        )
-        .await?,
-        tickets: scalar(
-            pool,
-            "SELECT count(*) FROM payments.tickets WHERE event_id = $1 AND status = 'valid'",
-            event,
-        )
-        .await?,
-        hold_expired_refunds: scalar(
-            pool,
-            "SELECT count(*) FROM payments.payments
-              WHERE event_id = $1 AND status = 'refunded' AND refund_reason = 'hold_expired'",
-            event,
-        )
-        .await?,
-        payments_per_hold_over_one: scalar(
-            pool,
-            "SELECT count(*) FROM (SELECT hold_key FROM payments.payments WHERE event_id = $1
-              GROUP BY hold_key HAVING count(*) > 1) AS twice",
-            event,
-        )
-        .await?,
+        seats: counts.seats,
+        seats_claimed_twice: counts.seats_claimed_twice,
+        sold: counts.sold,
+        held: counts.held,
+        blocked: counts.blocked,
+        available: counts.available,
+        tickets: counts.tickets,
+        hold_expired_refunds: counts.hold_expired_refunds,
+        payments_per_hold_over_one: counts.payments_per_hold_over_one,
         disagreements: Vec::new(),
     };
     let d = &mut c.disagreements;

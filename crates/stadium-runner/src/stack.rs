@@ -150,8 +150,8 @@ impl Stack {
             .context("apply migrations")?;
         // Event ids restart in a new database while Redis may keep an old queue: the
         // database's oid in the key prefix keeps the two from meeting.
-        let database_oid: i64 = sqlx::query_scalar(
-            "SELECT oid::bigint FROM pg_database WHERE datname = current_database()",
+        let database_oid = sqlx::query_scalar!(
+            r#"SELECT oid::bigint AS "oid!" FROM pg_database WHERE datname = current_database()"#,
         )
         .fetch_one(&pool)
         .await

@@ -25,6 +25,16 @@ impl SourceFormat {
             Self::Generated => "generated",
         }
     }
+
+    /// Parses the database spelling; `None` for anything else.
+    pub fn from_db(s: &str) -> Option<Self> {
+        match s {
+            "pretix_json" => Some(Self::PretixJson),
+            "csv_manifest" => Some(Self::CsvManifest),
+            "generated" => Some(Self::Generated),
+            _ => None,
+        }
+    }
 }
 
 /// A price category of the venue (prices are set per event by the box office).
@@ -338,4 +348,21 @@ fn repeated_guids(sections: &[PlanSection]) -> Vec<ImportWarning> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SourceFormat;
+
+    #[test]
+    fn source_formats_round_trip() {
+        for f in [
+            SourceFormat::PretixJson,
+            SourceFormat::CsvManifest,
+            SourceFormat::Generated,
+        ] {
+            assert_eq!(SourceFormat::from_db(f.as_str()), Some(f));
+        }
+        assert_eq!(SourceFormat::from_db("json"), None);
+    }
 }

@@ -7,6 +7,9 @@ use tracing::instrument;
 use crate::error::{ImportError, Issues, Problem};
 use crate::plan::{ImportWarning, SourceFormat, VenuePlan};
 
+// `catalog.venues.source_format` reads and binds as the enum.
+stadium_db::text_enum!(SourceFormat);
+
 /// What an import stored (or found already stored).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportOutcome {
@@ -97,37 +100,39 @@ pub async fn store_plan(
     let mut tx = conn.begin().await?;
     // Identity values come from one sequence shared by every session; holding this lock
     // (self-conflicting, readers unaffected) keeps another import from interleaving ids.
-    sqlx::query("LOCK TABLE catalog.seats IN SHARE ROW EXCLUSIVE MODE")
+    sqlx::query!("LOCK TABLE catalog.seats IN SHARE ROW EXCLUSIVE MODE")
         .execute(&mut *tx)
         .await?;
-    let existing: Option<i64> =
-        sqlx::query_scalar("SELECT venue_id FROM catalog.venues WHERE source_digest = $1")
-            .bind(digest)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let existing = sqlx::query_scalar!(
+        "SELECT venue_id FROM catalog.venues WHERE source_digest = $1",
+        digest
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
     if let Some(venue_id) = existing {
-        let (sections, seats): (i64, i64) = sqlx::query_as(
-            "SELECT (SELECT count(*) FROM catalog.sections WHERE venue_id = $1),
-                    (SELECT count(*) FROM catalog.seats WHERE venue_id = $1)",
+        // count(*) of a scalar subquery is never NULL.
+        let counts = sqlx::query!(
+            r#"SELECT (SELECT count(*) FROM catalog.sections WHERE venue_id = $1) AS "sections!",
+                      (SELECT count(*) FROM catalog.seats WHERE venue_id = $1) AS "seats!""#,
+            venue_id
         )
-        .bind(venue_id)
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
         return Ok(ImportOutcome {
             venue_id,
-            sections: sections as u32,
-            seats: seats as u32,
+            sections: counts.sections as u32,
+            seats: counts.seats as u32,
             warnings: plan.warnings.clone(),
             already_imported: true,
         });
     }
-    let venue_id: i64 = sqlx::query_scalar(
+    let venue_id = sqlx::query_scalar!(
         "INSERT INTO catalog.venues (name, source_format, source_digest) VALUES ($1, $2, $3) RETURNING venue_id",
+        name.trim(),
+        format as _,
+        digest
     )
-    .bind(name.trim())
-    .bind(format.as_str())
-    .bind(digest)
     .fetch_one(&mut *tx)
     .await?;
 
@@ -136,30 +141,30 @@ pub async fn store_plan(
         .iter()
         .map(|c| (c.code.as_str(), (c.name.as_str(), c.color.as_str())))
         .unzip();
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO catalog.venue_categories (venue_id, category_code, name, color, sort_order)
          SELECT $1, code, name, color, (ord - 1)::int
          FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(code, name, color, ord)",
+        venue_id,
+        &codes as &[&str],
+        &names as &[&str],
+        &colors as &[&str]
     )
-    .bind(venue_id)
-    .bind(&codes)
-    .bind(&names)
-    .bind(&colors)
     .execute(&mut *tx)
     .await?;
 
     let mut section_ids = Vec::with_capacity(plan.sections.len());
     for (order, section) in plan.sections.iter().enumerate() {
-        let id: i64 = sqlx::query_scalar(
+        let id = sqlx::query_scalar!(
             "INSERT INTO catalog.sections (venue_id, code, name, sort_order, focus_x, focus_y)
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING section_id",
+            venue_id,
+            &section.code,
+            &section.name,
+            order as i32,
+            section.focus_x,
+            section.focus_y
         )
-        .bind(venue_id)
-        .bind(&section.code)
-        .bind(&section.name)
-        .bind(order as i32)
-        .bind(section.focus_x)
-        .bind(section.focus_y)
         .fetch_one(&mut *tx)
         .await?;
         section_ids.push(id);
@@ -191,7 +196,7 @@ pub async fn store_plan(
         }
     }
     // ORDER BY ord: identity values follow the order rows are produced in.
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO catalog.seats (venue_id, section_id, row_label, seat_label, row_index, seat_index,
                                     x, y, category_code, source_guid)
          SELECT $1, section_id, row_label, seat_label, row_index, seat_index, x, y, category, guid
@@ -200,28 +205,29 @@ pub async fn store_plan(
               WITH ORDINALITY AS t(section_id, row_label, seat_label, row_index, seat_index, x, y,
                                    category, guid, ord)
          ORDER BY ord",
+        venue_id,
+        &seat_section[..],
+        &row_labels as &[&str],
+        &seat_labels as &[&str],
+        &row_indexes[..],
+        &seat_indexes[..],
+        &xs[..],
+        &ys[..],
+        &categories as &[&str],
+        &guids as &[Option<&str>]
     )
-    .bind(venue_id)
-    .bind(&seat_section)
-    .bind(&row_labels)
-    .bind(&seat_labels)
-    .bind(&row_indexes)
-    .bind(&seat_indexes)
-    .bind(&xs)
-    .bind(&ys)
-    .bind(&categories)
-    .bind(&guids)
     .execute(&mut *tx)
     .await?;
 
-    let out_of_order: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM (
+    // count(*) is never NULL.
+    let out_of_order = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "out_of_order!" FROM (
              SELECT s.seat_id - lag(s.seat_id) OVER (ORDER BY sc.sort_order, s.row_index, s.seat_index) AS step
              FROM catalog.seats s JOIN catalog.sections sc ON sc.section_id = s.section_id
              WHERE s.venue_id = $1) t
-         WHERE step <> 1",
+         WHERE step <> 1"#,
+        venue_id
     )
-    .bind(venue_id)
     .fetch_one(&mut *tx)
     .await?;
     if out_of_order != 0 {

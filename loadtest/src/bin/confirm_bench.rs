@@ -130,7 +130,8 @@ fn holds_for(args: &Args, seeded: &Seeded, seconds: u64) -> usize {
 /// Refuses a run whose connections (both service pools, the largest `pgbench` phase,
 /// the bench's own two) would not fit the server's `max_connections`.
 async fn check_connections(db: &seed::Database, args: &Args) -> FloorResult<()> {
-    let max: String = sqlx::query_scalar("SHOW max_connections")
+    // What `SHOW max_connections` shows; a setting that exists is never NULL.
+    let max = sqlx::query_scalar!(r#"SELECT current_setting('max_connections') AS "max!""#)
         .fetch_one(&db.pool)
         .await?;
     let needed = 2 * args.pool as usize + args.clients.iter().copied().max().unwrap_or(0) + 2;

@@ -23,7 +23,7 @@
 
 use holds::store::statements::{CLAIM, CONFIRM_HOLD, START_PAYMENT};
 use payments::domain::ticket_code::{TicketClaims, TicketSigner};
-use payments::store::statements::{by_hold_key, capture, insert_intent};
+use payments::store::statements::{BY_HOLD_KEY, CAPTURE, INSERT_INTENT};
 
 use super::pgbench::bind;
 use super::seed::{SEATS_PER_CLAIM, Seeded};
@@ -39,10 +39,11 @@ fn array_of(item: &str, count: u64) -> String {
     format!("ARRAY[{}]", items.join(", "))
 }
 
-/// The five statements of a first confirm of hold `n`, one a line.
+/// The five statements of a first confirm of hold `n`, one after the other (each ended
+/// by `;` or `\gset`).
 fn confirm_statements() -> String {
     let statements = [
-        format!("{};", bind(&by_hold_key(), &[KEY])),
+        format!("{};", bind(BY_HOLD_KEY.trim_end(), &[KEY])),
         format!(
             "{} \\gset sp_",
             bind(START_PAYMENT, &[KEY, FAN, ":window_ms::integer"])
@@ -50,7 +51,7 @@ fn confirm_statements() -> String {
         format!(
             "{} \\gset pay_",
             bind(
-                &insert_intent(),
+                INSERT_INTENT.trim_end(),
                 &[
                     "gen_random_uuid()",
                     KEY,
@@ -68,7 +69,7 @@ fn confirm_statements() -> String {
         format!(
             "{};",
             bind(
-                &capture(),
+                CAPTURE.trim_end(),
                 &[
                     ":pay_payment_id::uuid",
                     "'ch_' || :n::bigint",

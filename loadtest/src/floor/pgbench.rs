@@ -11,12 +11,49 @@ use super::FloorResult;
 
 /// A service's statement `sql` with `$1`, `$2`, … replaced by `values` in order —
 /// `pgbench` variables or expressions — so that `pgbench` runs the service's own text
-/// (highest first, so `$1` never eats the start of `$10`).
+/// (highest first, so `$1` never eats the start of `$10`), without its final line
+/// break (so a `\gset` can follow on its last line), and with sqlx's column
+/// annotations taken back to plain names (see [`plain_columns`]).
 pub fn bind(sql: &str, values: &[&str]) -> String {
-    let mut out = sql.to_owned();
+    let mut out = plain_columns(sql.trim_end());
     for (i, value) in values.iter().enumerate().rev() {
         out = out.replace(&format!("${}", i + 1), value);
     }
+    out
+}
+
+/// `sql` with each column alias that carries a sqlx checked-query annotation
+/// (`AS "expired!"`, `AS "seat_ids?"`, `AS "status: HoldStatus"`, `AS "kind!: Kind"`)
+/// written as the plain column name (`AS expired`): the annotations only tell the
+/// compile-time check about nullability and Rust types, and `pgbench`'s `\gset` names
+/// variables after the columns. Other quoted identifiers are left as they are.
+pub fn plain_columns(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    while let Some(at) = rest.find("AS \"") {
+        let (before, quoted) = rest.split_at(at + 4);
+        out.push_str(before);
+        let Some(end) = quoted.find('"') else {
+            rest = quoted;
+            break;
+        };
+        let alias = &quoted[..end];
+        let name = alias
+            .split(':')
+            .next()
+            .unwrap_or(alias)
+            .trim()
+            .trim_end_matches(['!', '?']);
+        if name.len() < alias.len() && !name.is_empty() {
+            out.pop();
+            out.push_str(name);
+        } else {
+            out.push_str(alias);
+            out.push('"');
+        }
+        rest = &quoted[end + 1..];
+    }
+    out.push_str(rest);
     out
 }
 
@@ -124,7 +161,17 @@ fn parse(stdout: &str) -> Option<PgbenchResult> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{parse, plain_columns};
+
+    #[test]
+    fn sqlx_annotations_become_plain_column_names() {
+        let sql = r#"SELECT outcome AS "outcome!", seat_ids AS "seat_ids?", status AS "status: HoldStatus", kind AS "kind!: Kind", x AS "Mixed Case" FROM f($1)"#;
+        assert_eq!(
+            plain_columns(sql),
+            r#"SELECT outcome AS outcome, seat_ids AS seat_ids, status AS status, kind AS kind, x AS "Mixed Case" FROM f($1)"#
+        );
+        assert_eq!(plain_columns("SELECT 1"), "SELECT 1");
+    }
 
     #[test]
     fn reads_the_summary() {

@@ -138,82 +138,90 @@ pub async fn seed(pool: &PgPool, shape: Shape) -> FloorResult<Seeded> {
         return Err(format!("--seats-per-row must be a multiple of {SEATS_PER_CLAIM}").into());
     }
     let digest = hex::encode(rand::random::<[u8; 32]>());
-    let venue: i64 = sqlx::query_scalar(
+    let venue = sqlx::query_scalar!(
         "INSERT INTO catalog.venues (name, source_format, source_digest) \
          VALUES ('Claim benchmark arena', 'generated', $1) RETURNING venue_id",
+        digest,
     )
-    .bind(digest)
     .fetch_one(pool)
     .await?;
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO catalog.sections (venue_id, code, name, sort_order) \
-         SELECT $1, 'S' || n, 'Section ' || n, n FROM generate_series(0, $2 - 1) AS n ORDER BY n",
+         SELECT $1, 'S' || n, 'Section ' || n, n \
+         FROM generate_series(0, $2::bigint - 1) AS n ORDER BY n",
+        venue,
+        shape.sections as i64,
     )
-    .bind(venue)
-    .bind(shape.sections as i64)
     .execute(pool)
     .await?;
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO catalog.seats (venue_id, section_id, row_label, seat_label, row_index, \
              seat_index, x, y, category_code) \
          SELECT $1, sec.section_id, r::text, i::text, r, i, i, r, 'std' \
-         FROM catalog.sections sec, generate_series(0, $2 - 1) AS g1(r), \
-              generate_series(0, $3 - 1) AS g2(i) \
+         FROM catalog.sections sec, generate_series(0, $2::bigint - 1) AS g1(r), \
+              generate_series(0, $3::bigint - 1) AS g2(i) \
          WHERE sec.venue_id = $1 ORDER BY sec.section_id, g1.r, g2.i",
+        venue,
+        shape.rows as i64,
+        shape.seats_per_row as i64,
     )
-    .bind(venue)
-    .bind(shape.rows as i64)
-    .bind(shape.seats_per_row as i64)
     .execute(pool)
     .await?;
-    let (first_section, sections): (i64, i64) = sqlx::query_as(
-        "SELECT min(section_id), max(section_id) - min(section_id) + 1 \
+    let extent = sqlx::query!(
+        "SELECT min(section_id) AS first, max(section_id) - min(section_id) + 1 AS count \
          FROM catalog.sections WHERE venue_id = $1",
+        venue,
     )
-    .bind(venue)
     .fetch_one(pool)
     .await?;
-    let first_seat: i64 =
-        sqlx::query_scalar("SELECT min(seat_id) FROM catalog.seats WHERE venue_id = $1")
-            .bind(venue)
-            .fetch_one(pool)
-            .await?;
+    let first_seat = sqlx::query_scalar!(
+        "SELECT min(seat_id) FROM catalog.seats WHERE venue_id = $1",
+        venue
+    )
+    .fetch_one(pool)
+    .await?;
+    let (Some(first_section), Some(sections), Some(first_seat)) =
+        (extent.first, extent.count, first_seat)
+    else {
+        return Err("the seeded venue has no seats; use a fresh database".into());
+    };
     // The arithmetic layout pgbench relies on: any seat off it would make the two sides
     // claim different seats.
-    let off_layout: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM catalog.seats s \
-         WHERE s.venue_id = $1 AND s.seat_id <> $2 \
-             + (s.section_id - $3) * $4 * $5 + s.row_index * $5 + s.seat_index",
+    let off_layout = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM catalog.seats s
+           WHERE s.venue_id = $1 AND s.seat_id <> $2::bigint
+               + (s.section_id - $3::bigint) * $4::bigint * $5::bigint
+               + s.row_index * $5::bigint + s.seat_index"#,
+        venue,
+        first_seat,
+        first_section,
+        shape.rows as i64,
+        shape.seats_per_row as i64,
     )
-    .bind(venue)
-    .bind(first_seat)
-    .bind(first_section)
-    .bind(shape.rows as i64)
-    .bind(shape.seats_per_row as i64)
     .fetch_one(pool)
     .await?;
     if sections != shape.sections as i64 || off_layout != 0 {
         return Err("seeded seat ids are not contiguous; use a fresh database".into());
     }
-    let event: i64 = sqlx::query_scalar(
+    let event = sqlx::query_scalar!(
         "INSERT INTO catalog.events (venue_id, name, status, starts_at, onsale_at, hold_ttl_ms, \
              max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, currency) \
          VALUES ($1, 'Claim benchmark', 'on_sale', now() + interval '30 days', now(), 3600000, \
              8, 1000, 600, 'EUR') \
          RETURNING event_id",
+        venue,
     )
-    .bind(venue)
     .fetch_one(pool)
     .await?;
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO catalog.price_categories (event_id, category_code, name, price_minor, currency) \
          VALUES ($1, 'std', 'Standard', $2, 'EUR')",
+        event,
+        SEAT_PRICE_MINOR,
     )
-    .bind(event)
-    .bind(SEAT_PRICE_MINOR)
     .execute(pool)
     .await?;
-    sqlx::query("ANALYZE").execute(pool).await?;
+    sqlx::query!("ANALYZE").execute(pool).await?;
     Ok(Seeded {
         event,
         first_section,
@@ -227,24 +235,31 @@ pub async fn seed(pool: &PgPool, shape: Shape) -> FloorResult<Seeded> {
 /// rows; then `VACUUM ANALYZE`, so every phase starts alike.
 pub async fn reset(db: &Database, event: i64) -> FloorResult<()> {
     if db.created.is_some() {
-        sqlx::query(
+        sqlx::query!(
             "TRUNCATE holds.seat_holds, payments.provider_notices, payments.tickets, \
              payments.payments",
         )
         .execute(&db.pool)
         .await?;
     } else {
-        for delete in [
+        sqlx::query!(
             "DELETE FROM payments.provider_notices WHERE payment_id IN \
              (SELECT payment_id FROM payments.payments WHERE event_id = $1)",
-            "DELETE FROM payments.tickets WHERE event_id = $1",
-            "DELETE FROM payments.payments WHERE event_id = $1",
-            "DELETE FROM holds.seat_holds WHERE event_id = $1",
-        ] {
-            sqlx::query(delete).bind(event).execute(&db.pool).await?;
-        }
+            event,
+        )
+        .execute(&db.pool)
+        .await?;
+        sqlx::query!("DELETE FROM payments.tickets WHERE event_id = $1", event)
+            .execute(&db.pool)
+            .await?;
+        sqlx::query!("DELETE FROM payments.payments WHERE event_id = $1", event)
+            .execute(&db.pool)
+            .await?;
+        sqlx::query!("DELETE FROM holds.seat_holds WHERE event_id = $1", event)
+            .execute(&db.pool)
+            .await?;
     }
-    sqlx::query("VACUUM ANALYZE holds.seat_holds, payments.tickets, payments.payments")
+    sqlx::query!("VACUUM ANALYZE holds.seat_holds, payments.tickets, payments.payments")
         .execute(&db.pool)
         .await?;
     Ok(())
@@ -253,10 +268,11 @@ pub async fn reset(db: &Database, event: i64) -> FloorResult<()> {
 /// Rows held in the event: four per successful claim, whoever made it (a check on
 /// the clients' counts and on all-or-nothing claims).
 pub async fn held_rows(pool: &PgPool, event: i64) -> FloorResult<i64> {
-    Ok(sqlx::query_scalar(
-        "SELECT count(*) FROM holds.seat_holds WHERE event_id = $1 AND status = 'held'",
+    Ok(sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM holds.seat_holds
+           WHERE event_id = $1 AND status = 'held'"#,
+        event,
     )
-    .bind(event)
     .fetch_one(pool)
     .await?)
 }

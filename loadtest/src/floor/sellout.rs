@@ -103,10 +103,11 @@ async fn measure(
     )
     .await?;
     let elapsed = started.elapsed();
-    let captured: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM payments.payments WHERE event_id = $1 AND status = 'captured'",
+    let captured = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM payments.payments
+           WHERE event_id = $1 AND status = 'captured'"#,
+        seeded.event,
     )
-    .bind(seeded.event)
     .fetch_one(&db.pool)
     .await?;
     if captured != orders as i64 {

@@ -46,7 +46,7 @@ impl EventStatus {
     }
 
     /// Parses the database spelling; `None` for anything else.
-    pub fn parse(s: &str) -> Option<Self> {
+    pub fn from_db(s: &str) -> Option<Self> {
         match s {
             "draft" => Some(Self::Draft),
             "on_sale" => Some(Self::OnSale),
@@ -176,9 +176,9 @@ mod tests {
             EventStatus::Paused,
             EventStatus::Closed,
         ] {
-            assert_eq!(EventStatus::parse(s.as_str()), Some(s));
+            assert_eq!(EventStatus::from_db(s.as_str()), Some(s));
         }
-        assert_eq!(EventStatus::parse("open"), None);
+        assert_eq!(EventStatus::from_db("open"), None);
     }
 
     #[test]

@@ -343,7 +343,7 @@ impl BoxOfficeService {
     ) -> Result<(Event, Vec<ReportLine>, ReportLine)> {
         let mut tx = self.pool.begin().await?;
         // One snapshot for the rows and the total.
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .execute(&mut *tx)
             .await?;
         let event = events::load(&mut tx, event_id, false).await?;
@@ -380,7 +380,7 @@ impl BoxOfficeService {
     /// [`Error::EventNotFound`]; [`Error::Database`].
     pub async fn check_invariants(&self, event_id: i64) -> Result<Vec<Violation>> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .execute(&mut *tx)
             .await?;
         events::load(&mut tx, event_id, false).await?;

@@ -172,7 +172,7 @@ impl SeatMapService {
             .try_get_with((event, version), async {
                 self.metrics.layout_load();
                 let mut tx = self.pool.begin().await?;
-                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     .execute(&mut *tx)
                     .await?;
                 let layout = store::load_layout(&mut tx, event).await?;

@@ -49,28 +49,34 @@ pub async fn create_holds(
                 (section as i64, seats[0] as i64)
             })
             .unzip();
-        let rows: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT u.fan, md5(u.fan)::uuid::text, c.outcome \
-             FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY \
-                 AS u(fan, section_id, s0, i) \
-             CROSS JOIN LATERAL holds.claim(md5(u.fan)::uuid, $1, u.section_id, \
-                 ARRAY[u.s0, u.s0 + 1, u.s0 + 2, u.s0 + 3], u.fan, u.fan || '-jti', 'fan', NULL) AS c \
-             ORDER BY u.i",
+        // `fan` and `key` come from the bound fans (never NULL); `holds.claim` always
+        // answers an outcome.
+        let rows = sqlx::query!(
+            r#"SELECT u.fan AS "fan!", md5(u.fan)::uuid::text AS "key!", c.outcome AS "outcome!"
+               FROM unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY
+                   AS u(fan, section_id, s0, i)
+               CROSS JOIN LATERAL holds.claim(md5(u.fan)::uuid, $1, u.section_id,
+                   ARRAY[u.s0, u.s0 + 1, u.s0 + 2, u.s0 + 3], u.fan, u.fan || '-jti', 'fan',
+                   NULL) AS c
+               ORDER BY u.i"#,
+            seeded.event,
+            &fans,
+            &sections,
+            &first_seats,
         )
-        .bind(seeded.event)
-        .bind(&fans)
-        .bind(&sections)
-        .bind(&first_seats)
         .fetch_all(pool)
         .await?;
-        for (fan, key, outcome) in rows {
-            if outcome != "held" {
-                return Err(format!("claiming a hold for {fan}: {outcome}").into());
+        for row in rows {
+            if row.outcome != "held" {
+                return Err(format!("claiming a hold for {}: {}", row.fan, row.outcome).into());
             }
-            holds.push(Hold { fan, key });
+            holds.push(Hold {
+                fan: row.fan,
+                key: row.key,
+            });
         }
     }
-    sqlx::query("VACUUM ANALYZE holds.seat_holds")
+    sqlx::query!("VACUUM ANALYZE holds.seat_holds")
         .execute(pool)
         .await?;
     Ok(holds)
@@ -116,30 +122,39 @@ pub async fn check(
     claimed: u64,
     confirmed: Option<u64>,
 ) -> FloorResult<u64> {
-    let (captured, others, amount, tickets, unbooked, booked, doubled): (
-        i64,
-        i64,
-        i64,
-        i64,
-        i64,
-        i64,
-        i64,
-    ) = sqlx::query_as(
-        "SELECT \
-           (SELECT count(*) FROM payments.payments WHERE event_id = $1 AND status = 'captured'), \
-           (SELECT count(*) FROM payments.payments WHERE event_id = $1 AND status <> 'captured'), \
-           (SELECT COALESCE(sum(amount_minor), 0)::bigint FROM payments.payments \
-              WHERE event_id = $1 AND status = 'captured'), \
-           (SELECT count(*) FROM payments.tickets WHERE event_id = $1 AND status = 'valid'), \
-           (SELECT count(*) FROM payments.tickets t JOIN payments.payments p USING (payment_id) \
-              WHERE t.event_id = $1 AND NOT EXISTS (SELECT 1 FROM holds.seat_holds h \
-                WHERE h.hold_key = p.hold_key AND h.seat_id = t.seat_id AND h.status = 'booked')), \
-           (SELECT count(*) FROM holds.seat_holds WHERE event_id = $1 AND status = 'booked'), \
-           (SELECT count(*) FROM catalog.invariant_violations($1, 0, 'two_active_claims')))",
+    // Each column is one scalar subquery answering one row: a count, or a sum with
+    // COALESCE; never NULL.
+    let row = sqlx::query!(
+        r#"SELECT
+             (SELECT count(*) FROM payments.payments WHERE event_id = $1 AND status = 'captured')
+                 AS "captured!",
+             (SELECT count(*) FROM payments.payments WHERE event_id = $1 AND status <> 'captured')
+                 AS "others!",
+             (SELECT COALESCE(sum(amount_minor), 0)::bigint FROM payments.payments
+                 WHERE event_id = $1 AND status = 'captured') AS "amount!",
+             (SELECT count(*) FROM payments.tickets WHERE event_id = $1 AND status = 'valid')
+                 AS "tickets!",
+             (SELECT count(*) FROM payments.tickets t JOIN payments.payments p USING (payment_id)
+                 WHERE t.event_id = $1 AND NOT EXISTS (SELECT 1 FROM holds.seat_holds h
+                   WHERE h.hold_key = p.hold_key AND h.seat_id = t.seat_id
+                     AND h.status = 'booked')) AS "unbooked!",
+             (SELECT count(*) FROM holds.seat_holds WHERE event_id = $1 AND status = 'booked')
+                 AS "booked!",
+             (SELECT count(*) FROM catalog.invariant_violations($1, 0, 'two_active_claims'))
+                 AS "doubled!""#,
+        event,
     )
-    .bind(event)
     .fetch_one(pool)
     .await?;
+    let (captured, others, amount, tickets, unbooked, booked, doubled) = (
+        row.captured,
+        row.others,
+        row.amount,
+        row.tickets,
+        row.unbooked,
+        row.booked,
+        row.doubled,
+    );
     let held = seed::held_rows(pool, event).await?;
     let captured = u64::try_from(captured)?;
     let seats = captured * SEATS_PER_CLAIM;

@@ -26,15 +26,15 @@ pub struct AuditEntry<'a> {
 /// # Errors
 /// [`crate::error::Error::Database`].
 pub async fn record(conn: &mut PgConnection, entry: AuditEntry<'_>) -> Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO catalog.admin_audit (actor, action, target, before, after)
          VALUES ($1, $2, $3, $4, $5)",
+        entry.actor,
+        entry.action,
+        &entry.target,
+        entry.before,
+        entry.after
     )
-    .bind(entry.actor)
-    .bind(entry.action)
-    .bind(&entry.target)
-    .bind(entry.before)
-    .bind(entry.after)
     .execute(conn)
     .await?;
     Ok(())

@@ -6,12 +6,14 @@ use sqlx::PgConnection;
 use crate::domain::{Event, EventSettings, EventStatus, PriceCategory};
 use crate::error::{Error, Result};
 
-#[derive(sqlx::FromRow)]
+// `catalog.events.status` reads and binds as the enum.
+stadium_db::text_enum!(EventStatus);
+
 struct EventRow {
     event_id: i64,
     venue_id: i64,
     name: String,
-    status: String,
+    status: EventStatus,
     starts_at: DateTime<Utc>,
     onsale_at: DateTime<Utc>,
     hold_ttl_ms: i32,
@@ -25,22 +27,16 @@ struct EventRow {
     created_at: DateTime<Utc>,
 }
 
-const EVENT_COLUMNS: &str = "event_id, venue_id, name, status, starts_at, onsale_at, hold_ttl_ms, \
-     max_hold_lifetime_ms, max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, active_fan_cap, \
-     admission_ttl_ms, currency::text AS currency, created_at";
-
 fn unsigned(column: &str, value: i32) -> Result<u32> {
     u32::try_from(value).map_err(|_| Error::Internal(format!("{column} is negative: {value}")))
 }
 
 impl EventRow {
     fn into_event(self, price_categories: Vec<PriceCategory>) -> Result<Event> {
-        let status = EventStatus::parse(&self.status)
-            .ok_or_else(|| Error::Internal(format!("unknown event status {:?}", self.status)))?;
         Ok(Event {
             event_id: self.event_id,
             venue_id: self.venue_id,
-            status,
+            status: self.status,
             settings: EventSettings {
                 name: self.name,
                 starts_at: self.starts_at,
@@ -66,7 +62,6 @@ impl EventRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
 struct CategoryRow {
     event_id: i64,
     category_code: String,
@@ -91,12 +86,13 @@ impl From<CategoryRow> for PriceCategory {
 /// # Errors
 /// [`Error::Database`].
 pub async fn venue_exists(conn: &mut PgConnection, venue_id: i64) -> Result<bool> {
-    Ok(
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM catalog.venues WHERE venue_id = $1)")
-            .bind(venue_id)
-            .fetch_one(conn)
-            .await?,
+    // EXISTS is never NULL.
+    Ok(sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM catalog.venues WHERE venue_id = $1) AS "exists!""#,
+        venue_id
     )
+    .fetch_one(conn)
+    .await?)
 }
 
 /// The category codes the seats of venue `venue_id` carry, sorted.
@@ -104,10 +100,10 @@ pub async fn venue_exists(conn: &mut PgConnection, venue_id: i64) -> Result<bool
 /// # Errors
 /// [`Error::Database`].
 pub async fn venue_category_codes(conn: &mut PgConnection, venue_id: i64) -> Result<Vec<String>> {
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar!(
         "SELECT DISTINCT category_code FROM catalog.seats WHERE venue_id = $1 ORDER BY 1",
+        venue_id
     )
-    .bind(venue_id)
     .fetch_all(conn)
     .await?)
 }
@@ -118,25 +114,25 @@ pub async fn venue_category_codes(conn: &mut PgConnection, venue_id: i64) -> Res
 /// [`Error::Database`] (a CHECK refusing a value the edge let through is a bug).
 pub async fn insert(conn: &mut PgConnection, venue_id: i64, s: &EventSettings) -> Result<i64> {
     let signed = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar!(
         "INSERT INTO catalog.events (venue_id, name, starts_at, onsale_at, hold_ttl_ms,
              max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, active_fan_cap,
              admission_ttl_ms, currency, max_hold_lifetime_ms)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
          RETURNING event_id",
+        venue_id,
+        &s.name,
+        s.starts_at,
+        s.onsale_at,
+        signed(s.hold_ttl_ms),
+        signed(s.max_seats_per_claim),
+        signed(s.max_seats_per_fan),
+        signed(s.admission_rate_per_min),
+        signed(s.active_fan_cap),
+        signed(s.admission_ttl_ms),
+        &s.currency,
+        s.max_hold_lifetime_ms.map(signed)
     )
-    .bind(venue_id)
-    .bind(&s.name)
-    .bind(s.starts_at)
-    .bind(s.onsale_at)
-    .bind(signed(s.hold_ttl_ms))
-    .bind(signed(s.max_seats_per_claim))
-    .bind(signed(s.max_seats_per_fan))
-    .bind(signed(s.admission_rate_per_min))
-    .bind(signed(s.active_fan_cap))
-    .bind(signed(s.admission_ttl_ms))
-    .bind(&s.currency)
-    .bind(s.max_hold_lifetime_ms.map(signed))
     .fetch_one(conn)
     .await?)
 }
@@ -150,36 +146,40 @@ pub async fn replace_categories(
     event_id: i64,
     categories: &[PriceCategory],
 ) -> Result<()> {
-    sqlx::query("DELETE FROM catalog.price_categories WHERE event_id = $1")
-        .bind(event_id)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query!(
+        "DELETE FROM catalog.price_categories WHERE event_id = $1",
+        event_id
+    )
+    .execute(&mut *conn)
+    .await?;
     let codes: Vec<&str> = categories.iter().map(|c| c.code.as_str()).collect();
     let names: Vec<&str> = categories.iter().map(|c| c.name.as_str()).collect();
     let prices: Vec<i64> = categories.iter().map(|c| c.price_minor).collect();
     let currencies: Vec<&str> = categories.iter().map(|c| c.currency.as_str()).collect();
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO catalog.price_categories (event_id, category_code, name, price_minor, currency)
          SELECT $1, code, name, price, currency
          FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[]) AS t(code, name, price, currency)",
+        event_id,
+        &codes as &[&str],
+        &names as &[&str],
+        &prices[..],
+        &currencies as &[&str]
     )
-    .bind(event_id)
-    .bind(&codes)
-    .bind(&names)
-    .bind(&prices)
-    .bind(&currencies)
     .execute(conn)
     .await?;
     Ok(())
 }
 
 async fn categories_of(conn: &mut PgConnection, ids: &[i64]) -> Result<Vec<CategoryRow>> {
-    Ok(sqlx::query_as(
-        "SELECT event_id, category_code, name, price_minor, currency::text AS currency
-         FROM catalog.price_categories WHERE event_id = ANY($1)
-         ORDER BY event_id, price_minor DESC, category_code",
+    // `currency` is a NOT NULL column.
+    Ok(sqlx::query_as!(
+        CategoryRow,
+        r#"SELECT event_id, category_code, name, price_minor, currency::text AS "currency!"
+           FROM catalog.price_categories WHERE event_id = ANY($1::bigint[])
+           ORDER BY event_id, price_minor DESC, category_code"#,
+        ids
     )
-    .bind(ids)
     .fetch_all(conn)
     .await?)
 }
@@ -205,14 +205,32 @@ async fn assemble(conn: &mut PgConnection, rows: Vec<EventRow>) -> Result<Vec<Ev
 /// # Errors
 /// [`Error::EventNotFound`]; [`Error::Database`].
 pub async fn load(conn: &mut PgConnection, event_id: i64, lock: bool) -> Result<Event> {
-    let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM catalog.events WHERE event_id = $1{}",
-        if lock { " FOR UPDATE" } else { "" }
-    );
-    let row: Option<EventRow> = sqlx::query_as(&sql)
-        .bind(event_id)
+    // `currency` is a NOT NULL column.
+    let row = if lock {
+        sqlx::query_as!(
+            EventRow,
+            r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
+                      onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
+                      max_seats_per_fan, admission_rate_per_min, active_fan_cap,
+                      admission_ttl_ms, currency::text AS "currency!", created_at
+               FROM catalog.events WHERE event_id = $1 FOR UPDATE"#,
+            event_id
+        )
         .fetch_optional(&mut *conn)
-        .await?;
+        .await?
+    } else {
+        sqlx::query_as!(
+            EventRow,
+            r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
+                      onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
+                      max_seats_per_fan, admission_rate_per_min, active_fan_cap,
+                      admission_ttl_ms, currency::text AS "currency!", created_at
+               FROM catalog.events WHERE event_id = $1"#,
+            event_id
+        )
+        .fetch_optional(&mut *conn)
+        .await?
+    };
     let row = row.ok_or(Error::EventNotFound(event_id))?;
     let mut events = assemble(conn, vec![row]).await?;
     events.pop().ok_or(Error::EventNotFound(event_id))
@@ -228,17 +246,22 @@ pub async fn list(
     after: i64,
     limit: i64,
 ) -> Result<Vec<Event>> {
-    let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM catalog.events
-         WHERE event_id > $1 AND ($2::bigint IS NULL OR venue_id = $2)
-         ORDER BY event_id LIMIT $3"
-    );
-    let rows: Vec<EventRow> = sqlx::query_as(&sql)
-        .bind(after)
-        .bind(venue_id)
-        .bind(limit)
-        .fetch_all(&mut *conn)
-        .await?;
+    // `currency` is a NOT NULL column.
+    let rows = sqlx::query_as!(
+        EventRow,
+        r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
+                  onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
+                  max_seats_per_fan, admission_rate_per_min, active_fan_cap,
+                  admission_ttl_ms, currency::text AS "currency!", created_at
+           FROM catalog.events
+           WHERE event_id > $1 AND ($2::bigint IS NULL OR venue_id = $2)
+           ORDER BY event_id LIMIT $3"#,
+        after,
+        venue_id,
+        limit
+    )
+    .fetch_all(&mut *conn)
+    .await?;
     assemble(conn, rows).await
 }
 
@@ -247,8 +270,10 @@ pub async fn list(
 /// # Errors
 /// [`Error::Database`].
 pub async fn live_ids(conn: &mut PgConnection) -> Result<Vec<i64>> {
-    Ok(sqlx::query_scalar(
-        "SELECT event_id FROM catalog.events WHERE status IN ('on_sale', 'paused') ORDER BY event_id",
+    Ok(sqlx::query_scalar!(
+        "SELECT event_id FROM catalog.events WHERE status IN ($1::text, $2::text) ORDER BY event_id",
+        EventStatus::OnSale as _,
+        EventStatus::Paused as _
     )
     .fetch_all(conn)
     .await?)
@@ -266,13 +291,13 @@ pub async fn set_status(
     to: EventStatus,
 ) -> Result<u64> {
     let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "UPDATE catalog.events SET status = $2, updated_at = now()
-         WHERE event_id = $1 AND status = ANY($3)",
+         WHERE event_id = $1 AND status = ANY($3::text[])",
+        event_id,
+        to as _,
+        &from as &[&str]
     )
-    .bind(event_id)
-    .bind(to.as_str())
-    .bind(&from)
     .execute(conn)
     .await?
     .rows_affected())
@@ -283,12 +308,12 @@ pub async fn set_status(
 /// # Errors
 /// [`Error::Database`].
 pub async fn set_rate(conn: &mut PgConnection, event_id: i64, fans_per_minute: u32) -> Result<u64> {
-    Ok(sqlx::query(
+    Ok(sqlx::query!(
         "UPDATE catalog.events SET admission_rate_per_min = $2, updated_at = now()
          WHERE event_id = $1",
+        event_id,
+        i32::try_from(fans_per_minute).unwrap_or(i32::MAX)
     )
-    .bind(event_id)
-    .bind(i32::try_from(fans_per_minute).unwrap_or(i32::MAX))
     .execute(conn)
     .await?
     .rows_affected())
@@ -300,15 +325,15 @@ pub async fn set_rate(conn: &mut PgConnection, event_id: i64, fans_per_minute: u
 /// # Errors
 /// [`Error::Database`].
 pub async fn unpriced_categories(conn: &mut PgConnection, event_id: i64) -> Result<Vec<String>> {
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar!(
         "SELECT DISTINCT s.category_code
          FROM catalog.events e JOIN catalog.seats s ON s.venue_id = e.venue_id
          WHERE e.event_id = $1
            AND NOT EXISTS (SELECT 1 FROM catalog.price_categories pc
                            WHERE pc.event_id = e.event_id AND pc.category_code = s.category_code)
          ORDER BY 1",
+        event_id
     )
-    .bind(event_id)
     .fetch_all(conn)
     .await?)
 }

@@ -66,13 +66,15 @@ pub async fn check(
     let grace_ms = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
     let mut violations = Vec::new();
     for (invariant, description) in INVARIANTS {
-        let rows: Vec<String> =
-            sqlx::query_scalar("SELECT catalog.invariant_violations($1, $2, $3)")
-                .bind(event_id)
-                .bind(grace_ms)
-                .bind(invariant)
-                .fetch_all(&mut *conn)
-                .await?;
+        // Each row is one line describing an offending row, never NULL.
+        let rows = sqlx::query_scalar!(
+            r#"SELECT catalog.invariant_violations($1, $2, $3) AS "line!""#,
+            event_id,
+            grace_ms,
+            invariant
+        )
+        .fetch_all(&mut *conn)
+        .await?;
         if !rows.is_empty() {
             violations.push(Violation {
                 invariant,

@@ -20,7 +20,7 @@ pub enum Grouping {
 }
 
 /// One report row; counts are seats, money is minor units of the event's currency.
-#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ReportLine {
     /// Section code or category code.
     pub key: String,
@@ -68,79 +68,16 @@ pub async fn sales(
     event_id: i64,
     grouping: Grouping,
 ) -> Result<Vec<ReportLine>> {
-    Ok(sqlx::query_as(&sales_sql(grouping))
-        .bind(event_id)
-        .fetch_all(conn)
-        .await?)
-}
-
-/// The SQL of [`sales`] for `grouping` (one parameter, the event id).
-pub fn sales_sql(grouping: Grouping) -> String {
-    // The key expressions come from this enum, never from the request.
-    let (key, order) = match grouping {
-        Grouping::Section => ("sc.code", "k.sort_order, k.key"),
-        Grouping::Category => ("s.category_code", "k.key"),
-    };
-    // Claims and money are grouped on their own and joined to the seats only through
-    // primary-key lookups, so the plan stays cheap even when the planner has no
-    // statistics for a table filled minutes ago (a sale's first minutes): a join of
-    // every seat with every claim degenerates into seats x claims comparisons.
-    format!(
-        "WITH ev AS (SELECT venue_id FROM catalog.events WHERE event_id = $1),
-         seats AS (
-             SELECT {key} AS key, min(sc.sort_order) AS sort_order, count(*) AS seats
-             FROM ev JOIN catalog.seats s ON s.venue_id = ev.venue_id
-             JOIN catalog.sections sc ON sc.section_id = s.section_id
-             GROUP BY {key}),
-         claims AS (
-             SELECT {key} AS key,
-                    count(*) FILTER (WHERE a.status = 'held') AS held,
-                    count(*) FILTER (WHERE a.status = 'booked') AS sold,
-                    count(*) FILTER (WHERE a.status = 'blocked') AS blocked,
-                    count(*) FILTER (WHERE a.status = 'booked' AND a.kind = 'comp') AS comps
-             FROM holds.unavailable_seats a
-             JOIN catalog.seats s ON s.seat_id = a.seat_id
-             JOIN catalog.sections sc ON sc.section_id = s.section_id
-             WHERE a.event_id = $1
-             GROUP BY {key}),
-         orders AS (
-             SELECT p.hold_key, p.amount_minor - p.refunded_minor AS kept, p.refunded_minor
-             FROM payments.payments p
-             WHERE p.event_id = $1 AND p.status IN ('captured', 'refund_pending', 'refunded')),
-         order_seats AS (
-             SELECT h.seat_id, o.kept, o.refunded_minor,
-                    row_number() OVER (PARTITION BY o.hold_key ORDER BY h.seat_id) AS rn,
-                    count(*) OVER (PARTITION BY o.hold_key) AS n
-             FROM orders o JOIN holds.seat_holds h ON h.hold_key = o.hold_key),
-         money AS (
-             SELECT {key} AS key,
-                    sum(m.kept / m.n + CASE WHEN m.rn = 1 THEN m.kept % m.n ELSE 0 END)::bigint AS kept,
-                    sum(m.refunded_minor / m.n
-                        + CASE WHEN m.rn = 1 THEN m.refunded_minor % m.n ELSE 0 END)::bigint AS refunded,
-                    count(*) FILTER (WHERE m.refunded_minor > 0) AS refunds
-             FROM order_seats m
-             JOIN catalog.seats s ON s.seat_id = m.seat_id
-             JOIN catalog.sections sc ON sc.section_id = s.section_id
-             GROUP BY {key})
-         SELECT k.key,
-                k.seats,
-                k.seats - coalesce(c.held + c.sold + c.blocked, 0) AS available,
-                coalesce(c.held, 0) AS held,
-                coalesce(c.sold, 0) AS sold,
-                coalesce(c.blocked, 0) AS blocked,
-                coalesce(c.comps, 0) AS comps,
-                coalesce(m.kept, 0)::bigint AS revenue_minor,
-                coalesce(m.refunds, 0)::bigint AS refunds,
-                coalesce(m.refunded, 0)::bigint AS refunded_minor
-         FROM seats k
-         LEFT JOIN claims c ON c.key = k.key
-         LEFT JOIN money m ON m.key = k.key
-         ORDER BY {order}"
+    let by_category = grouping == Grouping::Category;
+    Ok(
+        sqlx::query_file_as!(ReportLine, "src/store/sql/sales.sql", event_id, by_category)
+            .fetch_all(conn)
+            .await?,
     )
 }
 
 /// One bucket of the sales timeline.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TimelineBucket {
     /// Start of the bucket.
     pub bucket_start: DateTime<Utc>,
@@ -162,8 +99,11 @@ pub async fn timeline(
     event_id: i64,
     bucket_ms: i64,
 ) -> Result<Vec<TimelineBucket>> {
-    Ok(sqlx::query_as(
-        "WITH ticks AS (
+    // Every column is NOT NULL: `at` comes from NOT NULL columns (and min() of a
+    // non-empty group), the sums are of non-empty groups.
+    Ok(sqlx::query_as!(
+        TimelineBucket,
+        r#"WITH ticks AS (
              SELECT t.payment_id, t.issued_at, p.status, p.amount_minor, p.updated_at
              FROM payments.tickets t JOIN payments.payments p ON p.payment_id = t.payment_id
              WHERE t.event_id = $1),
@@ -175,13 +115,14 @@ pub async fn timeline(
              SELECT min(issued_at), 0, 0, min(amount_minor) FROM ticks
              WHERE status IN ('captured', 'refund_pending', 'refunded')
              GROUP BY payment_id)
-         SELECT to_timestamp((floor(extract(epoch FROM at) * 1000 / $2) * $2) / 1000.0) AS bucket_start,
-                sum(sold)::bigint AS sold, sum(refunded)::bigint AS refunded,
-                sum(revenue)::bigint AS revenue_minor
-         FROM events GROUP BY 1 ORDER BY 1",
+         SELECT to_timestamp((floor(extract(epoch FROM at) * 1000 / $2::bigint) * $2::bigint) / 1000.0)
+                  AS "bucket_start!",
+                sum(sold)::bigint AS "sold!", sum(refunded)::bigint AS "refunded!",
+                sum(revenue)::bigint AS "revenue_minor!"
+         FROM events GROUP BY 1 ORDER BY 1"#,
+        event_id,
+        bucket_ms
     )
-    .bind(event_id)
-    .bind(bucket_ms)
     .fetch_all(conn)
     .await?)
 }

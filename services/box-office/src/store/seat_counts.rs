@@ -24,43 +24,45 @@ pub struct SeatCounts {
     pub as_of: DateTime<Utc>,
 }
 
-/// The statement: a held row past `expires_at` counts as free, as a claim treats it.
-const COUNT: &str = r#"
-SELECT (SELECT count(*) FROM catalog.seats s
-          JOIN catalog.events e ON e.venue_id = s.venue_id
-         WHERE e.event_id = $1) AS seats,
-       count(*) FILTER (WHERE h.status = 'held' AND h.expires_at > now()) AS held_seats,
-       count(DISTINCT h.hold_key) FILTER (WHERE h.status = 'held' AND h.expires_at > now())
-         AS holds,
-       count(*) FILTER (WHERE h.status IN ('booked', 'blocked')) AS taken,
-       now() AS as_of,
-       (SELECT e.max_seats_per_claim FROM catalog.events e WHERE e.event_id = $1)
-         AS max_seats_per_claim
-  FROM holds.seat_holds h
- WHERE h.event_id = $1 AND h.status IN ('held', 'booked', 'blocked')
-"#;
-
 /// Counts `event_id`'s seats now.
 ///
 /// # Errors
 /// [`crate::error::Error::Database`].
 pub async fn count(conn: &mut PgConnection, event_id: i64) -> Result<SeatCounts> {
-    let (seats, held, holds, taken, as_of, per_claim): (
-        i64,
-        i64,
-        i64,
-        i64,
-        DateTime<Utc>,
-        Option<i32>,
-    ) = sqlx::query_as(COUNT).bind(event_id).fetch_one(conn).await?;
+    // A held row past `expires_at` counts as free, as a claim treats it. An aggregate
+    // without GROUP BY gives one row, so the counts and `now()` are never NULL; the
+    // seats-per-claim subquery is NULL when the event does not exist.
+    let row = sqlx::query!(
+        r#"SELECT (SELECT count(*) FROM catalog.seats s
+                     JOIN catalog.events e ON e.venue_id = s.venue_id
+                    WHERE e.event_id = $1) AS "seats!",
+                  count(*) FILTER (WHERE h.status = 'held' AND h.expires_at > now())
+                    AS "held_seats!",
+                  count(DISTINCT h.hold_key) FILTER (WHERE h.status = 'held' AND h.expires_at > now())
+                    AS "holds!",
+                  count(*) FILTER (WHERE h.status IN ('booked', 'blocked')) AS "taken!",
+                  now() AS "as_of!",
+                  (SELECT e.max_seats_per_claim FROM catalog.events e WHERE e.event_id = $1)
+                    AS "max_seats_per_claim?"
+             FROM holds.seat_holds h
+            WHERE h.event_id = $1 AND h.status IN ('held', 'booked', 'blocked')"#,
+        event_id
+    )
+    .fetch_one(conn)
+    .await?;
     let unsigned = |n: i64| u64::try_from(n).unwrap_or(0);
-    let (seats, held) = (unsigned(seats), unsigned(held));
+    let (seats, held) = (unsigned(row.seats), unsigned(row.held_seats));
     Ok(SeatCounts {
         seats,
-        free_seats: seats.saturating_sub(held).saturating_sub(unsigned(taken)),
+        free_seats: seats
+            .saturating_sub(held)
+            .saturating_sub(unsigned(row.taken)),
         held_seats: held,
-        holds: unsigned(holds),
-        max_seats_per_claim: per_claim.and_then(|n| u32::try_from(n).ok()).unwrap_or(1),
-        as_of,
+        holds: unsigned(row.holds),
+        max_seats_per_claim: row
+            .max_seats_per_claim
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(1),
+        as_of: row.as_of,
     })
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
+use stadium_venues::SourceFormat;
 
 use crate::error::{Error, Result};
 
@@ -45,11 +46,10 @@ pub struct SectionCounts {
     pub seats_by_category: BTreeMap<String, u32>,
 }
 
-#[derive(sqlx::FromRow)]
 struct VenueRow {
     venue_id: i64,
     name: String,
-    source_format: String,
+    source_format: SourceFormat,
     source_digest: String,
     created_at: DateTime<Utc>,
     section_count: i64,
@@ -65,7 +65,7 @@ impl From<VenueRow> for VenueSummary {
         VenueSummary {
             venue_id: r.venue_id,
             name: r.name,
-            source_format: r.source_format,
+            source_format: r.source_format.as_str().to_owned(),
             source_digest: r.source_digest,
             created_at: r.created_at,
             section_count: count(r.section_count),
@@ -75,22 +75,25 @@ impl From<VenueRow> for VenueSummary {
     }
 }
 
-const VENUE_SELECT: &str =
-    "SELECT v.venue_id, v.name, v.source_format, v.source_digest, v.created_at,
-        (SELECT count(*) FROM catalog.sections sc WHERE sc.venue_id = v.venue_id) AS section_count,
-        (SELECT count(*) FROM catalog.seats s WHERE s.venue_id = v.venue_id) AS seat_count
-     FROM catalog.venues v";
-
 /// Up to `limit` venues with an id above `after`, by id, without sections.
 ///
 /// # Errors
 /// [`Error::Database`].
 pub async fn list(conn: &mut PgConnection, after: i64, limit: i64) -> Result<Vec<VenueSummary>> {
-    let rows: Vec<VenueRow> = sqlx::query_as(&format!(
-        "{VENUE_SELECT} WHERE v.venue_id > $1 ORDER BY v.venue_id LIMIT $2"
-    ))
-    .bind(after)
-    .bind(limit)
+    // count(*) of a scalar subquery is never NULL.
+    let rows = sqlx::query_as!(
+        VenueRow,
+        r#"SELECT v.venue_id, v.name, v.source_format AS "source_format: SourceFormat",
+                  v.source_digest, v.created_at,
+                  (SELECT count(*) FROM catalog.sections sc WHERE sc.venue_id = v.venue_id)
+                    AS "section_count!",
+                  (SELECT count(*) FROM catalog.seats s WHERE s.venue_id = v.venue_id)
+                    AS "seat_count!"
+           FROM catalog.venues v
+           WHERE v.venue_id > $1 ORDER BY v.venue_id LIMIT $2"#,
+        after,
+        limit
+    )
     .fetch_all(conn)
     .await?;
     Ok(rows.into_iter().map(VenueSummary::from).collect())
@@ -101,24 +104,29 @@ pub async fn list(conn: &mut PgConnection, after: i64, limit: i64) -> Result<Vec
 /// # Errors
 /// [`Error::VenueNotFound`]; [`Error::Database`].
 pub async fn get(conn: &mut PgConnection, venue_id: i64) -> Result<VenueSummary> {
-    let row: Option<VenueRow> = sqlx::query_as(&format!("{VENUE_SELECT} WHERE v.venue_id = $1"))
-        .bind(venue_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    let mut venue = VenueSummary::from(row.ok_or(Error::VenueNotFound(venue_id))?);
-    let rows: Vec<(i64, String, String, i64, String, i64)> = sqlx::query_as(
-        "SELECT sc.section_id, sc.code, sc.name,
-                (SELECT count(DISTINCT row_label) FROM catalog.seats r WHERE r.section_id = sc.section_id),
-                s.category_code, count(*)
-         FROM catalog.sections sc JOIN catalog.seats s ON s.section_id = sc.section_id
-         WHERE sc.venue_id = $1
-         GROUP BY sc.section_id, sc.code, sc.name, sc.sort_order, s.category_code
-         ORDER BY sc.sort_order, s.category_code",
+    // The first venue after `venue_id - 1` is this one, if it exists.
+    let mut venue = list(conn, venue_id.saturating_sub(1), 1)
+        .await?
+        .into_iter()
+        .find(|v| v.venue_id == venue_id)
+        .ok_or(Error::VenueNotFound(venue_id))?;
+
+    // Counts are never NULL; the join keeps NOT NULL columns.
+    let lines = sqlx::query!(
+        r#"SELECT sc.section_id, sc.code, sc.name,
+                  (SELECT count(DISTINCT row_label) FROM catalog.seats r
+                    WHERE r.section_id = sc.section_id) AS "row_count!",
+                  s.category_code, count(*) AS "seats!"
+           FROM catalog.sections sc JOIN catalog.seats s ON s.section_id = sc.section_id
+           WHERE sc.venue_id = $1
+           GROUP BY sc.section_id, sc.code, sc.name, sc.sort_order, s.category_code
+           ORDER BY sc.sort_order, s.category_code"#,
+        venue_id
     )
-    .bind(venue_id)
     .fetch_all(conn)
     .await?;
-    for (section_id, code, name, rows, category, seats) in rows {
+    for line in lines {
+        let (section_id, seats) = (line.section_id, line.seats);
         if venue
             .sections
             .last()
@@ -126,16 +134,18 @@ pub async fn get(conn: &mut PgConnection, venue_id: i64) -> Result<VenueSummary>
         {
             venue.sections.push(SectionCounts {
                 section_id,
-                code,
-                name,
-                row_count: count(rows),
+                code: line.code,
+                name: line.name,
+                row_count: count(line.row_count),
                 seat_count: 0,
                 seats_by_category: BTreeMap::new(),
             });
         }
         if let Some(section) = venue.sections.last_mut() {
             section.seat_count += count(seats);
-            section.seats_by_category.insert(category, count(seats));
+            section
+                .seats_by_category
+                .insert(line.category_code, count(seats));
         }
     }
     Ok(venue)

@@ -166,7 +166,7 @@ pub enum HoldStatus {
 }
 
 impl HoldStatus {
-    /// Parses the `status` column.
+    /// Parses the `status` column; `None` for a value this version does not know.
     pub fn from_db(s: &str) -> Option<Self> {
         Some(match s {
             "held" => Self::Held,
@@ -177,18 +177,59 @@ impl HoldStatus {
             _ => return None,
         })
     }
+
+    /// The `status` column's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Held => "held",
+            Self::Booked => "booked",
+            Self::Expired => "expired",
+            Self::Released => "released",
+            Self::Blocked => "blocked",
+        }
+    }
 }
 
-/// A `status` column value this version does not know.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown hold status {0:?}")]
-pub struct UnknownStatus(pub String);
+/// Who a hold's rows were claimed by (the `kind` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldKind {
+    /// A fan's claim ([`Claimant::Fan`]).
+    Fan,
+    /// The box office's block ([`Claimant::Block`]).
+    Block,
+    /// The box office's comp ([`Claimant::Comp`]).
+    Comp,
+}
 
-impl TryFrom<String> for HoldStatus {
-    type Error = UnknownStatus;
+impl HoldKind {
+    /// Parses the `kind` column; `None` for a value this version does not know.
+    pub fn from_db(s: &str) -> Option<Self> {
+        Some(match s {
+            "fan" => Self::Fan,
+            "block" => Self::Block,
+            "comp" => Self::Comp,
+            _ => return None,
+        })
+    }
 
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        Self::from_db(&value).ok_or(UnknownStatus(value))
+    /// The `kind` column's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fan => "fan",
+            Self::Block => "block",
+            Self::Comp => "comp",
+        }
+    }
+}
+
+impl Claimant {
+    /// The kind of the rows this claimant's claim makes.
+    pub fn kind(&self) -> HoldKind {
+        match self {
+            Self::Fan { .. } => HoldKind::Fan,
+            Self::Block { .. } => HoldKind::Block,
+            Self::Comp { .. } => HoldKind::Comp,
+        }
     }
 }
 

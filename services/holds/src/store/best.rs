@@ -2,9 +2,9 @@
 //! tries ranked blocks in order with `holds.claim` until one is held, so a block lost to
 //! a concurrent claim is followed by the next best in the same round trip.
 
-use sqlx::{FromRow, PgExecutor};
+use sqlx::PgExecutor;
 
-use super::claim::{ClaimRow, Claimed, decide};
+use super::claim::{Claimed, claim_row, decide};
 use crate::domain::best::Block;
 use crate::domain::{EventId, FanId, HoldKey, SectionId};
 use crate::error::Error;
@@ -17,14 +17,6 @@ pub struct BestOutcome {
     pub claimed: Claimed,
     /// Blocks attempted in the database (those touching a seat known taken are skipped).
     pub attempts: u32,
-}
-
-#[derive(Debug, FromRow)]
-struct BestRow {
-    #[sqlx(flatten)]
-    claim: ClaimRow,
-    block: Option<i32>,
-    attempts: i32,
 }
 
 /// Tries `blocks` in order for `fan` (admitted with `admission_jti`) until one is held,
@@ -50,18 +42,20 @@ pub async fn claim_best<'e>(
         .collect();
     let block_sections: Vec<i64> = blocks.iter().map(|b| b.section.get()).collect();
     let section_ids: Vec<i64> = sections.iter().map(|s| s.get()).collect();
-    let row: BestRow = sqlx::query_as(
-        "SELECT outcome, detail, limit_max, seat_ids, expires_in_ms, ttl_ms, expired, block, \
-             attempts FROM holds.claim_best($1, $2, $3, $4, $5, $6, $7, $8)",
+    let row = sqlx::query!(
+        r#"SELECT outcome AS "outcome!", detail, limit_max, seat_ids,
+               expires_in_ms AS "expires_in_ms!", ttl_ms AS "ttl_ms!", expired AS "expired!",
+               block, attempts AS "attempts!"
+           FROM holds.claim_best($1, $2, $3, $4, $5, $6, $7, $8)"#,
+        key.uuid(),
+        event.get(),
+        &section_ids,
+        &flat,
+        &block_sections,
+        i32::try_from(quantity).unwrap_or(i32::MAX),
+        fan.as_str(),
+        admission_jti,
     )
-    .bind(key.uuid())
-    .bind(event.get())
-    .bind(section_ids)
-    .bind(flat)
-    .bind(block_sections)
-    .bind(i32::try_from(quantity).unwrap_or(i32::MAX))
-    .bind(fan.as_str())
-    .bind(admission_jti)
     .fetch_one(db)
     .await?;
     let attempts = u32::try_from(row.attempts).unwrap_or(0);
@@ -80,6 +74,6 @@ pub async fn claim_best<'e>(
         (None, Some(&first)) => (first, &[][..]),
         (None, None) => return Err(Error::invalid("section_id", "no section to claim in")),
     };
-    let claimed = decide(row.claim, key, event, section, seats, fan.as_str())?;
+    let claimed = decide(claim_row!(row), key, event, section, seats, fan.as_str())?;
     Ok(BestOutcome { claimed, attempts })
 }

@@ -19,11 +19,10 @@
 //! see `Claim::hold_key`) is answered [`Claimed::Repeated`] under the fan's lock, before
 //! anything else is decided or written (migration `20261203020000`).
 
-use sqlx::{FromRow, PgExecutor};
+use sqlx::PgExecutor;
 
-use super::statements;
 use crate::domain::{
-    Claim, Claimant, EventId, Hold, HoldKey, HoldStatus, Limit, SeatId, SectionId,
+    Claim, Claimant, EventId, Hold, HoldKey, HoldKind, HoldStatus, Limit, SeatId, SectionId,
 };
 use crate::error::Error;
 
@@ -52,26 +51,42 @@ pub enum Claimed {
     Repeated(HoldKey),
 }
 
-/// One row of `holds.claim` (and the same columns of `holds.claim_best`).
-#[derive(Debug, FromRow)]
+/// One row of `holds.claim` (and the same columns of `holds.claim_best` and
+/// `holds.claim_many`).
+#[derive(Debug)]
 pub(super) struct ClaimRow {
     pub(super) outcome: String,
-    detail: Option<String>,
-    limit_max: Option<i32>,
-    seat_ids: Option<Vec<i64>>,
-    expires_in_ms: i64,
-    ttl_ms: i32,
-    expired: i64,
+    pub(super) detail: Option<String>,
+    pub(super) limit_max: Option<i32>,
+    pub(super) seat_ids: Option<Vec<i64>>,
+    pub(super) expires_in_ms: i64,
+    pub(super) ttl_ms: i32,
+    pub(super) expired: i64,
 }
 
-/// The `p_kind`, owner, admission jti and note of a claimant.
-fn parameters(claimant: &Claimant) -> (&'static str, &str, Option<&str>, Option<&str>) {
-    match claimant {
-        Claimant::Fan { fan, admission_jti } => {
-            ("fan", fan.as_str(), Some(admission_jti.as_str()), None)
+/// The [`ClaimRow`] in a checked query's record that has its seven columns (and maybe
+/// more, which stay in the record).
+macro_rules! claim_row {
+    ($record:expr) => {
+        $crate::store::claim::ClaimRow {
+            outcome: $record.outcome,
+            detail: $record.detail,
+            limit_max: $record.limit_max,
+            seat_ids: $record.seat_ids,
+            expires_in_ms: $record.expires_in_ms,
+            ttl_ms: $record.ttl_ms,
+            expired: $record.expired,
         }
-        Claimant::Block { admin, reason } => ("block", admin.as_str(), None, Some(reason)),
-        Claimant::Comp { admin, recipient } => ("comp", admin.as_str(), None, Some(recipient)),
+    };
+}
+pub(super) use claim_row;
+
+/// The owner, admission jti and note of a claimant.
+fn parameters(claimant: &Claimant) -> (&str, Option<&str>, Option<&str>) {
+    match claimant {
+        Claimant::Fan { fan, admission_jti } => (fan.as_str(), Some(admission_jti.as_str()), None),
+        Claimant::Block { admin, reason } => (admin.as_str(), None, Some(reason)),
+        Claimant::Comp { admin, recipient } => (admin.as_str(), None, Some(recipient)),
     }
 }
 
@@ -83,21 +98,23 @@ fn parameters(claimant: &Claimant) -> (&'static str, &str, Option<&str>, Option<
 /// there; [`Error::Database`] for the rest (40001/40P01 among them, for the caller to
 /// retry); [`Error::CorruptRow`] for an outcome this code does not know.
 pub async fn claim<'e>(db: impl PgExecutor<'e>, claim: &Claim) -> Result<Claimed, Error> {
-    let (kind, owner, jti, note) = parameters(&claim.claimant);
+    let (owner, jti, note) = parameters(&claim.claimant);
     let key = claim.hold_key();
-    let row: ClaimRow = sqlx::query_as(statements::CLAIM)
-        .bind(key.uuid())
-        .bind(claim.event.get())
-        .bind(claim.section.get())
-        .bind(claim.seats.raw())
-        .bind(owner)
-        .bind(jti)
-        .bind(kind)
-        .bind(note)
-        .fetch_one(db)
-        .await?;
+    let record = sqlx::query_file!(
+        "src/store/sql/claim.sql",
+        key.uuid(),
+        claim.event.get(),
+        claim.section.get(),
+        &claim.seats.raw(),
+        owner,
+        jti,
+        claim.claimant.kind() as HoldKind,
+        note,
+    )
+    .fetch_one(db)
+    .await?;
     decide(
-        row,
+        claim_row!(record),
         key,
         claim.event,
         claim.section,

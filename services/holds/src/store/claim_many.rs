@@ -8,10 +8,9 @@
 //! [`Claimed::Repeated`] and the batch's other claims busy (migration
 //! `20261203020000`).
 
-use sqlx::{FromRow, PgExecutor};
+use sqlx::PgExecutor;
 
-use super::claim::{ClaimRow, Claimed, decide};
-use super::statements;
+use super::claim::{Claimed, claim_row, decide};
 use crate::domain::{Claim, Claimant, HoldKey};
 use crate::error::Error;
 
@@ -23,14 +22,6 @@ pub enum Batched {
     /// Not run: another transaction held the lock of one of its seats. Nothing was
     /// written for it; run it alone (`claim`), which waits its turn.
     Busy,
-}
-
-/// One row of `holds.claim_many`: the claim's 1-based ordinal and its `holds.claim` row.
-#[derive(Debug, FromRow)]
-struct ManyRow {
-    ordinal: i32,
-    #[sqlx(flatten)]
-    row: ClaimRow,
 }
 
 /// Claims every fan claim of `claims` in one statement (its own transaction); the
@@ -66,16 +57,22 @@ pub async fn claim_many<'e>(
             seat_ids.push(seat);
         }
     }
-    let rows: Vec<ManyRow> = sqlx::query_as(statements::CLAIM_MANY)
-        .bind(keys.iter().map(|k| k.uuid()).collect::<Vec<_>>())
-        .bind(claims.iter().map(|c| c.event.get()).collect::<Vec<_>>())
-        .bind(claims.iter().map(|c| c.section.get()).collect::<Vec<_>>())
-        .bind(&fans)
-        .bind(&jtis)
-        .bind(&seat_claims)
-        .bind(&seat_ids)
-        .fetch_all(db)
-        .await?;
+    let uuids: Vec<uuid::Uuid> = keys.iter().map(|k| k.uuid()).collect();
+    let events: Vec<i64> = claims.iter().map(|c| c.event.get()).collect();
+    let sections: Vec<i64> = claims.iter().map(|c| c.section.get()).collect();
+    // One row per claim: its 1-based ordinal and its `holds.claim` columns.
+    let rows = sqlx::query_file!(
+        "src/store/sql/claim_many.sql",
+        &uuids,
+        &events,
+        &sections,
+        &fans as &[&str],
+        &jtis as &[&str],
+        &seat_claims,
+        &seat_ids,
+    )
+    .fetch_all(db)
+    .await?;
     if rows.len() != claims.len()
         || rows
             .iter()
@@ -93,11 +90,11 @@ pub async fn claim_many<'e>(
         .zip(claims.iter().zip(keys))
         .zip(fans)
         .map(|((many, (claim, key)), fan)| {
-            if many.row.outcome == "busy" {
+            if many.outcome == "busy" {
                 return Batched::Busy;
             }
             Batched::Answered(decide(
-                many.row,
+                claim_row!(many),
                 key,
                 claim.event,
                 claim.section,

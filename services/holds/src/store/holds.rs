@@ -4,14 +4,14 @@
 
 use sqlx::PgConnection;
 
-use super::{HOLD_COLUMNS, HoldRow, HoldRows, hold_rows};
-use crate::domain::{EventId, Hold, HoldKey, HoldStatus};
+use super::{HoldRow, HoldRows, hold_rows, locked_hold_rows};
+use crate::domain::{EventId, Hold, HoldKey, HoldKind, HoldStatus};
 use crate::error::Error;
 
 fn owned_by(rows: &HoldRows, owner: Option<&str>) -> bool {
     match owner {
         None => !rows.rows.is_empty(),
-        Some(fan) => rows.owner() == Some(fan) && rows.kind() == Some("fan"),
+        Some(fan) => rows.owner() == Some(fan) && rows.kind() == Some(HoldKind::Fan),
     }
 }
 
@@ -25,7 +25,7 @@ fn reported(rows: &HoldRows) -> Result<Hold, Error> {
 /// [`Error::HoldNotFound`] when there is no such hold or another fan owns it (the two
 /// are indistinguishable to the caller); [`Error::Database`].
 pub async fn get(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-    let rows = hold_rows(conn, key, false).await?;
+    let rows = hold_rows(conn, key).await?;
     if !owned_by(&rows, Some(fan)) {
         return Err(Error::HoldNotFound);
     }
@@ -45,17 +45,13 @@ pub async fn live_holds(
     fan: &str,
     admission: Option<&str>,
 ) -> Result<Vec<Hold>, Error> {
-    let rows = sqlx::query_as::<_, HoldRow>(&format!(
-        "SELECT {HOLD_COLUMNS} FROM holds.seat_holds \
-         WHERE event_id = $1 AND fan_id = $2 \
-           AND status IN ('held', 'booked') AND status = 'held' \
-           AND kind = 'fan' AND expires_at > now() \
-           AND ($3::text IS NULL OR admission_jti = $3) \
-         ORDER BY hold_key, seat_id"
-    ))
-    .bind(event.get())
-    .bind(fan)
-    .bind(admission)
+    let rows = sqlx::query_file_as!(
+        HoldRow,
+        "src/store/sql/live_holds.sql",
+        event.get(),
+        fan,
+        admission,
+    )
     .fetch_all(&mut *conn)
     .await?;
     let mut holds = Vec::new();
@@ -79,7 +75,7 @@ pub async fn live_holds(
 /// [`Error::HoldExpired`] (lapsed, swept, or reclaimed); [`Error::PaymentStarted`];
 /// [`Error::Database`].
 pub async fn release(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-    let rows = hold_rows(conn, key, true).await?;
+    let rows = locked_hold_rows(conn, key).await?;
     if !owned_by(&rows, Some(fan)) {
         return Err(Error::HoldNotFound);
     }
@@ -95,14 +91,14 @@ pub async fn release(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result
     if rows.in_payment() {
         return Err(Error::PaymentStarted);
     }
-    sqlx::query(
+    sqlx::query!(
         "UPDATE holds.seat_holds SET status = 'released', updated_at = now() \
          WHERE hold_key = $1 AND status = 'held'",
+        key.uuid(),
     )
-    .bind(key.uuid())
     .execute(&mut *conn)
     .await?;
-    reported(&hold_rows(conn, key, false).await?)
+    reported(&hold_rows(conn, key).await?)
 }
 
 /// Box office / service: ends a block, or (service only: payments after a refund) a
@@ -119,21 +115,21 @@ pub async fn admin_release(
     key: HoldKey,
     scope: ReleaseScope,
 ) -> Result<Hold, Error> {
-    let rows = hold_rows(conn, key, true).await?;
+    let rows = locked_hold_rows(conn, key).await?;
     if !owned_by(&rows, None) {
         return Err(Error::HoldNotFound);
     }
-    if scope == ReleaseScope::BlocksOnly && rows.kind() != Some("block") {
+    if scope == ReleaseScope::BlocksOnly && rows.kind() != Some(HoldKind::Block) {
         return Err(Error::ReleaseNotAllowed);
     }
-    sqlx::query(
+    sqlx::query!(
         "UPDATE holds.seat_holds SET status = 'released', updated_at = now() \
          WHERE hold_key = $1 AND status IN ('held', 'booked', 'blocked')",
+        key.uuid(),
     )
-    .bind(key.uuid())
     .execute(&mut *conn)
     .await?;
-    reported(&hold_rows(conn, key, false).await?)
+    reported(&hold_rows(conn, key).await?)
 }
 
 /// Which holds an admin release may end.

@@ -4,21 +4,21 @@
 
 use std::collections::HashMap;
 
-use sqlx::{FromRow, PgConnection};
+use sqlx::PgConnection;
 use stadium_seating::{Point, SeatPlace, SectionLayout};
 
 use crate::domain::EventId;
 use crate::domain::best::EventLayout;
 use crate::error::Error;
 
-#[derive(Debug, FromRow)]
+#[derive(Debug)]
 struct SectionRow {
     section_id: i64,
     focus_x: f64,
     focus_y: f64,
 }
 
-#[derive(Debug, FromRow)]
+#[derive(Debug)]
 struct SeatRow {
     section_id: i64,
     seat_id: i64,
@@ -41,27 +41,33 @@ pub async fn event_layout(
     conn: &mut PgConnection,
     event: EventId,
 ) -> Result<Option<EventLayout>, Error> {
-    let limit: Option<i32> = sqlx::query_scalar(
-        "SELECT max_seats_per_claim FROM catalog.event_settings WHERE event_id = $1",
+    let limit = sqlx::query_scalar!(
+        r#"SELECT max_seats_per_claim AS "max_seats_per_claim!"
+           FROM catalog.event_settings WHERE event_id = $1"#,
+        event.get(),
     )
-    .bind(event.get())
     .fetch_optional(&mut *conn)
     .await?;
     let Some(limit) = limit else {
         return Ok(None);
     };
-    let sections: Vec<SectionRow> = sqlx::query_as(
-        "SELECT section_id, focus_x, focus_y FROM catalog.event_sections \
-         WHERE event_id = $1 ORDER BY section_id",
+    let sections = sqlx::query_as!(
+        SectionRow,
+        r#"SELECT section_id AS "section_id!", focus_x AS "focus_x!", focus_y AS "focus_y!"
+           FROM catalog.event_sections WHERE event_id = $1 ORDER BY section_id"#,
+        event.get(),
     )
-    .bind(event.get())
     .fetch_all(&mut *conn)
     .await?;
-    let seats: Vec<SeatRow> = sqlx::query_as(
-        "SELECT section_id, seat_id, row_index, seat_index, row_label, seat_label, x, y, \
-             category_code FROM catalog.event_seats WHERE event_id = $1 ORDER BY seat_id",
+    let seats = sqlx::query_as!(
+        SeatRow,
+        r#"SELECT section_id AS "section_id!", seat_id AS "seat_id!", row_index AS "row_index!",
+               seat_index AS "seat_index!", row_label AS "row_label!",
+               seat_label AS "seat_label!", x AS "x!", y AS "y!",
+               category_code AS "category_code!"
+           FROM catalog.event_seats WHERE event_id = $1 ORDER BY seat_id"#,
+        event.get(),
     )
-    .bind(event.get())
     .fetch_all(&mut *conn)
     .await?;
     let corrupt = |what: String| Error::CorruptRow(format!("event {event} layout: {what}"));
@@ -109,11 +115,15 @@ pub async fn unavailable_counts(
     conn: &mut PgConnection,
     event: EventId,
 ) -> Result<Vec<(i64, i64)>, Error> {
-    Ok(sqlx::query_as(
-        "SELECT section_id, count(*) FROM holds.unavailable_seats WHERE event_id = $1 \
-         GROUP BY section_id",
+    let rows = sqlx::query!(
+        r#"SELECT section_id AS "section_id!", count(*) AS "unavailable!"
+           FROM holds.unavailable_seats WHERE event_id = $1 GROUP BY section_id"#,
+        event.get(),
     )
-    .bind(event.get())
     .fetch_all(&mut *conn)
-    .await?)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| (row.section_id, row.unavailable))
+        .collect())
 }

@@ -26,25 +26,26 @@ pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};
 pub use section_seats::section_seats;
 pub use sweep::sweep_expired;
 
-use sqlx::FromRow;
-
-use crate::domain::{EventId, Hold, HoldKey, HoldStatus, SeatId, SectionId};
+use crate::domain::{EventId, Hold, HoldKey, HoldKind, HoldStatus, SeatId, SectionId};
 use crate::error::Error;
 
 /// The unique index that decides every claim (`migrations/…_holds.sql`).
 pub const ONE_ACTIVE_CLAIM: &str = "seat_holds_one_active_claim";
 
-/// One row of a hold as read back for reporting and decisions.
-#[derive(Debug, FromRow)]
+stadium_db::text_enum!(HoldStatus);
+stadium_db::text_enum!(HoldKind);
+
+/// One row of a hold as read back for reporting and decisions (`sql/hold_rows.sql`,
+/// `sql/live_holds.sql`).
+#[derive(Debug)]
 pub(crate) struct HoldRow {
     hold_key: uuid::Uuid,
     event_id: i64,
     section_id: i64,
     seat_id: i64,
     fan_id: String,
-    #[sqlx(try_from = "String")]
     status: HoldStatus,
-    kind: String,
+    kind: HoldKind,
     /// Milliseconds left by the database clock (0 unless held).
     expires_in_ms: i64,
     /// The TTL the row was claimed with (0 for blocks and comps).
@@ -54,17 +55,6 @@ pub(crate) struct HoldRow {
     /// Its payment has started (`payment_started_at` set).
     in_payment: bool,
 }
-
-/// Columns of [`HoldRow`], shared by every read of a hold.
-pub(crate) const HOLD_COLUMNS: &str = "hold_key, event_id, section_id, seat_id, fan_id, status, kind, \
-     CASE WHEN status = 'held' \
-          THEN GREATEST(0, floor(extract(epoch FROM (expires_at - clock_timestamp())) * 1000))::bigint \
-          ELSE 0 END AS expires_in_ms, \
-     CASE WHEN kind = 'fan' \
-          THEN round(extract(epoch FROM (expires_at - created_at)) * 1000)::bigint \
-          ELSE 0 END AS ttl_ms, \
-     (status = 'held' AND expires_at <= now()) AS lapsed, \
-     payment_started_at IS NOT NULL AS in_payment";
 
 /// What the rows of one hold say, taken together.
 #[derive(Debug)]
@@ -77,8 +67,8 @@ impl HoldRows {
         self.rows.first().map(|r| r.fan_id.as_str())
     }
 
-    pub(crate) fn kind(&self) -> Option<&str> {
-        self.rows.first().map(|r| r.kind.as_str())
+    pub(crate) fn kind(&self) -> Option<HoldKind> {
+        self.rows.first().map(|r| r.kind)
     }
 
     pub(crate) fn all(&self, status: HoldStatus) -> bool {
@@ -137,20 +127,29 @@ impl HoldRows {
     }
 }
 
-/// The rows of the hold `key`, ascending by seat; with `lock`, each row is locked
-/// `FOR UPDATE` in that order (the claim path's lock order, so no deadlock with it).
+/// The rows of the hold `key`, ascending by seat.
 pub(crate) async fn hold_rows(
     conn: &mut sqlx::PgConnection,
     key: HoldKey,
-    lock: bool,
 ) -> Result<HoldRows, Error> {
-    let sql = format!(
-        "SELECT {HOLD_COLUMNS} FROM holds.seat_holds WHERE hold_key = $1 ORDER BY seat_id{}",
-        if lock { " FOR UPDATE" } else { "" }
-    );
-    let rows = sqlx::query_as::<_, HoldRow>(&sql)
-        .bind(key.uuid())
+    let rows = sqlx::query_file_as!(HoldRow, "src/store/sql/hold_rows.sql", key.uuid())
         .fetch_all(&mut *conn)
         .await?;
     Ok(HoldRows { rows })
+}
+
+/// Locks the rows of the hold `key` `FOR UPDATE` in ascending seat order (the claim
+/// path's lock order, so no deadlock with it), then reads them as [`hold_rows`] does:
+/// the read after the lock sees every change committed before it was granted.
+pub(crate) async fn locked_hold_rows(
+    conn: &mut sqlx::PgConnection,
+    key: HoldKey,
+) -> Result<HoldRows, Error> {
+    sqlx::query!(
+        "SELECT seat_id FROM holds.seat_holds WHERE hold_key = $1 ORDER BY seat_id FOR UPDATE",
+        key.uuid(),
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    hold_rows(conn, key).await
 }

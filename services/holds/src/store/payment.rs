@@ -4,9 +4,8 @@
 //! rows in ascending seat order (the claim path's lock order) and decides on what it
 //! locked, so no decision rests on an earlier read.
 
-use sqlx::{FromRow, PgExecutor};
+use sqlx::PgExecutor;
 
-use super::statements;
 use crate::domain::{EventId, Hold, HoldKey, HoldStatus, SeatId, SectionId};
 use crate::error::Error;
 
@@ -31,7 +30,7 @@ pub struct Extended {
 }
 
 /// The columns every function of this module returns.
-#[derive(Debug, FromRow)]
+#[derive(Debug)]
 struct HoldCall {
     outcome: String,
     event_id: Option<i64>,
@@ -83,13 +82,17 @@ impl HoldCall {
     }
 }
 
-#[derive(Debug, FromRow)]
-struct StartRow {
-    #[sqlx(flatten)]
-    call: HoldCall,
-    expires_in_ms: i64,
-    total_minor: Option<i64>,
-    currency: Option<String>,
+/// The [`HoldCall`] in a checked query's record that has its five columns.
+macro_rules! hold_call {
+    ($record:expr) => {
+        HoldCall {
+            outcome: $record.outcome,
+            event_id: $record.event_id,
+            section_id: $record.section_id,
+            seat_ids: $record.seat_ids,
+            ttl_ms: $record.ttl_ms,
+        }
+    };
 }
 
 /// Moves `fan`'s held, unexpired hold `key` into its payment window of `window_ms`
@@ -105,20 +108,22 @@ pub async fn start_payment<'e>(
     fan: &str,
     window_ms: u32,
 ) -> Result<PaymentStarted, Error> {
-    let row: StartRow = sqlx::query_as(statements::START_PAYMENT)
-        .bind(key.uuid())
-        .bind(fan)
-        .bind(i32::try_from(window_ms).unwrap_or(i32::MAX))
-        .fetch_one(db)
-        .await?;
-    if row.call.outcome != "started" {
-        let missing = (row.call.outcome == "price_missing").then_some(Error::PriceMissing);
-        return Err(row.call.refusal(missing));
+    let row = sqlx::query_file!(
+        "src/store/sql/start_payment.sql",
+        key.uuid(),
+        fan,
+        i32::try_from(window_ms).unwrap_or(i32::MAX),
+    )
+    .fetch_one(db)
+    .await?;
+    let (expires_in_ms, total_minor, currency) = (row.expires_in_ms, row.total_minor, row.currency);
+    let call = hold_call!(row);
+    if call.outcome != "started" {
+        let missing = (call.outcome == "price_missing").then_some(Error::PriceMissing);
+        return Err(call.refusal(missing));
     }
-    let hold = row
-        .call
-        .hold(key, fan, HoldStatus::Held, row.expires_in_ms)?;
-    let (Some(total_minor), Some(currency)) = (row.total_minor, row.currency) else {
+    let hold = call.hold(key, fan, HoldStatus::Held, expires_in_ms)?;
+    let (Some(total_minor), Some(currency)) = (total_minor, currency) else {
         return Err(Error::CorruptRow(format!(
             "hold {key}: started without a price"
         )));
@@ -128,14 +133,6 @@ pub async fn start_payment<'e>(
         total_minor,
         currency: currency.trim().to_owned(),
     })
-}
-
-#[derive(Debug, FromRow)]
-struct ExtendRow {
-    #[sqlx(flatten)]
-    call: HoldCall,
-    expires_in_ms: i64,
-    lifetime_ms: Option<i32>,
 }
 
 /// Extends `fan`'s held hold `key` by the event's hold TTL from now, capped at its
@@ -150,30 +147,31 @@ pub async fn extend<'e>(
     key: HoldKey,
     fan: &str,
 ) -> Result<Extended, Error> {
-    let row: ExtendRow = sqlx::query_as(
-        "SELECT outcome, event_id, section_id, seat_ids, expires_in_ms, ttl_ms, lifetime_ms \
-         FROM holds.extend_hold($1, $2)",
+    let row = sqlx::query!(
+        r#"SELECT outcome AS "outcome!", event_id, section_id, seat_ids,
+               expires_in_ms AS "expires_in_ms!", ttl_ms, lifetime_ms
+           FROM holds.extend_hold($1, $2)"#,
+        key.uuid(),
+        fan,
     )
-    .bind(key.uuid())
-    .bind(fan)
     .fetch_one(db)
     .await?;
     let max_hold_lifetime_ms = row
         .lifetime_ms
         .and_then(|m| u64::try_from(m).ok())
         .unwrap_or(0);
-    match row.call.outcome.as_str() {
+    let expires_in_ms = row.expires_in_ms;
+    let call = hold_call!(row);
+    match call.outcome.as_str() {
         "extended" => Ok(Extended {
-            hold: row
-                .call
-                .hold(key, fan, HoldStatus::Held, row.expires_in_ms)?,
+            hold: call.hold(key, fan, HoldStatus::Held, expires_in_ms)?,
             max_hold_lifetime_ms,
         }),
         "payment_started" => Err(Error::PaymentStarted),
         "lifetime_reached" => Err(Error::HoldLifetimeReached {
             max_hold_lifetime_ms,
         }),
-        _ => Err(row.call.refusal(None)),
+        _ => Err(call.refusal(None)),
     }
 }
 
@@ -185,11 +183,10 @@ pub async fn extend<'e>(
 /// [`Error::HoldExpired`] (expired, released, reclaimed: the caller refunds);
 /// [`Error::Database`].
 pub async fn confirm<'e>(db: impl PgExecutor<'e>, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-    let row: HoldCall = sqlx::query_as(statements::CONFIRM_HOLD)
-        .bind(key.uuid())
-        .bind(fan)
+    let record = sqlx::query_file!("src/store/sql/confirm_hold.sql", key.uuid(), fan)
         .fetch_one(db)
         .await?;
+    let row = hold_call!(record);
     match row.outcome.as_str() {
         "booked" => row.hold(key, fan, HoldStatus::Booked, 0),
         "held" => Err(Error::CorruptRow(format!("hold {key}: held after booking"))),

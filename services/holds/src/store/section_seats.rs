@@ -4,14 +4,14 @@
 //! itself (an index-only range of `seat_holds_section_active_idx` read inside
 //! `holds.claim`), and `domain::refusal` puts the two together.
 
-use sqlx::{FromRow, PgConnection};
+use sqlx::PgConnection;
 
 use crate::domain::alternatives::{SeatPlace, SectionSeat};
 use crate::domain::{EventId, SeatId, SectionId};
 use crate::error::Error;
 
 /// One seat of a section as the venue fixes it.
-#[derive(Debug, Clone, FromRow)]
+#[derive(Debug, Clone)]
 struct SectionSeatRow {
     seat_id: i64,
     row_index: i32,
@@ -32,12 +32,14 @@ pub async fn section_seats(
     event: EventId,
     section: SectionId,
 ) -> Result<Vec<SectionSeat>, Error> {
-    let rows: Vec<SectionSeatRow> = sqlx::query_as(
-        "SELECT seat_id, row_index, seat_index, row_label, seat_label, x, y \
-         FROM catalog.event_seats WHERE event_id = $1 AND section_id = $2 ORDER BY seat_id",
+    let rows = sqlx::query_as!(
+        SectionSeatRow,
+        r#"SELECT seat_id AS "seat_id!", row_index AS "row_index!", seat_index AS "seat_index!",
+               row_label AS "row_label!", seat_label AS "seat_label!", x AS "x!", y AS "y!"
+           FROM catalog.event_seats WHERE event_id = $1 AND section_id = $2 ORDER BY seat_id"#,
+        event.get(),
+        section.get(),
     )
-    .bind(event.get())
-    .bind(section.get())
     .fetch_all(&mut *conn)
     .await?;
     rows.into_iter()

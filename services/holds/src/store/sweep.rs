@@ -14,7 +14,7 @@ use crate::error::Error;
 /// # Errors
 /// [`Error::Database`].
 pub async fn sweep_expired(conn: &mut PgConnection, batch: u32) -> Result<u64, Error> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "UPDATE holds.seat_holds SET status = 'expired', updated_at = now() \
          WHERE seat_hold_id IN ( \
              SELECT seat_hold_id FROM holds.seat_holds \
@@ -22,8 +22,8 @@ pub async fn sweep_expired(conn: &mut PgConnection, batch: u32) -> Result<u64, E
              ORDER BY expires_at LIMIT $1 \
              FOR UPDATE SKIP LOCKED) \
          AND status = 'held'",
+        i64::from(batch),
     )
-    .bind(i64::from(batch))
     .execute(&mut *conn)
     .await?;
     Ok(done.rows_affected())

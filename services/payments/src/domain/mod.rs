@@ -78,7 +78,7 @@ pub enum PaymentStatus {
 
 impl PaymentStatus {
     /// The `payments.payments.status` value.
-    pub fn as_db(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",
             Self::Captured => "captured",
@@ -121,7 +121,7 @@ pub enum RefundReason {
 
 impl RefundReason {
     /// The `payments.payments.refund_reason` value.
-    pub fn as_db(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::HoldExpired => "hold_expired",
             Self::BoxOffice => "box_office",

@@ -123,6 +123,17 @@ impl NoticeKind {
             Self::RefundSucceeded => "refund_succeeded",
         }
     }
+
+    /// Parses a kind spelled as [`NoticeKind::as_str`] spells it (a stored
+    /// `payments.provider_notices.kind`); `None` for any other text.
+    pub fn from_db(text: &str) -> Option<Self> {
+        Some(match text {
+            "charge_succeeded" => Self::ChargeSucceeded,
+            "charge_failed" => Self::ChargeFailed,
+            "refund_succeeded" => Self::RefundSucceeded,
+            _ => return None,
+        })
+    }
 }
 
 /// A provider notice (webhook), as delivered.

@@ -404,7 +404,7 @@ impl PaymentsService {
                     }
                     // A concurrent path finished it another way (captured): its answer.
                     _ if from.contains(&PaymentStatus::Pending) => self.order(payment).await,
-                    other => Err(Error::NotRefundable(other.as_db())),
+                    other => Err(Error::NotRefundable(other.as_str())),
                 }
             }
         }
@@ -439,7 +439,9 @@ impl PaymentsService {
     ) -> Result<(), Error> {
         let reason = payment.refund_reason.unwrap_or(RefundReason::HoldExpired);
         if reason != RefundReason::HoldExpired {
-            self.holds.release(payment.hold_key, reason.as_db()).await?;
+            self.holds
+                .release(payment.hold_key, reason.as_str())
+                .await?;
         }
         let charge_id = payment
             .provider_charge_id
@@ -462,8 +464,8 @@ impl PaymentsService {
         }
         tx.commit().await?;
         if moved {
-            self.metrics.refund(reason.as_db());
-            tracing::info!(payment_id = %payment.id, reason = reason.as_db(), "payment refunded");
+            self.metrics.refund(reason.as_str());
+            tracing::info!(payment_id = %payment.id, reason = reason.as_str(), "payment refunded");
         }
         Ok(())
     }

@@ -39,7 +39,7 @@ impl PaymentsService {
         }
         let mark = NoticeMark {
             notice_id: notice.notice_id.clone(),
-            kind: notice.kind.as_str(),
+            kind: notice.kind,
             idempotency_key: notice.idempotency_key.clone(),
         };
         let mut conn = self.pool.acquire().await?;
@@ -112,7 +112,7 @@ impl PaymentsService {
             };
         }
         if payment.status != PaymentStatus::Pending {
-            let outcome = format!("already_{}", payment.status.as_db());
+            let outcome = format!("already_{}", payment.status.as_str());
             store::mark_notice(&mut conn, &mark, Some(payment.id), &outcome).await?;
             self.metrics.notice("applied");
             return Ok(NoticeOutcome::Applied);

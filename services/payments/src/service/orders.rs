@@ -117,7 +117,7 @@ impl PaymentsService {
             PaymentStatus::Refunded | PaymentStatus::RefundPending => {
                 self.await_outcome(payment, None).await
             }
-            other => Err(Error::NotRefundable(other.as_db())),
+            other => Err(Error::NotRefundable(other.as_str())),
         }
     }
 

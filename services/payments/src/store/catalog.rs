@@ -10,10 +10,11 @@ use crate::error::Error;
 /// # Errors
 /// [`Error::Database`]; `None` when no such event.
 pub async fn event_currency(conn: &mut PgConnection, event: i64) -> Result<Option<String>, Error> {
-    let currency: Option<String> =
-        sqlx::query_scalar("SELECT currency::text FROM catalog.event_settings WHERE event_id = $1")
-            .bind(event)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let currency = sqlx::query_scalar!(
+        r#"SELECT currency::text AS "currency!" FROM catalog.event_settings WHERE event_id = $1"#,
+        event,
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
     Ok(currency.map(|c| c.trim().to_owned()))
 }

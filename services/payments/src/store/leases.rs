@@ -6,8 +6,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::payments::{PaymentRow, millis, one};
-use super::statements::{self, PAYMENT_COLUMNS};
-use crate::domain::Payment;
+use crate::domain::{Payment, PaymentStatus, RefundReason};
 use crate::error::Error;
 
 /// A lease on an unfinished payment: who drives it, until when (database clock).
@@ -39,20 +38,24 @@ pub async fn take_lease(
     id: Uuid,
     lease: Lease,
 ) -> Result<Option<Payment>, Error> {
-    let sql = format!(
-        "UPDATE payments.payments \
-         SET lease_owner = $2, lease_until = now() + $3 * interval '1 millisecond', \
-             attempts = attempts + 1 \
-         WHERE payment_id = $1 AND status IN ('pending', 'refund_pending') \
-           AND (lease_until IS NULL OR lease_until <= now()) \
-         RETURNING {PAYMENT_COLUMNS}"
-    );
-    one(sqlx::query_as::<_, PaymentRow>(&sql)
-        .bind(id)
-        .bind(lease.owner)
-        .bind(millis(lease.ttl))
-        .fetch_optional(&mut *conn)
-        .await?)
+    one(sqlx::query_as!(
+        PaymentRow,
+        r#"UPDATE payments.payments
+           SET lease_owner = $2, lease_until = now() + $3::bigint * interval '1 millisecond',
+               attempts = attempts + 1
+           WHERE payment_id = $1 AND status IN ('pending', 'refund_pending')
+               AND (lease_until IS NULL OR lease_until <= now())
+           RETURNING payment_id, hold_key, event_id, fan_id, amount_minor,
+               currency::text AS "currency!", status AS "status: PaymentStatus",
+               provider_charge_id, refund_id, refund_reason AS "refund_reason: RefundReason",
+               refunded_minor, refunded_at, comp_recipient, created_at, updated_at,
+               charge_attempt, method_digest, declined"#,
+        id,
+        lease.owner,
+        millis(lease.ttl),
+    )
+    .fetch_optional(&mut *conn)
+    .await?)
 }
 
 /// Gives the lease back early (after a failure the caller cannot finish), so a retry or
@@ -61,12 +64,12 @@ pub async fn take_lease(
 /// # Errors
 /// [`Error::Database`].
 pub async fn release_lease(conn: &mut PgConnection, id: Uuid, lease: Lease) -> Result<(), Error> {
-    sqlx::query(
-        "UPDATE payments.payments SET lease_until = NULL \
+    sqlx::query!(
+        "UPDATE payments.payments SET lease_until = NULL
          WHERE payment_id = $1 AND lease_owner = $2",
+        id,
+        lease.owner,
     )
-    .bind(id)
-    .bind(lease.owner)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -83,11 +86,11 @@ pub const ABANDONED_WATCH: Duration = Duration::from_secs(24 * 3600);
 /// # Errors
 /// [`Error::Database`].
 pub async fn due(conn: &mut PgConnection, limit: i64) -> Result<Vec<Uuid>, Error> {
-    Ok(sqlx::query_scalar(statements::DUE)
-        .bind(limit)
-        .bind(millis(ABANDONED_WATCH))
-        .fetch_all(&mut *conn)
-        .await?)
+    Ok(
+        sqlx::query_file_scalar!("src/store/sql/due.sql", limit, millis(ABANDONED_WATCH))
+            .fetch_all(&mut *conn)
+            .await?,
+    )
 }
 
 /// Pushes the payment's next reconciler visit back after a visit that left it
@@ -101,16 +104,17 @@ pub async fn postpone(
     base: Duration,
     max: Duration,
 ) -> Result<(), Error> {
-    sqlx::query(
-        "UPDATE payments.payments \
-         SET reconcile_at = now() + LEAST($2 * (1::bigint << LEAST(reconcile_visits, 30)), $3) \
-                 * interval '1 millisecond', \
-             reconcile_visits = reconcile_visits + 1 \
+    sqlx::query!(
+        "UPDATE payments.payments
+         SET reconcile_at = now()
+                 + LEAST($2::bigint * (1::bigint << LEAST(reconcile_visits, 30)), $3::bigint)
+                     * interval '1 millisecond',
+             reconcile_visits = reconcile_visits + 1
          WHERE payment_id = $1",
+        id,
+        millis(base),
+        millis(max),
     )
-    .bind(id)
-    .bind(millis(base))
-    .bind(millis(max))
     .execute(&mut *conn)
     .await?;
     Ok(())

@@ -3,36 +3,40 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::{FromRow, PgConnection, PgExecutor};
+use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::leases::Lease;
-use super::statements::{self, PAYMENT_COLUMNS, with_tickets};
 use super::tickets::{BookedSeat, NewTickets};
 use crate::domain::ticket_code::TicketSigner;
 use crate::domain::{HoldKey, Money, Order, Payment, PaymentStatus, RefundReason};
 use crate::error::Error;
 
-#[derive(Debug, FromRow)]
+stadium_db::text_enum!(PaymentStatus);
+stadium_db::text_enum!(RefundReason);
+
+/// A `payments.payments` row as every payment statement returns it (`currency` as
+/// text); filled by `sqlx::query_as!`, whose column names must be these fields'.
+#[derive(Debug)]
 pub(super) struct PaymentRow {
-    payment_id: Uuid,
-    hold_key: Uuid,
-    event_id: i64,
-    fan_id: String,
-    amount_minor: i64,
-    currency: String,
-    status: String,
-    provider_charge_id: Option<String>,
-    refund_id: Option<Uuid>,
-    refund_reason: Option<String>,
-    refunded_minor: i64,
-    refunded_at: Option<DateTime<Utc>>,
-    comp_recipient: Option<String>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-    charge_attempt: i32,
-    method_digest: Option<Vec<u8>>,
-    declined: bool,
+    pub(super) payment_id: Uuid,
+    pub(super) hold_key: Uuid,
+    pub(super) event_id: i64,
+    pub(super) fan_id: String,
+    pub(super) amount_minor: i64,
+    pub(super) currency: String,
+    pub(super) status: PaymentStatus,
+    pub(super) provider_charge_id: Option<String>,
+    pub(super) refund_id: Option<Uuid>,
+    pub(super) refund_reason: Option<RefundReason>,
+    pub(super) refunded_minor: i64,
+    pub(super) refunded_at: Option<DateTime<Utc>>,
+    pub(super) comp_recipient: Option<String>,
+    pub(super) created_at: DateTime<Utc>,
+    pub(super) updated_at: DateTime<Utc>,
+    pub(super) charge_attempt: i32,
+    pub(super) method_digest: Option<Vec<u8>>,
+    pub(super) declined: bool,
 }
 
 impl TryFrom<PaymentRow> for Payment {
@@ -40,11 +44,6 @@ impl TryFrom<PaymentRow> for Payment {
 
     fn try_from(row: PaymentRow) -> Result<Self, Error> {
         let corrupt = |what: &str| Error::CorruptRow(format!("payment {}: {what}", row.payment_id));
-        let status = PaymentStatus::from_db(&row.status).ok_or_else(|| corrupt("status"))?;
-        let refund_reason = match &row.refund_reason {
-            Some(r) => Some(RefundReason::from_db(r).ok_or_else(|| corrupt("refund_reason"))?),
-            None => None,
-        };
         Ok(Payment {
             id: row.payment_id,
             hold_key: HoldKey::from(row.hold_key),
@@ -54,10 +53,10 @@ impl TryFrom<PaymentRow> for Payment {
                 amount_minor: row.amount_minor,
                 currency: row.currency.trim().to_owned(),
             },
-            status,
+            status: row.status,
             provider_charge_id: row.provider_charge_id,
             refund_id: row.refund_id,
-            refund_reason,
+            refund_reason: row.refund_reason,
             refunded_minor: row.refunded_minor,
             refunded_at: row.refunded_at,
             comp_recipient: row.comp_recipient,
@@ -110,20 +109,21 @@ pub async fn insert_intent<'e>(
     new: &NewPayment,
     lease: Lease,
 ) -> Result<Option<Payment>, Error> {
-    one(
-        sqlx::query_as::<_, PaymentRow>(&statements::insert_intent())
-            .bind(new.id)
-            .bind(new.hold_key.uuid())
-            .bind(new.event_id)
-            .bind(&new.fan_id)
-            .bind(new.amount.amount_minor)
-            .bind(&new.amount.currency)
-            .bind(lease.owner)
-            .bind(millis(lease.ttl))
-            .bind(new.method_digest.as_ref().map(<[u8; 32]>::as_slice))
-            .fetch_optional(db)
-            .await?,
+    one(sqlx::query_file_as!(
+        PaymentRow,
+        "src/store/sql/insert_intent.sql",
+        new.id,
+        new.hold_key.uuid(),
+        new.event_id,
+        new.fan_id,
+        new.amount.amount_minor,
+        new.amount.currency,
+        lease.owner,
+        millis(lease.ttl),
+        new.method_digest.as_ref().map(<[u8; 32]>::as_slice),
     )
+    .fetch_optional(db)
+    .await?)
 }
 
 /// The payment for hold `key`.
@@ -131,10 +131,11 @@ pub async fn insert_intent<'e>(
 /// # Errors
 /// [`Error::Database`]; [`Error::CorruptRow`].
 pub async fn by_hold_key(conn: &mut PgConnection, key: HoldKey) -> Result<Option<Payment>, Error> {
-    one(sqlx::query_as::<_, PaymentRow>(&statements::by_hold_key())
-        .bind(key.uuid())
-        .fetch_optional(&mut *conn)
-        .await?)
+    one(
+        sqlx::query_file_as!(PaymentRow, "src/store/sql/by_hold_key.sql", key.uuid())
+            .fetch_optional(&mut *conn)
+            .await?,
+    )
 }
 
 /// The payment `id`.
@@ -142,11 +143,19 @@ pub async fn by_hold_key(conn: &mut PgConnection, key: HoldKey) -> Result<Option
 /// # Errors
 /// [`Error::Database`]; [`Error::CorruptRow`].
 pub async fn by_id(conn: &mut PgConnection, id: Uuid) -> Result<Option<Payment>, Error> {
-    let sql = format!("SELECT {PAYMENT_COLUMNS} FROM payments.payments WHERE payment_id = $1");
-    one(sqlx::query_as::<_, PaymentRow>(&sql)
-        .bind(id)
-        .fetch_optional(&mut *conn)
-        .await?)
+    one(sqlx::query_as!(
+        PaymentRow,
+        r#"SELECT payment_id, hold_key, event_id, fan_id, amount_minor,
+               currency::text AS "currency!", status AS "status: PaymentStatus",
+               provider_charge_id, refund_id, refund_reason AS "refund_reason: RefundReason",
+               refunded_minor, refunded_at, comp_recipient, created_at, updated_at,
+               charge_attempt, method_digest, declined
+           FROM payments.payments
+           WHERE payment_id = $1"#,
+        id,
+    )
+    .fetch_optional(&mut *conn)
+    .await?)
 }
 
 /// Records a comp (price 0, status comp) with its tickets, in one statement. Returns
@@ -162,22 +171,42 @@ pub async fn insert_comp<'e>(
     signer: &TicketSigner,
 ) -> Result<Order, Error> {
     let tickets = NewTickets::sign(new.event_id, seats, signer);
-    let sql = with_tickets(
-        &format!(
-            "INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id, \
-                 amount_minor, currency, status, comp_recipient) \
-             VALUES ($1, $2, $3, $4, 0, $5, 'comp', $6) RETURNING {PAYMENT_COLUMNS}"
-        ),
-        7,
-    );
-    let query = sqlx::query_as::<_, PaymentRow>(&sql)
-        .bind(new.id)
-        .bind(new.hold_key.uuid())
-        .bind(new.event_id)
-        .bind(&new.fan_id)
-        .bind(&new.amount.currency)
-        .bind(recipient);
-    let row = tickets.bind(query).fetch_one(db).await?;
+    // The tickets are issued as `statements::CAPTURE` issues a capture's.
+    let row = sqlx::query_as!(
+        PaymentRow,
+        r#"WITH p AS (
+               INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id,
+                   amount_minor, currency, status, comp_recipient)
+               VALUES ($1, $2, $3, $4, 0, $5, 'comp', $6)
+               RETURNING *
+           ),
+           issued AS (
+               INSERT INTO payments.tickets (ticket_id, payment_id, event_id, section_id,
+                   seat_id, fan_id, code)
+               SELECT t.ticket_id, p.payment_id, p.event_id, t.section_id, t.seat_id,
+                   p.fan_id, t.code
+               FROM p, unnest($7::uuid[], $8::bigint[], $9::bigint[], $10::text[])
+                   AS t(ticket_id, section_id, seat_id, code)
+           )
+           SELECT payment_id, hold_key, event_id, fan_id, amount_minor,
+               currency::text AS "currency!", status AS "status: PaymentStatus",
+               provider_charge_id, refund_id, refund_reason AS "refund_reason: RefundReason",
+               refunded_minor, refunded_at, comp_recipient, created_at, updated_at,
+               charge_attempt, method_digest, declined
+           FROM p"#,
+        new.id,
+        new.hold_key.uuid(),
+        new.event_id,
+        new.fan_id,
+        new.amount.currency,
+        recipient,
+        tickets.ids(),
+        tickets.section_ids(),
+        tickets.seat_ids(),
+        tickets.codes(),
+    )
+    .fetch_one(db)
+    .await?;
     Ok(Order {
         payment: Payment::try_from(row)?,
         tickets: tickets.issued(),
@@ -204,21 +233,29 @@ pub async fn list_for_fan(
     after: Option<Cursor>,
     limit: i64,
 ) -> Result<Vec<Payment>, Error> {
-    let sql = format!(
-        "SELECT {PAYMENT_COLUMNS} FROM payments.payments \
-         WHERE fan_id = $1 AND ($2::bigint IS NULL OR event_id = $2) \
-           AND ($3::timestamptz IS NULL OR (created_at, payment_id) < ($3, $4)) \
-         ORDER BY created_at DESC, payment_id DESC LIMIT $5"
-    );
-    sqlx::query_as::<_, PaymentRow>(&sql)
-        .bind(fan)
-        .bind(event)
-        .bind(after.map(|c| c.created_at))
-        .bind(after.map(|c| c.id))
-        .bind(limit)
-        .fetch_all(&mut *conn)
-        .await?
-        .into_iter()
-        .map(Payment::try_from)
-        .collect()
+    let after_created = after.map(|c| c.created_at);
+    let after_id = after.map(|c| c.id);
+    sqlx::query_as!(
+        PaymentRow,
+        r#"SELECT payment_id, hold_key, event_id, fan_id, amount_minor,
+               currency::text AS "currency!", status AS "status: PaymentStatus",
+               provider_charge_id, refund_id, refund_reason AS "refund_reason: RefundReason",
+               refunded_minor, refunded_at, comp_recipient, created_at, updated_at,
+               charge_attempt, method_digest, declined
+           FROM payments.payments
+           WHERE fan_id = $1 AND ($2::bigint IS NULL OR event_id = $2)
+               AND ($3::timestamptz IS NULL OR (created_at, payment_id) < ($3, $4))
+           ORDER BY created_at DESC, payment_id DESC
+           LIMIT $5"#,
+        fan,
+        event,
+        after_created,
+        after_id,
+        limit,
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(Payment::try_from)
+    .collect()
 }

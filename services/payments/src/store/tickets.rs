@@ -1,31 +1,24 @@
 //! Tickets: issued with a capture or a comp, voided with a refund.
 
-use sqlx::{FromRow, PgConnection};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::domain::Ticket;
 use crate::domain::ticket_code::{TicketClaims, TicketSigner};
 use crate::error::Error;
 
-#[derive(Debug, FromRow)]
-struct TicketRow {
-    ticket_id: Uuid,
-    section_id: i64,
-    seat_id: i64,
-    code: String,
-    status: String,
-}
-
 /// The tickets of payment `id`, by seat.
 ///
 /// # Errors
 /// [`Error::Database`].
 pub async fn tickets(conn: &mut PgConnection, id: Uuid) -> Result<Vec<Ticket>, Error> {
-    let rows = sqlx::query_as::<_, TicketRow>(
-        "SELECT ticket_id, section_id, seat_id, code, status FROM payments.tickets \
-         WHERE payment_id = $1 ORDER BY seat_id",
+    let rows = sqlx::query!(
+        r#"SELECT ticket_id, section_id, seat_id, code, status = 'valid' AS "valid!"
+           FROM payments.tickets
+           WHERE payment_id = $1
+           ORDER BY seat_id"#,
+        id,
     )
-    .bind(id)
     .fetch_all(&mut *conn)
     .await?;
     Ok(rows
@@ -35,7 +28,7 @@ pub async fn tickets(conn: &mut PgConnection, id: Uuid) -> Result<Vec<Ticket>, E
             section_id: r.section_id,
             seat_id: r.seat_id,
             code: r.code,
-            valid: r.status == "valid",
+            valid: r.valid,
         })
         .collect())
 }
@@ -45,12 +38,12 @@ pub async fn tickets(conn: &mut PgConnection, id: Uuid) -> Result<Vec<Ticket>, E
 /// # Errors
 /// [`Error::Database`].
 pub async fn ticket_valid(conn: &mut PgConnection, id: Uuid) -> Result<Option<bool>, Error> {
-    let status: Option<String> =
-        sqlx::query_scalar("SELECT status FROM payments.tickets WHERE ticket_id = $1")
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?;
-    Ok(status.map(|s| s == "valid"))
+    Ok(sqlx::query_scalar!(
+        r#"SELECT status = 'valid' AS "valid!" FROM payments.tickets WHERE ticket_id = $1"#,
+        id,
+    )
+    .fetch_optional(&mut *conn)
+    .await?)
 }
 
 /// A booked seat to issue a ticket for.
@@ -95,17 +88,25 @@ impl NewTickets {
         new
     }
 
-    /// Binds the four arrays, in the order of [`super::statements::with_tickets`]'s
-    /// parameters.
-    pub(super) fn bind<'q, O>(
-        &'q self,
-        query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
-    ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
-        query
-            .bind(&self.ids)
-            .bind(&self.section_ids)
-            .bind(&self.seat_ids)
-            .bind(&self.codes)
+    /// The new ticket ids, one a seat (the first of the four arrays a statement issuing
+    /// tickets binds, see [`super::statements::CAPTURE`]).
+    pub(super) fn ids(&self) -> &[Uuid] {
+        &self.ids
+    }
+
+    /// The seats' section ids, in the same order.
+    pub(super) fn section_ids(&self) -> &[i64] {
+        &self.section_ids
+    }
+
+    /// The seat ids, in the same order.
+    pub(super) fn seat_ids(&self) -> &[i64] {
+        &self.seat_ids
+    }
+
+    /// The signed codes, in the same order.
+    pub(super) fn codes(&self) -> &[String] {
+        &self.codes
     }
 
     /// The tickets as issued (valid), by seat.

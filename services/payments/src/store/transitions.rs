@@ -8,7 +8,6 @@ use uuid::Uuid;
 
 use super::leases::Lease;
 use super::payments::{PaymentRow, millis, one};
-use super::statements::{self, PAYMENT_COLUMNS};
 use super::tickets::{BookedSeat, NewTickets};
 use crate::domain::ticket_code::TicketSigner;
 use crate::domain::{Order, Payment, PaymentStatus, RefundReason};
@@ -33,11 +32,19 @@ pub async fn capture<'e>(
     signer: &TicketSigner,
 ) -> Result<Option<Order>, Error> {
     let tickets = NewTickets::sign(payment.event_id, seats, signer);
-    let sql = statements::capture();
-    let query = sqlx::query_as::<_, PaymentRow>(&sql)
-        .bind(payment.id)
-        .bind(charge_id);
-    let Some(row) = tickets.bind(query).fetch_optional(db).await? else {
+    let row = sqlx::query_file_as!(
+        PaymentRow,
+        "src/store/sql/capture.sql",
+        payment.id,
+        charge_id,
+        tickets.ids(),
+        tickets.section_ids(),
+        tickets.seat_ids(),
+        tickets.codes(),
+    )
+    .fetch_optional(db)
+    .await?;
+    let Some(row) = row else {
         return Ok(None);
     };
     Ok(Some(Order {
@@ -60,29 +67,36 @@ pub async fn begin_refund(
     charge_id: Option<&str>,
     lease: Lease,
 ) -> Result<Option<Payment>, Error> {
-    let sql = format!(
-        "UPDATE payments.payments SET status = 'refund_pending', refund_reason = $3, \
-             refund_id = $4, provider_charge_id = COALESCE($5, provider_charge_id), \
-             lease_owner = $6, lease_until = now() + $7 * interval '1 millisecond', \
-             updated_at = now() \
-         WHERE payment_id = $1 AND status = ANY($2) \
-         RETURNING {PAYMENT_COLUMNS}"
-    );
-    let moved = one(sqlx::query_as::<_, PaymentRow>(&sql)
-        .bind(id)
-        .bind(from.iter().map(|s| s.as_db()).collect::<Vec<_>>())
-        .bind(reason.as_db())
-        .bind(Uuid::new_v4())
-        .bind(charge_id)
-        .bind(lease.owner)
-        .bind(millis(lease.ttl))
-        .fetch_optional(&mut *conn)
-        .await?)?;
+    let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
+    let moved = one(sqlx::query_as!(
+        PaymentRow,
+        r#"UPDATE payments.payments
+           SET status = 'refund_pending', refund_reason = $3, refund_id = $4,
+               provider_charge_id = COALESCE($5, provider_charge_id),
+               lease_owner = $6, lease_until = now() + $7::bigint * interval '1 millisecond',
+               updated_at = now()
+           WHERE payment_id = $1 AND status = ANY($2::text[])
+           RETURNING payment_id, hold_key, event_id, fan_id, amount_minor,
+               currency::text AS "currency!", status AS "status: PaymentStatus",
+               provider_charge_id, refund_id, refund_reason AS "refund_reason: RefundReason",
+               refunded_minor, refunded_at, comp_recipient, created_at, updated_at,
+               charge_attempt, method_digest, declined"#,
+        id,
+        // `as`: sqlx's parameter type overrides; the reason binds as its text.
+        &from[..] as &[&str],
+        reason as RefundReason,
+        Uuid::new_v4(),
+        charge_id,
+        lease.owner,
+        millis(lease.ttl),
+    )
+    .fetch_optional(&mut *conn)
+    .await?)?;
     if moved.is_some() {
-        sqlx::query(
+        sqlx::query!(
             "UPDATE payments.tickets SET status = 'void' WHERE payment_id = $1 AND status = 'valid'",
+            id,
         )
-        .bind(id)
         .execute(&mut *conn)
         .await?;
     }
@@ -99,14 +113,14 @@ pub async fn finish_refund(
     id: Uuid,
     provider_refund_id: &str,
 ) -> Result<bool, Error> {
-    let moved = sqlx::query(
-        "UPDATE payments.payments SET status = 'refunded', refunded_minor = amount_minor, \
-             provider_refund_id = $2, refunded_at = now(), lease_owner = NULL, \
-             lease_until = NULL, updated_at = now() \
+    let moved = sqlx::query!(
+        "UPDATE payments.payments
+         SET status = 'refunded', refunded_minor = amount_minor, provider_refund_id = $2,
+             refunded_at = now(), lease_owner = NULL, lease_until = NULL, updated_at = now()
          WHERE payment_id = $1 AND status = 'refund_pending'",
+        id,
+        provider_refund_id,
     )
-    .bind(id)
-    .bind(provider_refund_id)
     .execute(&mut *conn)
     .await?
     .rows_affected();
@@ -120,12 +134,13 @@ pub async fn finish_refund(
 /// # Errors
 /// [`Error::Database`].
 pub async fn mark_declined(conn: &mut PgConnection, id: Uuid) -> Result<bool, Error> {
-    let moved = sqlx::query(
-        "UPDATE payments.payments SET status = 'failed', declined = true, lease_owner = NULL, \
-             lease_until = NULL, updated_at = now() \
+    let moved = sqlx::query!(
+        "UPDATE payments.payments
+         SET status = 'failed', declined = true, lease_owner = NULL, lease_until = NULL,
+             updated_at = now()
          WHERE payment_id = $1 AND (status = 'pending' OR (status = 'failed' AND NOT declined))",
+        id,
     )
-    .bind(id)
     .execute(&mut *conn)
     .await?
     .rows_affected();
@@ -142,14 +157,14 @@ pub async fn mark_abandoned(
     id: Uuid,
     age: Duration,
 ) -> Result<bool, Error> {
-    let moved = sqlx::query(
-        "UPDATE payments.payments SET status = 'failed', lease_owner = NULL, \
-             lease_until = NULL, updated_at = now() \
-         WHERE payment_id = $1 AND status = 'pending' \
-           AND created_at <= now() - $2 * interval '1 millisecond'",
+    let moved = sqlx::query!(
+        "UPDATE payments.payments
+         SET status = 'failed', lease_owner = NULL, lease_until = NULL, updated_at = now()
+         WHERE payment_id = $1 AND status = 'pending'
+             AND created_at <= now() - $2::bigint * interval '1 millisecond'",
+        id,
+        millis(age),
     )
-    .bind(id)
-    .bind(millis(age))
     .execute(&mut *conn)
     .await?
     .rows_affected();
@@ -169,19 +184,25 @@ pub async fn next_attempt(
     method_digest: &[u8; 32],
     lease: Lease,
 ) -> Result<Option<Payment>, Error> {
-    one(sqlx::query_as::<_, PaymentRow>(&format!(
-        "UPDATE payments.payments SET status = 'pending', declined = false, \
-             charge_attempt = charge_attempt + 1, method_digest = $3, \
-             lease_owner = $4, lease_until = now() + $5 * interval '1 millisecond', \
-             attempts = attempts + 1, updated_at = now() \
-         WHERE payment_id = $1 AND status = 'failed' AND declined AND charge_attempt = $2 \
-         RETURNING {PAYMENT_COLUMNS}"
-    ))
-    .bind(id)
-    .bind(i32::try_from(from).unwrap_or(i32::MAX))
-    .bind(method_digest.as_slice())
-    .bind(lease.owner)
-    .bind(millis(lease.ttl))
+    one(sqlx::query_as!(
+        PaymentRow,
+        r#"UPDATE payments.payments
+           SET status = 'pending', declined = false, charge_attempt = charge_attempt + 1,
+               method_digest = $3, lease_owner = $4,
+               lease_until = now() + $5::bigint * interval '1 millisecond',
+               attempts = attempts + 1, updated_at = now()
+           WHERE payment_id = $1 AND status = 'failed' AND declined AND charge_attempt = $2
+           RETURNING payment_id, hold_key, event_id, fan_id, amount_minor,
+               currency::text AS "currency!", status AS "status: PaymentStatus",
+               provider_charge_id, refund_id, refund_reason AS "refund_reason: RefundReason",
+               refunded_minor, refunded_at, comp_recipient, created_at, updated_at,
+               charge_attempt, method_digest, declined"#,
+        id,
+        i32::try_from(from).unwrap_or(i32::MAX),
+        method_digest.as_slice(),
+        lease.owner,
+        millis(lease.ttl),
+    )
     .fetch_optional(&mut *conn)
     .await?)
 }

@@ -3,7 +3,7 @@
 //! runs), under the service's planner settings, on tables big enough that the planner
 //! has a choice.
 
-use payments::store::statements::{DUE, by_hold_key, capture, insert_intent};
+use payments::store::statements::{BY_HOLD_KEY, CAPTURE, DUE, INSERT_INTENT};
 use stadium_db::PoolOptions;
 use stadium_testkit::{fresh_database, generic_seq_scans};
 
@@ -35,14 +35,8 @@ async fn confirm_statements_use_indexes() {
     };
     let pool = stadium_db::connect(&db.url, &options).await.unwrap();
     let mut conn = pool.acquire().await.unwrap();
-    let due = DUE.to_owned();
-    for (sql, params) in [
-        (by_hold_key(), 1),
-        (insert_intent(), 9),
-        (capture(), 6),
-        (due, 2),
-    ] {
-        let scans = generic_seq_scans(&mut conn, &sql, params).await;
+    for (sql, params) in [(BY_HOLD_KEY, 1), (INSERT_INTENT, 9), (CAPTURE, 6), (DUE, 2)] {
+        let scans = generic_seq_scans(&mut conn, sql, params).await;
         assert!(
             !scans.iter().any(|t| t == "payments" || t == "tickets"),
             "sequential scan of {scans:?} in: {sql}"

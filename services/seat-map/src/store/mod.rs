@@ -8,14 +8,24 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 use sqlx::PgConnection;
-use sqlx::types::chrono::{DateTime, Utc};
 use stadium_seating::{Point, SeatPlace, SectionLayout};
 use tracing::instrument;
 
 use crate::domain::{CategoryInfo, EventId, EventLayout, SectionInfo};
 use crate::error::Error;
 
-type SeatRow = (i64, i64, String, String, i32, i32, f64, f64, String);
+/// One seat as `catalog.event_seats` publishes it.
+struct SeatRow {
+    section_id: i64,
+    seat_id: i64,
+    row_label: String,
+    seat_label: String,
+    row_index: i32,
+    seat_index: i32,
+    x: f64,
+    y: f64,
+    category_code: String,
+}
 
 /// What an event's layout depends on that can change after import, as one opaque
 /// string (seats per claim, the event's `updated_at`, and every category's name,
@@ -28,19 +38,21 @@ pub async fn layout_version(
     conn: &mut PgConnection,
     event: EventId,
 ) -> Result<Option<String>, Error> {
-    let version: Option<Option<String>> = sqlx::query_scalar(
-        "SELECT v.max_seats_per_claim::text || '/' || v.updated_at::text || '/' ||
-                coalesce((SELECT md5(string_agg(c.category_code || ':' || c.name || ':' || c.color
-                                                || ':' || coalesce(c.price_minor::text, '-')
-                                                || ':' || c.currency::text,
-                                                ',' ORDER BY c.category_code))
-                          FROM catalog.event_categories c WHERE c.event_id = v.event_id), '')
-         FROM catalog.event_venues v WHERE v.event_id = $1",
+    // Never NULL: seats per claim and `updated_at` are NOT NULL columns (behind the
+    // view), the categories' part is COALESCEd.
+    Ok(sqlx::query_scalar!(
+        r#"SELECT v.max_seats_per_claim::text || '/' || v.updated_at::text || '/' ||
+                  coalesce((SELECT md5(string_agg(c.category_code || ':' || c.name || ':' || c.color
+                                                  || ':' || coalesce(c.price_minor::text, '-')
+                                                  || ':' || c.currency::text,
+                                                  ',' ORDER BY c.category_code))
+                            FROM catalog.event_categories c WHERE c.event_id = v.event_id), '')
+                    AS "version!"
+           FROM catalog.event_venues v WHERE v.event_id = $1"#,
+        event.get()
     )
-    .bind(event.get())
     .fetch_optional(&mut *conn)
-    .await?;
-    Ok(version.flatten())
+    .await?)
 }
 
 /// Reads an event's layout, or `None` when the event does not exist. Run it inside a
@@ -53,95 +65,100 @@ pub async fn load_layout(
     conn: &mut PgConnection,
     event: EventId,
 ) -> Result<Option<EventLayout>, Error> {
-    let head: Option<(i64, String, i32, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT venue_id, venue_name, max_seats_per_claim, updated_at FROM catalog.event_venues WHERE event_id = $1",
+    // The views' columns are NOT NULL columns of their tables (inner joins) or
+    // COALESCEs of them; only a category's price may be NULL (not set yet).
+    let head = sqlx::query!(
+        r#"SELECT venue_id AS "venue_id!", venue_name AS "venue_name!",
+                  max_seats_per_claim AS "max_seats_per_claim!", updated_at AS "updated_at!"
+           FROM catalog.event_venues WHERE event_id = $1"#,
+        event.get()
     )
-    .bind(event.get())
     .fetch_optional(&mut *conn)
     .await?;
-    let Some((venue_id, venue_name, max_seats_per_claim, updated_at)) = head else {
+    let Some(head) = head else {
         return Ok(None);
     };
-    let sections: Vec<(i64, String, String, f64, f64)> = sqlx::query_as(
-        "SELECT section_id, code, name, focus_x, focus_y FROM catalog.event_sections
-         WHERE event_id = $1 ORDER BY sort_order",
+    let sections = sqlx::query!(
+        r#"SELECT section_id AS "section_id!", code AS "code!", name AS "name!",
+                  focus_x AS "focus_x!", focus_y AS "focus_y!"
+           FROM catalog.event_sections
+           WHERE event_id = $1 ORDER BY sort_order"#,
+        event.get()
     )
-    .bind(event.get())
     .fetch_all(&mut *conn)
     .await?;
-    let seats: Vec<SeatRow> = sqlx::query_as(
-        "SELECT section_id, seat_id, row_label, seat_label, row_index, seat_index, x, y, category_code
-         FROM catalog.event_seats WHERE event_id = $1 ORDER BY seat_id",
+    let seats = sqlx::query_as!(
+        SeatRow,
+        r#"SELECT section_id AS "section_id!", seat_id AS "seat_id!", row_label AS "row_label!",
+                  seat_label AS "seat_label!", row_index AS "row_index!",
+                  seat_index AS "seat_index!", x AS "x!", y AS "y!",
+                  category_code AS "category_code!"
+           FROM catalog.event_seats WHERE event_id = $1 ORDER BY seat_id"#,
+        event.get()
     )
-    .bind(event.get())
     .fetch_all(&mut *conn)
     .await?;
-    let categories: Vec<(String, String, String, Option<i64>, String)> = sqlx::query_as(
-        "SELECT category_code, name, color, price_minor, currency::text FROM catalog.event_categories
-         WHERE event_id = $1 ORDER BY sort_order",
+    let categories = sqlx::query_as!(
+        CategoryInfo,
+        r#"SELECT category_code AS "code!", name AS "name!", color AS "color!",
+                  price_minor AS "price_minor?", currency::text AS "currency!"
+           FROM catalog.event_categories
+           WHERE event_id = $1 ORDER BY sort_order"#,
+        event.get()
     )
-    .bind(event.get())
     .fetch_all(&mut *conn)
     .await?;
 
     let mut by_section: HashMap<i64, Vec<SeatRow>> = HashMap::new();
     for seat in seats {
-        by_section.entry(seat.0).or_default().push(seat);
+        by_section.entry(seat.section_id).or_default().push(seat);
     }
     let corrupt = |what: String| Error::Corrupt(format!("event {}: {what}", event.get()));
     let mut out = Vec::with_capacity(sections.len());
-    for (section_id, code, name, focus_x, focus_y) in sections {
-        let rows = by_section.remove(&section_id).unwrap_or_default();
-        let categories: Vec<String> = rows.iter().map(|r| r.8.clone()).collect();
+    for section in sections {
+        let rows = by_section.remove(&section.section_id).unwrap_or_default();
+        let categories: Vec<String> = rows.iter().map(|r| r.category_code.clone()).collect();
         let places = rows
             .into_iter()
-            .map(
-                |(_, seat_id, row_label, seat_label, row_index, seat_index, x, y, _)| {
-                    Ok(SeatPlace {
-                        seat_id: u64::try_from(seat_id)
-                            .map_err(|_| corrupt(format!("seat id {seat_id}")))?,
-                        row_index: u32::try_from(row_index)
-                            .map_err(|_| corrupt(format!("row index {row_index}")))?,
-                        row_label,
-                        seat_index: u32::try_from(seat_index)
-                            .map_err(|_| corrupt(format!("seat index {seat_index}")))?,
-                        seat_label,
-                        position: Point { x, y },
-                    })
-                },
-            )
+            .map(|r| {
+                Ok(SeatPlace {
+                    seat_id: u64::try_from(r.seat_id)
+                        .map_err(|_| corrupt(format!("seat id {}", r.seat_id)))?,
+                    row_index: u32::try_from(r.row_index)
+                        .map_err(|_| corrupt(format!("row index {}", r.row_index)))?,
+                    row_label: r.row_label,
+                    seat_index: u32::try_from(r.seat_index)
+                        .map_err(|_| corrupt(format!("seat index {}", r.seat_index)))?,
+                    seat_label: r.seat_label,
+                    position: Point { x: r.x, y: r.y },
+                })
+            })
             .collect::<Result<Vec<_>, Error>>()?;
-        let section_id =
-            u64::try_from(section_id).map_err(|_| corrupt(format!("section id {section_id}")))?;
+        let section_id = u64::try_from(section.section_id)
+            .map_err(|_| corrupt(format!("section id {}", section.section_id)))?;
         // Seats come ordered by id, which is also the offset order `categories` needs.
         let layout = SectionLayout::new(
             section_id,
             Point {
-                x: focus_x,
-                y: focus_y,
+                x: section.focus_x,
+                y: section.focus_y,
             },
             places,
         )
         .map_err(|e| corrupt(e.to_string()))?;
         out.push(SectionInfo {
-            code,
-            name,
+            code: section.code,
+            name: section.name,
             layout,
             categories,
         });
     }
-    let categories: Vec<CategoryInfo> = categories
-        .into_iter()
-        .map(|(code, name, color, price_minor, currency)| CategoryInfo {
-            code,
-            name,
-            color,
-            price_minor,
-            currency,
-        })
-        .collect();
     let mut hash = Sha256::new();
-    hash.update(format!("{venue_id}|{}|", updated_at.timestamp_micros()));
+    hash.update(format!(
+        "{}|{}|",
+        head.venue_id,
+        head.updated_at.timestamp_micros()
+    ));
     for c in &categories {
         hash.update(format!(
             "{}|{}|{}|{:?}|{}|",
@@ -150,11 +167,11 @@ pub async fn load_layout(
     }
     Ok(Some(EventLayout {
         event_id: event,
-        venue_id,
-        venue_name,
+        venue_id: head.venue_id,
+        venue_name: head.venue_name,
         sections: out,
         categories,
-        max_seats_per_claim: u32::try_from(max_seats_per_claim).unwrap_or(1).max(1),
+        max_seats_per_claim: u32::try_from(head.max_seats_per_claim).unwrap_or(1).max(1),
         version: hex::encode(&hash.finalize()[..12]),
     }))
 }
@@ -171,13 +188,15 @@ pub async fn load_unavailable(
     section_id: u64,
 ) -> Result<(SystemTime, Vec<i64>), Error> {
     let section = i64::try_from(section_id).map_err(|_| Error::SectionNotFound(section_id))?;
-    let (as_of, seats): (DateTime<Utc>, Vec<i64>) = sqlx::query_as(
-        "SELECT now(), COALESCE(array_agg(seat_id ORDER BY seat_id), '{}')
-         FROM holds.unavailable_seats WHERE event_id = $1 AND section_id = $2",
+    // An aggregate without GROUP BY gives one row; `now()` and the COALESCE are never
+    // NULL.
+    let row = sqlx::query!(
+        r#"SELECT now() AS "as_of!", COALESCE(array_agg(seat_id ORDER BY seat_id), '{}') AS "seats!"
+           FROM holds.unavailable_seats WHERE event_id = $1 AND section_id = $2"#,
+        event.get(),
+        section
     )
-    .bind(event.get())
-    .bind(section)
     .fetch_one(&mut *conn)
     .await?;
-    Ok((SystemTime::from(as_of), seats))
+    Ok((SystemTime::from(row.as_of), row.seats))
 }
