@@ -9,7 +9,8 @@ use rand::Rng;
 use crate::sqlstate::{DbFailure, classify};
 
 /// An error that may carry a database failure; services implement it for their error
-/// enums so `retry_transient` can tell a transient SQLSTATE from everything else.
+/// enums (with [`transient!`](crate::transient!)) so `retry_transient` can tell a
+/// transient SQLSTATE from everything else.
 pub trait Transient {
     /// The classified database failure, or [`DbFailure::NotDatabase`].
     fn db_failure(&self) -> DbFailure;
@@ -19,6 +20,24 @@ impl Transient for sqlx::Error {
     fn db_failure(&self) -> DbFailure {
         classify(self)
     }
+}
+
+/// `impl Transient for $error`, for a service's error enum whose variant `$variant`
+/// holds the `sqlx::Error`: that variant's failure as [`classify`] tells it, every
+/// other variant [`DbFailure::NotDatabase`]. Invoke it in the crate that defines
+/// `$error`, as `stadium_db::transient!(Error, Database);`.
+#[macro_export]
+macro_rules! transient {
+    ($error:ty, $variant:ident) => {
+        impl $crate::Transient for $error {
+            fn db_failure(&self) -> $crate::DbFailure {
+                match self {
+                    Self::$variant(error) => $crate::classify(error),
+                    _ => $crate::DbFailure::NotDatabase,
+                }
+            }
+        }
+    };
 }
 
 /// How often and how long to retry a transaction that failed with a transient SQLSTATE.

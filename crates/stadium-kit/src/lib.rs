@@ -15,6 +15,7 @@
 //! - [`outbound`]: requests to another service (token, deadline, trace context);
 //! - [`args`]: the flags every service shares ([`CommonArgs`](args::CommonArgs));
 //! - [`mode`]: production and development modes ([`Mode`](mode::Mode));
+//! - [`embedded`]: a service's flags when another process runs it (tests, benchmarks);
 //! - [`StartError`]: why a service could not start (every service's `build`/`serve`);
 //! - [`testing`]: loopback listeners and channels that retry until the server is up.
 
@@ -22,6 +23,7 @@ pub mod args;
 pub mod auth;
 pub mod background;
 pub mod body_limit;
+pub mod embedded;
 pub mod error;
 mod metrics;
 pub mod mode;

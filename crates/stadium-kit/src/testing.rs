@@ -86,33 +86,3 @@ pub async fn assert_serving(addr: SocketAddr) {
         .status;
     assert_eq!(status, ServingStatus::Serving as i32, "{addr}");
 }
-
-/// Checks a service binary whose only development convenience is the development
-/// issuer: started with `env` in production mode, it refuses and names
-/// `--identity-issuer`; with `IDENTITY_ISSUER` set to a real issuer, it serves.
-///
-/// # Panics
-/// When either half does not hold (see [`refused_start`] and [`assert_serving`]).
-pub async fn assert_production_refuses_the_development_issuer(binary: &str, env: &[(&str, &str)]) {
-    let command = || {
-        let mut command = tokio::process::Command::new(binary);
-        command
-            .env_remove("STADIUM_MODE")
-            .env_remove("IDENTITY_ISSUER")
-            .envs(env.iter().copied())
-            .env("RUST_LOG", "warn")
-            .kill_on_drop(true);
-        command
-    };
-    let stderr = refused_start(command()).await;
-    assert!(stderr.contains("production mode refuses"), "{stderr}");
-    assert!(stderr.contains("--identity-issuer"), "{stderr}");
-
-    let addr = loopback_listener().await.1;
-    let _served = command()
-        .env("IDENTITY_ISSUER", "https://login.example")
-        .args(["--listen", &addr.to_string()])
-        .spawn()
-        .expect("starting the binary");
-    assert_serving(addr).await;
-}

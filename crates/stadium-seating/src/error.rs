@@ -63,6 +63,14 @@ pub enum LayoutError {
         /// The section.
         section_id: u64,
     },
+    /// A stored id or index is negative (see [`crate::sections_from_stored`]).
+    #[error("{what} {value}")]
+    Negative {
+        /// Which: `seat id`, `row index`, `seat index` or `section id`.
+        what: &'static str,
+        /// Its stored value.
+        value: i64,
+    },
 }
 
 /// Why an availability bitmap was refused or could not be updated.

@@ -1,7 +1,8 @@
 //! Seating logic shared by the seat map, holds and the box office, with no IO.
 //!
 //! - [`SectionLayout`]: the seats of one section (id, row, index, position), whose seat
-//!   ids form one contiguous range `[first_seat_id, first_seat_id + seat_count)`.
+//!   ids form one contiguous range `[first_seat_id, first_seat_id + seat_count)`; read
+//!   back from the catalog by [`sections_from_stored`].
 //! - [`Availability`]: a bitmap over that range, bit `i` (LSB first within each byte)
 //!   set when seat `first_seat_id + i` is free, exactly as `SectionAvailability` in the
 //!   seat-map contract encodes it.
@@ -11,9 +12,11 @@
 mod availability;
 mod error;
 mod layout;
+mod stored;
 mod suggest;
 
 pub use availability::Availability;
 pub use error::{AvailabilityError, LayoutError, SuggestError};
 pub use layout::{Point, RowLayout, SeatPlace, SectionLayout};
+pub use stored::{StoredSeat, StoredSection, sections_from_stored};
 pub use suggest::{Overlap, Preference, Suggestion, rank, suggest};

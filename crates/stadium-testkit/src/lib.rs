@@ -1,20 +1,30 @@
 //! Test support shared by the stadium crates: a fresh, migrated PostgreSQL database per
 //! test (cloned from a migrated template, so it costs one `CREATE DATABASE`), and the
-//! Redis URL with a unique key prefix per test, [`all_at_once`] for requests fired in
-//! parallel, [`grpc`] for bearer tokens and typed refusals, [`RoundTrips`] to count a
-//! service's round trips to PostgreSQL, and
-//! [`seq_scans`] / [`generic_seq_scans`] to see which tables a statement's plan scans.
+//! Redis URL with a unique key prefix per test, [`catalog`] for a venue, its seats and
+//! events in it, [`Issuers`] for the tokens a test sends, [`development_config`] for a
+//! service's flags, [`all_at_once`] for requests fired in parallel, [`grpc`] for bearer
+//! tokens and typed refusals, [`binary`] for a service's shipped binary run as a
+//! process, [`venues`] for the real venue plans, [`RoundTrips`] to count a service's
+//! round trips to PostgreSQL, and [`seq_scans`] / [`generic_seq_scans`] to see which
+//! tables a statement's plan scans.
 //!
 //! The servers come from `DATABASE_URL` and `REDIS_URL` when set (CI sets them), else
 //! from one private PostgreSQL and Redis that `stadium-localstack` starts from the
 //! machine's binaries for the whole test process.
 
+pub mod binary;
+pub mod catalog;
 mod concurrency;
+mod flags;
 pub mod grpc;
+mod issuers;
 mod plans;
 mod round_trips;
+pub mod venues;
 
 pub use concurrency::all_at_once;
+pub use flags::development_config;
+pub use issuers::{Issuers, dev_jwks};
 pub use plans::{generic_seq_scans, seq_scans};
 pub use round_trips::RoundTrips;
 

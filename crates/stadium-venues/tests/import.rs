@@ -2,56 +2,14 @@
 //! generated stadium, stored in a fresh PostgreSQL database per test.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 
 use serde_json::Value;
 use sqlx::PgPool;
+use stadium_testkit::venues::{Plan, dir as venues_dir, readme_plans};
 use stadium_venues::{
     ImportError, Problem, SourceFormat, StadiumParams, digest, generate_stadium, import, parse_csv,
     parse_pretix, store_plan,
 };
-
-fn venues_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/venues")
-}
-
-/// (file, seats, rows, categories) as the plans' README states them.
-fn readme_plans() -> Vec<(String, u64, u64, u64)> {
-    let readme = std::fs::read_to_string(venues_dir().join("README.md")).expect("venues README");
-    let number_before = |cell: &str, word: &str| -> u64 {
-        let at = cell
-            .find(word)
-            .unwrap_or_else(|| panic!("{word:?} in {cell:?}"));
-        let digits: String = cell[..at]
-            .trim_end()
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_digit() || *c == ',')
-            .collect();
-        digits
-            .chars()
-            .rev()
-            .filter(char::is_ascii_digit)
-            .collect::<String>()
-            .parse()
-            .unwrap()
-    };
-    readme
-        .lines()
-        .filter(|l| l.starts_with("| `") && l.contains(".json`"))
-        .map(|line| {
-            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-            let file = cells[1].trim_matches('`').to_owned();
-            let contents = cells[4];
-            (
-                file,
-                number_before(contents, " seats"),
-                number_before(contents, " rows"),
-                number_before(contents, " categories"),
-            )
-        })
-        .collect()
-}
 
 async fn stored_counts(pool: &PgPool) -> (i64, i64, i64) {
     sqlx::query_as(
@@ -82,7 +40,13 @@ async fn real_plans_import_with_the_stated_counts_and_twice_changes_nothing() {
     let db = stadium_testkit::fresh_database().await;
     let plans = readme_plans();
     assert_eq!(plans.len(), 2, "the README lists both plans");
-    for (file, seats, rows, categories) in plans {
+    for Plan {
+        file,
+        seats,
+        rows,
+        categories,
+    } in plans
+    {
         let bytes = std::fs::read(venues_dir().join(&file)).unwrap();
         let mut conn = db.pool.acquire().await.unwrap();
         let outcome = import(&mut conn, &file, SourceFormat::PretixJson, &bytes)

@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 use std::process::Output;
 use std::time::SystemTime;
 
-use clap::Parser as _;
 use serde_json::Value;
 use sqlx::PgPool;
 use stadium_kit::testing::loopback_listener;
@@ -32,22 +31,20 @@ impl Office {
         let db = stadium_testkit::fresh_database().await;
         let dev = DevIssuer::generate().expect("dev issuer");
         let jwks = dev.jwks_json().expect("dev JWKS");
-        let config = box_office::Config::parse_from([
+        let config: box_office::Config = stadium_testkit::development_config(
             "box-office",
-            "--mode",
-            "development",
-            "--database-url",
-            db.url.as_str(),
-            "--identity-jwks",
-            jwks.as_str(),
-            "--canary-interval-ms",
-            "0",
-            // A booking without its payment is a violation at once, not after a grace.
-            "--canary-grace-ms",
-            "0",
-            "--inventory-interval-ms",
-            "0",
-        ]);
+            &db,
+            &jwks,
+            &[
+                "--canary-interval-ms",
+                "0",
+                // A booking without its payment is a violation at once, not after a grace.
+                "--canary-grace-ms",
+                "0",
+                "--inventory-interval-ms",
+                "0",
+            ],
+        );
         let shutdown = CancellationToken::new();
         let (listener, addr) = loopback_listener().await;
         let stop = shutdown.clone();

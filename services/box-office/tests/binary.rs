@@ -1,53 +1,36 @@
 //! The shipped binary: its help documents every flag, production mode refuses the
 //! development issuer, and it serves (in production mode) until SIGTERM.
 
-use std::process::Command;
-use std::time::Duration;
-
-use stadium_kit::testing::{connect, loopback_listener};
-use tonic_health::pb::{
-    HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+use stadium_kit::testing::{assert_serving, loopback_listener};
+use stadium_testkit::binary::{
+    assert_help_names, assert_production_refuses_the_development_issuer, assert_stops_on_sigterm,
 };
 
 #[test]
 fn the_binary_documents_every_flag() {
-    let output = Command::new(env!("CARGO_BIN_EXE_box-office"))
-        .arg("--help")
-        .output()
-        .expect("running box-office --help");
-    assert!(output.status.success());
-    let help = String::from_utf8(output.stdout).expect("UTF-8 help");
-    for flag in [
-        "--listen",
-        "--log-format",
-        "--otlp-endpoint",
-        "--database-url",
-        "--identity-jwks",
-        "--waiting-room-url",
-        "--service-token",
-        "--holds-url",
-        "--payments-url",
-        "--canary-interval-ms",
-    ] {
-        assert!(help.contains(flag), "{flag} missing:\n{help}");
-    }
+    assert_help_names(
+        env!("CARGO_BIN_EXE_box-office"),
+        &[
+            "--listen",
+            "--log-format",
+            "--otlp-endpoint",
+            "--database-url",
+            "--identity-jwks",
+            "--waiting-room-url",
+            "--service-token",
+            "--holds-url",
+            "--payments-url",
+            "--canary-interval-ms",
+        ],
+    );
 }
 
 #[tokio::test]
 async fn production_mode_refuses_the_development_issuer() {
-    let db = stadium_testkit::fresh_database().await;
-    let jwks = stadium_tokens::DevIssuer::generate()
-        .unwrap()
-        .jwks_json()
-        .unwrap();
-    stadium_kit::testing::assert_production_refuses_the_development_issuer(
+    assert_production_refuses_the_development_issuer(
         env!("CARGO_BIN_EXE_box-office"),
-        &[
-            ("DATABASE_URL", &db.url),
-            ("IDENTITY_JWKS", &jwks),
-            ("CANARY_INTERVAL_MS", "0"),
-            ("INVENTORY_INTERVAL_MS", "0"),
-        ],
+        &[],
+        &[("CANARY_INTERVAL_MS", "0"), ("INVENTORY_INTERVAL_MS", "0")],
     )
     .await;
 }
@@ -55,15 +38,11 @@ async fn production_mode_refuses_the_development_issuer() {
 #[tokio::test]
 async fn the_binary_serves_and_stops_on_sigterm() {
     let db = stadium_testkit::fresh_database().await;
-    let jwks = stadium_tokens::DevIssuer::generate()
-        .unwrap()
-        .jwks_json()
-        .unwrap();
-    let port = loopback_listener().await.1.port();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_box-office"))
-        .args(["--listen", &format!("127.0.0.1:{port}")])
+    let addr = loopback_listener().await.1;
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_box-office"))
+        .args(["--listen", &addr.to_string()])
         .env("DATABASE_URL", &db.url)
-        .env("IDENTITY_JWKS", &jwks)
+        .env("IDENTITY_JWKS", stadium_testkit::dev_jwks())
         .env("IDENTITY_ISSUER", "https://login.example")
         .env_remove("STADIUM_MODE")
         .env_remove("WAITING_ROOM_URL")
@@ -71,26 +50,6 @@ async fn the_binary_serves_and_stops_on_sigterm() {
         .kill_on_drop(true)
         .spawn()
         .expect("starting box-office");
-    let channel = connect(([127, 0, 0, 1], port).into()).await;
-    let status = HealthClient::new(channel)
-        .check(HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .expect("health answers")
-        .into_inner()
-        .status;
-    assert_eq!(status, ServingStatus::Serving as i32);
-
-    let pid = child.id().expect("running child").to_string();
-    let killed = Command::new("kill")
-        .args(["-s", "TERM", &pid])
-        .status()
-        .expect("running kill");
-    assert!(killed.success());
-    let exit = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("box-office exits after SIGTERM")
-        .expect("waiting for box-office");
-    assert!(exit.success(), "{exit:?}");
+    assert_serving(addr).await;
+    assert_stops_on_sigterm(child).await;
 }

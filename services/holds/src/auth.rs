@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use stadium_tokens::{
-    Access, AdminClaims, AdminVerifier, AdmissionClaims, AdmissionVerifier, FanSessionVerifier,
-    TokenError, VerificationKeys, audience,
+    AdminVerifier, AdmissionClaims, AdmissionVerifier, FanSessionVerifier, TokenError,
+    VerificationKeys, audience,
 };
 
 use crate::domain::FanId;
@@ -219,17 +219,10 @@ impl Authenticator {
         })
     }
 
-    /// An admin token that `access` allows.
-    ///
-    /// # Errors
-    /// [`Error::Access`].
-    pub fn admin(
-        &self,
-        token: &str,
-        access: Access,
-        now: SystemTime,
-    ) -> Result<AdminClaims, Error> {
-        Ok(self.admin.verify_access(token, access, now)?)
+    /// The verifier of admin tokens addressed to holds: a call checks its roles with
+    /// [`AdminVerifier::verify_access`] (a refusal is an [`Error::Access`]).
+    pub fn admin(&self) -> &AdminVerifier {
+        &self.admin
     }
 }
 

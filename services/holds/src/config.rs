@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
+use stadium_kit::StartError;
 use stadium_kit::args::CommonArgs;
 use stadium_kit::mode::{Convenience, development_issuer};
+use stadium_tokens::{DevIssuer, SigningKeyRing};
 
 /// Configuration of one holds process.
 #[derive(Clone, clap::Parser)]
@@ -150,6 +152,36 @@ impl Config {
     /// The sweeper's interval, `None` when it is off.
     pub fn sweep_interval(&self) -> Option<Duration> {
         (self.sweep_interval_ms > 0).then(|| Duration::from_millis(self.sweep_interval_ms))
+    }
+
+    /// Holds embedded in another process in development mode (tests, benchmarks): on
+    /// `database_url` with at most `max_connections` connections, trusting `identity`
+    /// for fan sessions and admin tokens and the keys of `admission` for admission
+    /// tokens, the background sweeper off (a hold lapses, but is only swept when the
+    /// embedder asks); then the flags of `extra`, which win over these.
+    ///
+    /// # Errors
+    /// [`StartError::Tokens`] when a key set cannot be written as JWKS;
+    /// [`StartError::Config`] for a flag of `extra` that does not parse.
+    pub fn embedded(
+        database_url: &str,
+        max_connections: u32,
+        identity: &DevIssuer,
+        admission: &SigningKeyRing,
+        extra: &[&str],
+    ) -> Result<Self, StartError> {
+        let identity_jwks = identity.jwks_json()?;
+        let admission_jwks = admission.jwks_json()?;
+        let flags = [
+            "--identity-jwks",
+            &identity_jwks,
+            "--admission-jwks",
+            &admission_jwks,
+            "--sweep-interval-ms",
+            "0",
+        ];
+        let flags = [&flags[..], extra].concat();
+        stadium_kit::embedded::config("holds", database_url, max_connections, &flags)
     }
 
     /// Checks what clap cannot: exactly one source of admission keys.

@@ -4,8 +4,8 @@
 use std::time::SystemTime;
 
 use stadium_tokens::{
-    Access, AccessRefused, AdminClaims, AdminVerifier, FanSessionVerifier, Role, TokenError,
-    VerificationKeys, audience,
+    Access, AccessRefused, AdminVerifier, FanSessionVerifier, Role, TokenError, VerificationKeys,
+    audience,
 };
 
 use crate::error::Error;
@@ -53,17 +53,10 @@ impl Authenticator {
         Ok(claims.fan_id().to_owned())
     }
 
-    /// An admin token that `access` allows.
-    ///
-    /// # Errors
-    /// [`Error::Access`].
-    pub fn admin(
-        &self,
-        token: &str,
-        access: Access,
-        now: SystemTime,
-    ) -> Result<AdminClaims, Error> {
-        Ok(self.admin.verify_access(token, access, now)?)
+    /// The verifier of admin tokens addressed to payments: a call checks its roles with
+    /// [`AdminVerifier::verify_access`] (a refusal is an [`Error::Access`]).
+    pub fn admin(&self) -> &AdminVerifier {
+        &self.admin
     }
 
     /// A fan session or, failing that, an admin token with role `box_office` or `sre`.
@@ -73,9 +66,9 @@ impl Authenticator {
     pub fn fan_or_staff(&self, token: &str, now: SystemTime) -> Result<Caller, Error> {
         match self.fan(token, now) {
             Ok(fan) => Ok(Caller::Fan(fan)),
-            Err(fan_error) => match self.admin(token, STAFF, now) {
+            Err(fan_error) => match self.admin.verify_access(token, STAFF, now) {
                 Ok(claims) => Ok(Caller::Admin(claims.registered.sub)),
-                Err(refused @ Error::Access(AccessRefused::RoleRequired(_))) => Err(refused),
+                Err(refused @ AccessRefused::RoleRequired(_)) => Err(refused.into()),
                 Err(_) => Err(fan_error),
             },
         }

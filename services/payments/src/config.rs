@@ -1,10 +1,12 @@
 //! Flags of the payments service, each with an environment fallback.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use secrecy::{ExposeSecret, SecretString};
+use stadium_kit::StartError;
 use stadium_kit::args::{CommonArgs, grpc_url};
 use stadium_kit::mode::{Convenience, development_issuer};
+use stadium_tokens::{DevIssuer, Role};
 
 use crate::service::Settings;
 
@@ -178,6 +180,47 @@ impl Config {
             ));
         }
         uses
+    }
+
+    /// Payments embedded in another process in development mode (tests, benchmarks):
+    /// on `database_url` with at most `max_connections` connections, calling holds at
+    /// `holds_url` with an admin token of `identity` (subject `payments`, role
+    /// `service`, valid for an hour from now), trusting `identity` for fan sessions and
+    /// admin tokens, provider notices signed with `provider_notice_secret`, tickets
+    /// signed by the key of `ticket_signing_seed` (64 hex digits); then the flags of
+    /// `extra`.
+    ///
+    /// # Errors
+    /// [`StartError::Tokens`] when the token cannot be minted or the key set written
+    /// as JWKS; [`StartError::Config`] for a flag of `extra` that does not parse (or
+    /// repeats one of these).
+    pub fn embedded(
+        database_url: &str,
+        max_connections: u32,
+        holds_url: &str,
+        identity: &DevIssuer,
+        provider_notice_secret: &str,
+        ticket_signing_seed: &str,
+        extra: &[&str],
+    ) -> Result<Self, StartError> {
+        let service_token = identity
+            .admin("payments", &[Role::Service], SystemTime::now())?
+            .token;
+        let identity_jwks = identity.jwks_json()?;
+        let flags = [
+            "--holds-url",
+            holds_url,
+            "--service-token",
+            &service_token,
+            "--identity-jwks",
+            &identity_jwks,
+            "--provider-notice-secret",
+            provider_notice_secret,
+            "--ticket-signing-seed",
+            ticket_signing_seed,
+        ];
+        let flags = [&flags[..], extra].concat();
+        stadium_kit::embedded::config("payments", database_url, max_connections, &flags)
     }
 
     /// The flow's timing from the flags.

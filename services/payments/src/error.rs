@@ -6,7 +6,7 @@
 //! provider, holds messages) are logged once by the kit's conversion and never sent to
 //! the caller.
 
-use stadium_db::{DbFailure, Transient, classify};
+use stadium_db::classify;
 use stadium_kit::Reason;
 use stadium_kit::service_error::{
     DEPENDENCY_UNAVAILABLE, Row, ServiceError, access_metadata, access_row, database_row,
@@ -190,14 +190,7 @@ impl ServiceError for Error {
     }
 }
 
-impl Transient for Error {
-    fn db_failure(&self) -> DbFailure {
-        match self {
-            Self::Database(e) => classify(e),
-            _ => DbFailure::NotDatabase,
-        }
-    }
-}
+stadium_db::transient!(Error, Database);
 
 stadium_kit::status_from!(Error);
 

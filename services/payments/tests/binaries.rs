@@ -3,7 +3,6 @@
 //! generated ticket key; `sim-provider` runs as its own process, keeps a ledger that
 //! honours idempotency keys, takes faults over gRPC and stops on SIGTERM.
 
-use std::process::Command;
 use std::time::Duration;
 
 use clap::Parser as _;
@@ -11,44 +10,35 @@ use stadium_kit::testing::{assert_serving, connect, loopback_listener, refused_s
 use stadium_proto::common::v1::Money;
 use stadium_proto::payments::v1::simulated_provider_client::SimulatedProviderClient;
 use stadium_proto::payments::v1::{SimChargeRequest, SimFaults, SimLedgerRequest};
+use stadium_testkit::binary::{assert_help_names, assert_stops_on_sigterm};
+use stadium_testkit::dev_jwks;
 use tokio_util::sync::CancellationToken;
 use tonic::Code;
-use tonic_health::pb::{
-    HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
-};
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
 #[test]
 fn payments_documents_every_flag() {
-    let output = Command::new(env!("CARGO_BIN_EXE_payments"))
-        .arg("--help")
-        .output()
-        .expect("running payments --help");
-    assert!(output.status.success());
-    let help = String::from_utf8(output.stdout).expect("UTF-8 help");
-    for flag in [
-        "--listen",
-        "--database-url",
-        "--holds-url",
-        "--service-token",
-        "--identity-jwks",
-        "--ticket-signing-seed",
-        "--provider-notice-secret",
-        "--provider-url",
-        "--reconcile-interval-ms",
-    ] {
-        assert!(help.contains(flag), "{flag} missing:\n{help}");
-    }
+    assert_help_names(
+        env!("CARGO_BIN_EXE_payments"),
+        &[
+            "--listen",
+            "--database-url",
+            "--holds-url",
+            "--service-token",
+            "--identity-jwks",
+            "--ticket-signing-seed",
+            "--provider-notice-secret",
+            "--provider-url",
+            "--reconcile-interval-ms",
+        ],
+    );
 }
 
 #[tokio::test]
 async fn payments_refuses_an_unreachable_database_at_start() {
     // Port 1 on loopback: nothing listens there, so the connection is refused.
-    let jwks = stadium_tokens::DevIssuer::generate()
-        .unwrap()
-        .jwks_json()
-        .unwrap();
+    let jwks = dev_jwks();
     let config = payments::Config::try_parse_from([
         "payments",
         "--mode",
@@ -95,10 +85,7 @@ fn payments(jwks: &str) -> tokio::process::Command {
 #[tokio::test]
 async fn production_refuses_the_simulated_provider_and_generated_keys() {
     let db = stadium_testkit::fresh_database().await;
-    let jwks = stadium_tokens::DevIssuer::generate()
-        .unwrap()
-        .jwks_json()
-        .unwrap();
+    let jwks = dev_jwks();
     let mut refused = payments(&jwks);
     refused.env("DATABASE_URL", &db.url);
     let stderr = refused_start(refused).await;
@@ -136,24 +123,17 @@ fn eur(amount_minor: i64) -> Option<Money> {
 
 #[tokio::test]
 async fn the_simulated_provider_runs_as_its_own_process() {
-    let port = loopback_listener().await.1.port();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sim-provider"))
-        .args(["--listen", &format!("127.0.0.1:{port}")])
+    let addr = loopback_listener().await.1;
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_sim-provider"))
+        .args(["--listen", &addr.to_string()])
         .env("STADIUM_MODE", "development")
         .env("PROVIDER_NOTICE_SECRET", "secret")
         .env("RUST_LOG", "warn")
         .kill_on_drop(true)
         .spawn()
         .expect("starting sim-provider");
-    let channel = connect(([127, 0, 0, 1], port).into()).await;
-    let health = HealthClient::new(channel.clone())
-        .check(HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(health.status, ServingStatus::Serving as i32);
+    assert_serving(addr).await;
+    let channel = connect(addr).await;
 
     let mut provider = SimulatedProviderClient::new(channel);
     let charge = |key: &str| SimChargeRequest {
@@ -188,15 +168,5 @@ async fn the_simulated_provider_runs_as_its_own_process() {
         "one entry per key; the lost answer's charge is there"
     );
 
-    let pid = child.id().expect("running child").to_string();
-    let killed = Command::new("kill")
-        .args(["-s", "TERM", &pid])
-        .status()
-        .expect("running kill");
-    assert!(killed.success());
-    let status = tokio::time::timeout(PATIENCE, child.wait())
-        .await
-        .expect("sim-provider exits after SIGTERM")
-        .expect("waiting for sim-provider");
-    assert!(status.success(), "{status:?}");
+    assert_stops_on_sigterm(child).await;
 }

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use clap::Parser;
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -53,31 +52,21 @@ impl Service {
         let identity = DevIssuer::generate()?;
         let ring = SigningKeyRing::generate("bench-wr")?;
         let admission = AdmissionIssuer::new(ring.clone(), WAITING_ROOM_ISSUER)?;
-        let pool = pool.to_string();
         let (batches, batch_max) = (batching.0.to_string(), batching.1.to_string());
-        let identity_jwks = identity.jwks_json()?;
-        let admission_jwks = ring.jwks_json()?;
-        let config = holds::Config::try_parse_from([
-            "holds",
-            "--mode",
-            "development",
-            "--database-url",
+        let config = holds::Config::embedded(
             database_url,
-            "--database-max-connections",
-            pool.as_str(),
-            "--identity-jwks",
-            identity_jwks.as_str(),
-            "--admission-jwks",
-            admission_jwks.as_str(),
-            "--claim-batches",
-            batches.as_str(),
-            "--claim-batch-max",
-            batch_max.as_str(),
-            "--sweep-interval-ms",
-            "0",
-            "--log-filter",
-            "warn",
-        ])?;
+            pool,
+            &identity,
+            &ring,
+            &[
+                "--claim-batches",
+                &batches,
+                "--claim-batch-max",
+                &batch_max,
+                "--log-filter",
+                "warn",
+            ],
+        )?;
         let parts = holds::build(&config).await?;
         let holds = Arc::clone(&parts.service);
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;

@@ -6,13 +6,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use clap::Parser;
 use payments::provider::sim::SimulatedProvider;
 use rand::seq::SliceRandom;
 use stadium_proto::holds::v1::ClaimSeatsRequest;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::payments::v1::payments_client::PaymentsClient;
-use stadium_tokens::{AdmissionIssuer, DevIssuer, Role, SigningKeyRing, WAITING_ROOM_ISSUER};
+use stadium_tokens::{AdmissionIssuer, DevIssuer, SigningKeyRing, WAITING_ROOM_ISSUER};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -50,26 +49,13 @@ impl Stack {
         let identity = DevIssuer::generate()?;
         let ring = SigningKeyRing::generate("bench-wr")?;
         let admission = AdmissionIssuer::new(ring.clone(), WAITING_ROOM_ISSUER)?;
-        let identity_jwks = identity.jwks_json()?;
-        let admission_jwks = ring.jwks_json()?;
-        let pool = pool.to_string();
-        let holds_config = holds::Config::try_parse_from([
-            "holds",
-            "--mode",
-            "development",
-            "--database-url",
+        let holds_config = holds::Config::embedded(
             database_url,
-            "--database-max-connections",
-            pool.as_str(),
-            "--identity-jwks",
-            identity_jwks.as_str(),
-            "--admission-jwks",
-            admission_jwks.as_str(),
-            "--sweep-interval-ms",
-            "0",
-            "--log-filter",
-            "warn",
-        ])?;
+            pool,
+            &identity,
+            &ring,
+            &["--log-filter", "warn"],
+        )?;
         let holds_parts = holds::build(&holds_config).await?;
         let holds_listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let holds_url = format!("http://{}", holds_listener.local_addr()?);
@@ -78,33 +64,16 @@ impl Stack {
             let shutdown = shutdown.clone();
             async move { holds::serve_parts(&holds_config, holds_parts, holds_listener, shutdown).await }
         });
-        let service_token = identity
-            .admin("payments", &[Role::Service], SystemTime::now())?
-            .token;
         let seed = hex::encode(rand::random::<[u8; 32]>());
-        let config = payments::Config::try_parse_from([
-            "payments",
-            "--mode",
-            "development",
-            "--database-url",
+        let config = payments::Config::embedded(
             database_url,
-            "--database-max-connections",
-            pool.as_str(),
-            "--holds-url",
-            holds_url.as_str(),
-            "--service-token",
-            service_token.as_str(),
-            "--identity-jwks",
-            identity_jwks.as_str(),
-            "--provider-notice-secret",
+            pool,
+            &holds_url,
+            &identity,
             "bench-notice-secret",
-            "--ticket-signing-seed",
-            seed.as_str(),
-            "--reconcile-interval-ms",
-            "0",
-            "--log-filter",
-            "warn",
-        ])?;
+            &seed,
+            &["--reconcile-interval-ms", "0", "--log-filter", "warn"],
+        )?;
         let parts = payments::build(&config, Arc::new(SimulatedProvider::new())).await?;
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let payments_url = format!("http://{}", listener.local_addr()?);

@@ -5,7 +5,6 @@ use stadium_kit::Reason;
 use std::time::{Duration, SystemTime};
 
 use box_office::{Config, Parts};
-use clap::Parser as _;
 use prost_types::Timestamp;
 use sqlx::PgPool;
 use stadium_kit::testing::{connect, loopback_listener};
@@ -43,17 +42,7 @@ pub struct Office {
 /// Flags for a test office: canary and seat reports off unless `extra` says, no grace.
 pub fn config(db: &TestDatabase, dev: &DevIssuer, extra: &[&str]) -> Config {
     let jwks = dev.jwks_json().expect("dev JWKS");
-    let mut args = vec![
-        "box-office",
-        "--mode",
-        "development",
-        "--database-url",
-        db.url.as_str(),
-        "--identity-jwks",
-        jwks.as_str(),
-        "--canary-grace-ms",
-        "0",
-    ];
+    let mut args = vec!["--canary-grace-ms", "0"];
     if !extra.contains(&"--canary-interval-ms") {
         args.extend_from_slice(&["--canary-interval-ms", "0"]);
     }
@@ -61,7 +50,7 @@ pub fn config(db: &TestDatabase, dev: &DevIssuer, extra: &[&str]) -> Config {
         args.extend_from_slice(&["--inventory-interval-ms", "0"]);
     }
     args.extend_from_slice(extra);
-    Config::try_parse_from(args).expect("test flags parse")
+    stadium_testkit::development_config("box-office", db, &jwks, &args)
 }
 
 impl Office {

@@ -17,7 +17,7 @@ use stadium_proto::holds::v1::{
     ReleaseSeatsRequest, ReleaseSeatsResponse, StartPaymentRequest, StartPaymentResponse,
     SweepExpiredRequest, SweepExpiredResponse, holds_server::Holds,
 };
-use stadium_tokens::{Access, Role};
+use stadium_tokens::{Access, AdminClaims, Role};
 use tonic::{Request, Response, Status};
 
 use crate::auth::Authenticator;
@@ -49,6 +49,15 @@ impl HoldsApi {
     /// Serves `service`, authenticating with `auth`.
     pub fn new(service: Arc<HoldsService>, auth: Arc<Authenticator>) -> Self {
         Self { service, auth }
+    }
+
+    /// The claims of `request`'s admin token, if `access` allows them.
+    fn admin<T>(&self, request: &Request<T>, access: Access) -> Result<AdminClaims, Status> {
+        let verified = self
+            .auth
+            .admin()
+            .verify_access(bearer(request)?, access, SystemTime::now());
+        Ok(verified.map_err(Error::Access)?)
     }
 }
 
@@ -183,8 +192,7 @@ impl Holds for HoldsApi {
         &self,
         request: Request<StartPaymentRequest>,
     ) -> Result<Response<StartPaymentResponse>, Status> {
-        self.auth
-            .admin(bearer(&request)?, PAYMENTS, SystemTime::now())?;
+        self.admin(&request, PAYMENTS)?;
         let body = request.get_ref();
         let key = hold_key(&body.hold_key)?;
         let fan = identifier("fan_id", &body.fan_id, 200)?;
@@ -202,8 +210,7 @@ impl Holds for HoldsApi {
         &self,
         request: Request<ConfirmHoldRequest>,
     ) -> Result<Response<ConfirmHoldResponse>, Status> {
-        self.auth
-            .admin(bearer(&request)?, PAYMENTS, SystemTime::now())?;
+        self.admin(&request, PAYMENTS)?;
         let body = request.get_ref();
         let key = hold_key(&body.hold_key)?;
         let fan = identifier("fan_id", &body.fan_id, 200)?;
@@ -218,9 +225,7 @@ impl Holds for HoldsApi {
         &self,
         request: Request<BlockSeatsRequest>,
     ) -> Result<Response<BlockSeatsResponse>, Status> {
-        let admin = self
-            .auth
-            .admin(bearer(&request)?, BLOCKS, SystemTime::now())?;
+        let admin = self.admin(&request, BLOCKS)?;
         let body = request.into_inner();
         let (event, section, seats) = admin_seats(&body.event_id, body.section_id, &body.seat_ids)?;
         let reason = text("reason", &body.reason, 500)?;
@@ -245,9 +250,7 @@ impl Holds for HoldsApi {
         &self,
         request: Request<ClaimCompRequest>,
     ) -> Result<Response<ClaimCompResponse>, Status> {
-        let admin = self
-            .auth
-            .admin(bearer(&request)?, BOX_OFFICE_OR_SERVICE, SystemTime::now())?;
+        let admin = self.admin(&request, BOX_OFFICE_OR_SERVICE)?;
         let body = request.into_inner();
         let (event, section, seats) = admin_seats(&body.event_id, body.section_id, &body.seat_ids)?;
         let recipient = text("recipient", &body.recipient, 200)?;
@@ -272,9 +275,7 @@ impl Holds for HoldsApi {
         &self,
         request: Request<ReleaseSeatsRequest>,
     ) -> Result<Response<ReleaseSeatsResponse>, Status> {
-        let admin = self
-            .auth
-            .admin(bearer(&request)?, BOX_OFFICE_OR_SERVICE, SystemTime::now())?;
+        let admin = self.admin(&request, BOX_OFFICE_OR_SERVICE)?;
         let key = hold_key(&request.get_ref().hold_key)?;
         tracing::info!(admin = %admin.registered.sub, hold_key = %key, reason = %request.get_ref().reason, "releasing seats");
         let scope = if admin.has_role(Role::Service) {
@@ -293,8 +294,7 @@ impl Holds for HoldsApi {
         &self,
         request: Request<SweepExpiredRequest>,
     ) -> Result<Response<SweepExpiredResponse>, Status> {
-        self.auth
-            .admin(bearer(&request)?, SWEEP, SystemTime::now())?;
+        self.admin(&request, SWEEP)?;
         let batch = match request.get_ref().batch_size {
             0 => DEFAULT_SWEEP_BATCH,
             n => n.min(10_000),

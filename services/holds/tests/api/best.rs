@@ -9,12 +9,10 @@ use stadium_kit::status::error_info;
 use stadium_proto::holds::v1::claim_best_available_request::Target;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::holds::v1::{ClaimBestAvailableRequest, Hold};
-use stadium_testkit::all_at_once;
+use stadium_testkit::{all_at_once, catalog};
 use tonic::{Code, Status};
 
-use crate::support::{
-    EventSettings, Fan, TestApp, assert_invariants, bearer, reason, seed_section, snapshot,
-};
+use crate::support::{EventSettings, Fan, TestApp, assert_invariants, bearer, reason, snapshot};
 
 async fn best(
     fan: &mut Fan,
@@ -64,7 +62,7 @@ fn adjacent(seats: &[u64], places: &BTreeMap<u64, (i32, i32)>) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_concurrent_fans_fill_a_section_in_adjacent_pairs() {
     let app = TestApp::start().await;
-    let section = seed_section(app.pool(), app.venue, "C", 3, 10, 10).await;
+    let section = catalog::section(app.pool(), app.venue, "C", 3, 10, 10).await;
     let event = app.event(EventSettings::default()).await;
     let fans: Vec<Fan> = (0..200)
         .map(|i| app.fan(&format!("fan-{i}"), &event))
@@ -147,7 +145,7 @@ async fn best_seats_first_by_category_and_scattered_when_not_together() {
 
     // Leave only single seats in B: every other seat taken.
     let others: Vec<u64> = b.seats[3..].iter().copied().step_by(2).collect();
-    let staff = app.admin(&[stadium_tokens::Role::BoxOffice]);
+    let staff = app.issuers.admin(&[stadium_tokens::Role::BoxOffice]);
     app.client()
         .block_seats(bearer(
             stadium_proto::holds::v1::BlockSeatsRequest {

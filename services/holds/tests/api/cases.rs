@@ -141,7 +141,7 @@ async fn c03_lapsed_hold_is_reclaimed_without_the_sweeper() {
     assert_eq!(held_b.seat_ids, five);
     assert_eq!(app.parts.service.metrics().totals().expired_lazily, 2);
 
-    let service = app.admin(&[Role::Service]);
+    let service = app.issuers.admin(&[Role::Service]);
     let confirm = app
         .client()
         .confirm_hold(bearer(
@@ -179,7 +179,7 @@ async fn c03_lapsed_hold_is_reclaimed_without_the_sweeper() {
     assert_eq!(seen.expires_in_ms, 0);
 
     // C's lapsed row is still `held` until the sweeper runs; it already counts as free.
-    let sre = app.admin(&[Role::Sre]);
+    let sre = app.issuers.admin(&[Role::Sre]);
     let swept = app
         .client()
         .sweep_expired(bearer(SweepExpiredRequest { batch_size: 1 }, &sre))

@@ -51,7 +51,7 @@ async fn rotated_key_is_fetched_once_and_accepted() {
         .unwrap_err();
     assert_eq!(reason(&status, Code::Unavailable), Reason::KeysUnavailable);
 
-    *published.ring.lock().unwrap() = Some(app.ring.clone());
+    *published.ring.lock().unwrap() = Some(app.issuers.ring.clone());
     fan.claim(section.id, &[section.seats[0]]).await.unwrap();
     let after_first = published.fetches.load(Ordering::SeqCst);
     let mut other = app.fan("fan-2", &event);
@@ -62,7 +62,8 @@ async fn rotated_key_is_fetched_once_and_accepted() {
         "cached"
     );
 
-    app.ring
+    app.issuers
+        .ring
         .rotate(Ed25519Key::generate("wr-next").unwrap())
         .unwrap();
     let mut third = app.fan("fan-3", &event);

@@ -75,7 +75,7 @@ async fn hold_release_reclaim_and_confirm() {
     other.claim(a.id, &[a.seats[10]]).await.unwrap();
     let held = fan.claim(a.id, &[a.seats[11], a.seats[12]]).await.unwrap();
 
-    let service = app.admin(&[Role::Service]);
+    let service = app.issuers.admin(&[Role::Service]);
     let confirm = ConfirmHoldRequest {
         hold_key: held.hold_key.clone(),
         fan_id: "fan-1".into(),
@@ -109,7 +109,7 @@ async fn hold_release_reclaim_and_confirm() {
     assert_eq!(active_counts(app.pool(), &event).await, (1, 2, 0));
 
     // Box-office staff cannot end a booking (that needs its refund) ...
-    let box_office = app.admin(&[Role::BoxOffice]);
+    let box_office = app.issuers.admin(&[Role::BoxOffice]);
     let status = app
         .client()
         .release_seats(bearer(
@@ -127,7 +127,7 @@ async fn hold_release_reclaim_and_confirm() {
     );
     assert_eq!(active_counts(app.pool(), &event).await, (1, 2, 0));
     // ... payments does, after the refund; the seats are free again.
-    let payments = app.admin(&[Role::Service]);
+    let payments = app.issuers.admin(&[Role::Service]);
     let ended = app
         .client()
         .release_seats(bearer(
@@ -163,7 +163,7 @@ async fn blocks_and_comps_share_the_unique_index() {
         })
         .await;
     let a = app.sections[0].clone();
-    let box_office = app.admin(&[Role::BoxOffice]);
+    let box_office = app.issuers.admin(&[Role::BoxOffice]);
     let block = app
         .client()
         .block_seats(bearer(
@@ -271,7 +271,7 @@ async fn partly_reclaimed_hold_is_not_half_booked() {
     let mut second = app.fan("fan-2", &event);
     second.claim(a.id, &[a.seats[70]]).await.unwrap();
 
-    let service = app.admin(&[Role::Service]);
+    let service = app.issuers.admin(&[Role::Service]);
     let status = app
         .client()
         .confirm_hold(bearer(

@@ -41,7 +41,7 @@ async fn start(
         window_ms,
     };
     app.client()
-        .start_payment(bearer(request, &app.admin(&[Role::Service])))
+        .start_payment(bearer(request, &app.issuers.admin(&[Role::Service])))
         .await
         .map(|r| r.into_inner())
 }
@@ -136,7 +136,7 @@ async fn a_started_payment_keeps_the_hold_for_its_window_at_the_claimed_price() 
                 hold_key: held.hold_key.clone(),
                 fan_id: "fan-1".into(),
             },
-            &app.admin(&[Role::Service]),
+            &app.issuers.admin(&[Role::Service]),
         ))
         .await
         .unwrap()
@@ -201,7 +201,7 @@ async fn start_payment_refuses_at_its_boundaries_and_changes_nothing() {
                 fan_id: "fan-1".into(),
                 window_ms: WINDOW_MS,
             },
-            &app.admin(&[Role::BoxOffice]),
+            &app.issuers.admin(&[Role::BoxOffice]),
         ))
         .await
         .unwrap_err();

@@ -5,9 +5,9 @@
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use stadium_testkit::seq_scans;
+use stadium_testkit::{catalog, seq_scans};
 
-use crate::support::{EventSettings, TestApp, seed_section};
+use crate::support::{EventSettings, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hot_path_statements_use_indexes() {
@@ -144,7 +144,7 @@ async fn scans(conn: &mut PgConnection) -> (i64, i64) {
 async fn statements_planned_on_an_empty_table_never_scan_it() {
     let app = TestApp::start().await;
     let event: i64 = app.event(EventSettings::default()).await.parse().unwrap();
-    let section = seed_section(app.pool(), app.venue, "P", 10, 50, 40).await;
+    let section = catalog::section(app.pool(), app.venue, "P", 10, 50, 40).await;
     let seats = &section.seats;
     sqlx::query(
         "INSERT INTO catalog.price_categories (event_id, category_code, name, price_minor, \

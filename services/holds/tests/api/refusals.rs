@@ -42,8 +42,8 @@ async fn refused_claims_write_nothing() {
         request_id: String::new(),
     };
     let fan = "fan-x";
-    let session = app.session(fan);
-    let admission = app.admission_token(fan, &event);
+    let session = app.issuers.session(fan);
+    let admission = app.issuers.admission_token(fan, &event);
     let stranger_ring = SigningKeyRing::generate("wr-test").unwrap();
     let forged = AdmissionIssuer::new(stranger_ring, WAITING_ROOM_ISSUER)
         .unwrap()
@@ -51,6 +51,7 @@ async fn refused_claims_write_nothing() {
         .unwrap()
         .token;
     let expired = app
+        .issuers
         .admission
         .issue(fan, &event, SystemTime::now() - Duration::from_secs(3600))
         .unwrap()
@@ -105,7 +106,7 @@ async fn refused_claims_write_nothing() {
             "other event's admission",
             session.clone(),
             claim(
-                app.admission_token(fan, &other_event),
+                app.issuers.admission_token(fan, &other_event),
                 &event,
                 a.id,
                 vec![a.seats[5]],
@@ -117,7 +118,7 @@ async fn refused_claims_write_nothing() {
             "other fan's admission",
             session.clone(),
             claim(
-                app.admission_token("fan-y", &event),
+                app.issuers.admission_token("fan-y", &event),
                 &event,
                 a.id,
                 vec![a.seats[5]],
@@ -181,7 +182,7 @@ async fn refused_claims_write_nothing() {
             "unknown event",
             session.clone(),
             claim(
-                app.admission_token(fan, "999999"),
+                app.issuers.admission_token(fan, "999999"),
                 "999999",
                 a.id,
                 vec![a.seats[5]],
@@ -193,7 +194,7 @@ async fn refused_claims_write_nothing() {
             "paused sale",
             session.clone(),
             claim(
-                app.admission_token(fan, &paused),
+                app.issuers.admission_token(fan, &paused),
                 &paused,
                 a.id,
                 vec![a.seats[5]],
@@ -237,7 +238,7 @@ async fn refused_claims_write_nothing() {
     assert_eq!(snapshot(app.pool()).await, before);
 
     // Another fan's hold key: NOT_FOUND for reading and releasing, nothing revealed.
-    let other_session = app.session("fan-y");
+    let other_session = app.issuers.session("fan-y");
     let status = app
         .client()
         .get_hold(bearer(
@@ -267,7 +268,7 @@ async fn refused_claims_write_nothing() {
     assert_eq!(reason(&status, Code::InvalidArgument), Reason::InvalidField);
 
     // Admin calls with the wrong role, or a fan session, are refused.
-    let box_office = app.admin(&[Role::BoxOffice]);
+    let box_office = app.issuers.admin(&[Role::BoxOffice]);
     let status = app
         .client()
         .confirm_hold(bearer(
@@ -283,7 +284,7 @@ async fn refused_claims_write_nothing() {
         reason(&status, Code::PermissionDenied),
         Reason::RoleRequired
     );
-    let service = app.admin(&[Role::Service]);
+    let service = app.issuers.admin(&[Role::Service]);
     let status = app
         .client()
         .confirm_hold(bearer(

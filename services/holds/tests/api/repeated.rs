@@ -50,7 +50,7 @@ async fn a_repeated_claim_gets_its_hold_and_a_different_one_is_told_which() {
     // The fan finds it in their live holds; another fan sees none; released, it is gone.
     let list = |who: &str| {
         let mut client = app.client();
-        let session = app.session(who);
+        let session = app.issuers.session(who);
         let event = event.clone();
         async move {
             client
@@ -68,7 +68,9 @@ async fn a_repeated_claim_gets_its_hold_and_a_different_one_is_told_which() {
         (keys[0].as_str(), &seats[..])
     );
     assert!(list("fan-b").await.is_empty());
-    app.release(&keys[0], &app.session("fan-a")).await.unwrap();
+    app.release(&keys[0], &app.issuers.session("fan-a"))
+        .await
+        .unwrap();
     assert!(list("fan-a").await.is_empty());
     assert_invariants(app.pool()).await;
     app.stop().await;
@@ -108,7 +110,7 @@ async fn a_repeated_best_available_gets_its_hold() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn listing_holds_needs_a_session_and_a_well_formed_event() {
     let app = TestApp::start().await;
-    let session = app.session("fan-a");
+    let session = app.issuers.session("fan-a");
     for bad in ["", "abc", "01", "-1"] {
         let request = ListHoldsRequest {
             event_id: bad.into(),

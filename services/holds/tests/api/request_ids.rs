@@ -23,14 +23,14 @@ fn claim(
     request_id: &str,
 ) -> impl Future<Output = Result<Hold, Status>> + Send + 'static {
     let request = ClaimSeatsRequest {
-        admission_token: app.admission_token(fan, event),
+        admission_token: app.issuers.admission_token(fan, event),
         event_id: event.to_owned(),
         section_id: section,
         seat_ids: seats.to_vec(),
         request_id: request_id.to_owned(),
     };
     let mut client = app.client();
-    let session = app.session(fan);
+    let session = app.issuers.session(fan);
     async move {
         client
             .claim_seats(bearer(request, &session))
@@ -67,7 +67,9 @@ async fn a_request_id_makes_one_hold_however_often_it_is_sent() {
     assert_eq!(active_counts(app.pool(), &event).await.0, 2);
 
     // Released, the hold still answers its request id, and nothing is claimed again.
-    app.release(&keys[0], &app.session("fan-a")).await.unwrap();
+    app.release(&keys[0], &app.issuers.session("fan-a"))
+        .await
+        .unwrap();
     let again = claim(&app, &event, "fan-a", section.id, &seats, "r-1")
         .await
         .unwrap();
@@ -135,7 +137,7 @@ async fn a_refused_claim_may_be_retried_with_its_request_id() {
         .await
         .unwrap_err();
     assert_eq!(reason(&taken, Code::AlreadyExists), Reason::SeatTaken);
-    app.release(&theirs.hold_key, &app.session("fan-b"))
+    app.release(&theirs.hold_key, &app.issuers.session("fan-b"))
         .await
         .unwrap();
     let held = claim(&app, &event, "fan-a", section.id, &seat, "a-1")
@@ -153,7 +155,7 @@ async fn a_best_available_request_id_makes_one_hold() {
     let section = app.sections[1].clone();
     let ask = |quantity: u32| {
         let request = ClaimBestAvailableRequest {
-            admission_token: app.admission_token("fan-a", &event),
+            admission_token: app.issuers.admission_token("fan-a", &event),
             event_id: event.clone(),
             target: Some(Target::SectionId(section.id)),
             quantity,
@@ -161,7 +163,7 @@ async fn a_best_available_request_id_makes_one_hold() {
             request_id: "best-1".into(),
         };
         let mut client = app.client();
-        let session = app.session("fan-a");
+        let session = app.issuers.session("fan-a");
         async move {
             client
                 .claim_best_available(bearer(request, &session))

@@ -3,59 +3,30 @@
 
 #![allow(dead_code)]
 
+pub use stadium_testkit::catalog::{EventSettings, Section};
 pub use stadium_testkit::grpc::{bearer, reason, seat_list};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use clap::Parser;
 use holds::auth::JwksSource;
 use holds::{Config, Parts};
 use sqlx::PgPool;
 use stadium_kit::testing::{connect, loopback_listener};
 use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::holds::v1::{ClaimSeatsRequest, Hold, ReleaseHoldRequest, ReleaseHoldResponse};
-use stadium_testkit::TestDatabase;
-use stadium_tokens::{AdmissionIssuer, DevIssuer, Role, SigningKeyRing, WAITING_ROOM_ISSUER};
+use stadium_testkit::{Issuers, TestDatabase, catalog};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 use tonic::transport::Channel;
 
-/// One section of the seeded venue: its id and seat ids, ascending (row-major).
-#[derive(Debug, Clone)]
-pub struct Section {
-    pub id: u64,
-    pub seats: Vec<u64>,
-}
-
-/// Event settings for [`TestApp::event`].
-#[derive(Debug, Clone, Copy)]
-pub struct EventSettings {
-    pub status: &'static str,
-    pub hold_ttl_ms: i32,
-    pub max_seats_per_claim: i32,
-    pub max_seats_per_fan: i32,
-}
-
-impl Default for EventSettings {
-    fn default() -> Self {
-        Self {
-            status: "on_sale",
-            hold_ttl_ms: 600_000,
-            max_seats_per_claim: 8,
-            max_seats_per_fan: 8,
-        }
-    }
-}
-
 pub struct TestApp {
     pub db: TestDatabase,
     pub parts: Parts,
     pub channel: Channel,
-    pub identity: DevIssuer,
-    pub admission: AdmissionIssuer,
-    /// The admission issuer's key ring (rotate it to test key refreshes).
-    pub ring: SigningKeyRing,
+    /// The identity and admission issuers the service trusts (rotate the admission
+    /// ring to test key refreshes).
+    pub issuers: Issuers,
     pub venue: i64,
     /// Section "A" (5 rows × 20 seats) and "B" (2 rows × 10 seats) of the venue.
     pub sections: Vec<Section>,
@@ -78,26 +49,8 @@ impl TestApp {
     /// fixed JWKS of [`TestApp::ring`]).
     pub async fn start_with(extra: &[&str], source: Option<Arc<dyn JwksSource>>) -> Self {
         let db = stadium_testkit::fresh_database().await;
-        let identity = DevIssuer::generate().unwrap();
-        let ring = SigningKeyRing::generate("wr-test").unwrap();
-        let admission = AdmissionIssuer::new(ring.clone(), WAITING_ROOM_ISSUER).unwrap();
-        let pool_size = POOL.to_string();
-        let identity_jwks = identity.jwks_json().unwrap();
-        let admission_jwks = ring.jwks_json().unwrap();
+        let issuers = Issuers::generate();
         let mut args = vec![
-            "holds",
-            "--mode",
-            "development",
-            "--database-url",
-            db.url.as_str(),
-            "--database-max-connections",
-            pool_size.as_str(),
-            "--identity-jwks",
-            identity_jwks.as_str(),
-            "--admission-jwks",
-            admission_jwks.as_str(),
-            "--sweep-interval-ms",
-            "0",
             "--request-timeout-ms",
             "60000",
             // A loaded CI machine may take seconds to run 300 claims on 16 connections.
@@ -105,7 +58,8 @@ impl TestApp {
             "60000",
         ];
         args.extend_from_slice(extra);
-        let config = Config::try_parse_from(args).unwrap();
+        let config =
+            Config::embedded(&db.url, POOL, &issuers.identity, &issuers.ring, &args).unwrap();
         let parts = match source {
             Some(source) => holds::build_with_source(&config, source).await.unwrap(),
             None => holds::build(&config).await.unwrap(),
@@ -123,9 +77,7 @@ impl TestApp {
             db,
             parts,
             channel,
-            identity,
-            admission,
-            ring,
+            issuers,
             venue,
             sections,
             shutdown,
@@ -143,42 +95,9 @@ impl TestApp {
 
     /// A new event on the venue.
     pub async fn event(&self, settings: EventSettings) -> String {
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO catalog.events (venue_id, name, status, starts_at, onsale_at, hold_ttl_ms, \
-                 max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, currency) \
-             VALUES ($1, 'Test night', $2, now() + interval '30 days', now(), $3, $4, $5, 600, 'EUR') \
-             RETURNING event_id",
-        )
-        .bind(self.venue)
-        .bind(settings.status)
-        .bind(settings.hold_ttl_ms)
-        .bind(settings.max_seats_per_claim)
-        .bind(settings.max_seats_per_fan)
-        .fetch_one(self.pool())
-        .await
-        .unwrap();
-        id.to_string()
-    }
-
-    pub fn session(&self, fan: &str) -> String {
-        self.identity
-            .fan_session(fan, SystemTime::now())
-            .unwrap()
-            .token
-    }
-
-    pub fn admission_token(&self, fan: &str, event: &str) -> String {
-        self.admission
-            .issue(fan, event, SystemTime::now())
-            .unwrap()
-            .token
-    }
-
-    pub fn admin(&self, roles: &[Role]) -> String {
-        self.identity
-            .admin("staff-1", roles, SystemTime::now())
-            .unwrap()
-            .token
+        catalog::event(self.pool(), self.venue, settings)
+            .await
+            .to_string()
     }
 
     /// Releases the hold `hold_key` as the holder of `session` (`ReleaseHold`).
@@ -200,8 +119,8 @@ impl TestApp {
     pub fn fan(&self, name: &str, event: &str) -> Fan {
         Fan {
             name: name.to_owned(),
-            session: self.session(name),
-            admission: self.admission_token(name, event),
+            session: self.issuers.session(name),
+            admission: self.issuers.admission_token(name, event),
             event: event.to_owned(),
             client: self.client(),
         }
@@ -243,70 +162,12 @@ impl Fan {
 }
 
 async fn seed_venue(pool: &PgPool) -> (i64, Vec<Section>) {
-    let digest = format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    );
-    let venue: i64 = sqlx::query_scalar(
-        "INSERT INTO catalog.venues (name, source_format, source_digest) \
-         VALUES ('Test arena', 'generated', $1) RETURNING venue_id",
-    )
-    .bind(digest)
-    .fetch_one(pool)
-    .await
-    .unwrap();
+    let venue = catalog::venue(pool).await;
     let mut sections = Vec::new();
     for (order, (code, rows, per_row)) in [("A", 5, 20), ("B", 2, 10)].into_iter().enumerate() {
-        sections.push(seed_section(pool, venue, code, order as i32, rows, per_row).await);
+        sections.push(catalog::section(pool, venue, code, order as i32, rows, per_row).await);
     }
     (venue, sections)
-}
-
-/// Adds section `code` of `rows` × `per_row` seats (category `std`, x = seat index,
-/// y = row index, focus at the origin: the front left) to `venue`.
-pub async fn seed_section(
-    pool: &PgPool,
-    venue: i64,
-    code: &str,
-    sort_order: i32,
-    rows: i32,
-    per_row: i32,
-) -> Section {
-    let section: i64 = sqlx::query_scalar(
-        "INSERT INTO catalog.sections (venue_id, code, name, sort_order) \
-         VALUES ($1, $2, $2, $3) RETURNING section_id",
-    )
-    .bind(venue)
-    .bind(code)
-    .bind(sort_order)
-    .fetch_one(pool)
-    .await
-    .unwrap();
-    sqlx::query(
-        "INSERT INTO catalog.seats (venue_id, section_id, row_label, seat_label, row_index, \
-             seat_index, x, y, category_code) \
-         SELECT $1, $2, r::text, i::text, r, i, i, r, 'std' \
-         FROM generate_series(0, $3 - 1) AS g1(r), generate_series(0, $4 - 1) AS g2(i) ORDER BY g1.r, g2.i",
-    )
-    .bind(venue)
-    .bind(section)
-    .bind(rows)
-    .bind(per_row)
-    .execute(pool)
-    .await
-    .unwrap();
-    let seats: Vec<i64> = sqlx::query_scalar(
-        "SELECT seat_id FROM catalog.seats WHERE section_id = $1 ORDER BY seat_id",
-    )
-    .bind(section)
-    .fetch_all(pool)
-    .await
-    .unwrap();
-    Section {
-        id: section as u64,
-        seats: seats.into_iter().map(|s| s as u64).collect(),
-    }
 }
 
 /// Active (held-unexpired, booked, blocked) seat rows of `event`, by status.

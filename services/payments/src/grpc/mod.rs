@@ -161,7 +161,9 @@ impl Payments for PaymentsApi {
     ) -> Result<Response<RefundOrderResponse>, Status> {
         let admin = self
             .auth
-            .admin(bearer(&request)?, BOX_OFFICE, SystemTime::now())?;
+            .admin()
+            .verify_access(bearer(&request)?, BOX_OFFICE, SystemTime::now())
+            .map_err(Error::Access)?;
         let id = convert::uuid("order_id", &request.get_ref().order_id)?;
         tracing::Span::current().record("order_id", tracing::field::display(id));
         tracing::info!(staff = %admin.registered.sub, reason = %request.get_ref().reason, "refund requested");
@@ -178,7 +180,10 @@ impl Payments for PaymentsApi {
         request: Request<IssueCompRequest>,
     ) -> Result<Response<IssueCompResponse>, Status> {
         let token = bearer(&request)?.to_owned();
-        self.auth.admin(&token, BOX_OFFICE, SystemTime::now())?;
+        self.auth
+            .admin()
+            .verify_access(&token, BOX_OFFICE, SystemTime::now())
+            .map_err(Error::Access)?;
         let body = request.into_inner();
         if body.seat_ids.is_empty() {
             return Err(Error::invalid("seat_ids", "at least one seat is required").into());

@@ -28,13 +28,13 @@ async fn refunds_need_the_box_office_and_void_the_tickets() {
     };
     let err = stack
         .client()
-        .refund_order(request(&stack.session("fan-a")))
+        .refund_order(request(&stack.issuers.session("fan-a")))
         .await
         .unwrap_err();
     assert_eq!(reason(&err, Code::Unauthenticated), Reason::TokenInvalid);
     let err = stack
         .client()
-        .refund_order(request(&stack.admin(&[Role::Sre])))
+        .refund_order(request(&stack.issuers.admin(&[Role::Sre])))
         .await
         .unwrap_err();
     assert_eq!(reason(&err, Code::PermissionDenied), Reason::RoleRequired);
@@ -45,7 +45,7 @@ async fn refunds_need_the_box_office_and_void_the_tickets() {
                 order_id: uuid::Uuid::new_v4().to_string(),
                 reason: String::new(),
             },
-            &stack.admin(&[Role::BoxOffice]),
+            &stack.issuers.admin(&[Role::BoxOffice]),
         ))
         .await
         .unwrap_err();
@@ -54,7 +54,7 @@ async fn refunds_need_the_box_office_and_void_the_tickets() {
 
     let refunded = stack
         .client()
-        .refund_order(request(&stack.admin(&[Role::BoxOffice])))
+        .refund_order(request(&stack.issuers.admin(&[Role::BoxOffice])))
         .await
         .unwrap()
         .into_inner()
@@ -69,7 +69,7 @@ async fn refunds_need_the_box_office_and_void_the_tickets() {
             GetOrderRequest {
                 key: Some(get_order_request::Key::OrderId(order.order_id.clone())),
             },
-            &stack.admin(&[Role::Sre]),
+            &stack.issuers.admin(&[Role::Sre]),
         ))
         .await
         .unwrap()
@@ -101,7 +101,7 @@ async fn refunds_need_the_box_office_and_void_the_tickets() {
 async fn a_comp_books_seats_at_price_zero_and_cannot_be_refunded() {
     let stack = Stack::start().await;
     let event = stack.event().await;
-    let admin = stack.admin(&[Role::BoxOffice]);
+    let admin = stack.issuers.admin(&[Role::BoxOffice]);
     let comp = stack
         .client()
         .issue_comp(bearer(

@@ -56,7 +56,7 @@ async fn c05_a_late_success_notice_delivered_three_times_refunds_once() {
             GetOrderRequest {
                 key: Some(get_order_request::Key::HoldKey(key.clone())),
             },
-            &stack.session("fan-a"),
+            &stack.issuers.session("fan-a"),
         ))
         .await
         .unwrap()
@@ -100,7 +100,7 @@ async fn c06_four_quick_confirms_charge_once_and_make_one_order() {
         latency: Duration::from_millis(150),
         ..Faults::default()
     });
-    let session = stack.session("fan-a");
+    let session = stack.issuers.session("fan-a");
     let tasks: Vec<_> = (0..4u64)
         .map(|i| {
             let client = stack.client();
@@ -186,7 +186,7 @@ async fn c08_two_refund_presses_refund_once() {
         latency: Duration::from_millis(100),
         ..Faults::default()
     });
-    let admin = stack.admin(&[Role::BoxOffice]);
+    let admin = stack.issuers.admin(&[Role::BoxOffice]);
     let results = all_at_once(2, |_| {
         let mut client = stack.client();
         let request = bearer(
@@ -276,7 +276,7 @@ async fn c09_notice_and_confirm_together_book_once() {
             .map(|(fan, key)| {
                 let client = stack.client();
                 let mut notices = stack.client();
-                let session = stack.session(fan);
+                let session = stack.issuers.session(fan);
                 let key = key.clone();
                 let sim = stack.sim.clone();
                 tokio::spawn(async move {

@@ -71,7 +71,7 @@ async fn a_paid_hold_is_booked_with_signed_tickets_at_the_catalog_price() {
             GetOrderRequest {
                 key: Some(get_order_request::Key::HoldKey(key.clone())),
             },
-            &stack.session("fan-a"),
+            &stack.issuers.session("fan-a"),
         ))
         .await
         .unwrap()
@@ -85,7 +85,7 @@ async fn a_paid_hold_is_booked_with_signed_tickets_at_the_catalog_price() {
             GetOrderRequest {
                 key: Some(get_order_request::Key::OrderId(order.order_id.clone())),
             },
-            &stack.session("fan-b"),
+            &stack.issuers.session("fan-b"),
         ))
         .await
         .unwrap_err();
@@ -145,7 +145,7 @@ async fn list_orders_pages_through_the_fans_own_orders_newest_first() {
                     }),
                     event_id: event.clone(),
                 },
-                &stack.session("fan-a"),
+                &stack.issuers.session("fan-a"),
             ))
             .await
             .unwrap()
@@ -169,7 +169,7 @@ async fn list_orders_pages_through_the_fans_own_orders_newest_first() {
                 }),
                 event_id: String::new(),
             },
-            &stack.session("fan-a"),
+            &stack.issuers.session("fan-a"),
         ))
         .await
         .unwrap_err();
@@ -205,7 +205,7 @@ async fn refusals_are_typed_and_charge_nothing() {
             ReleaseHoldRequest {
                 hold_key: released.clone(),
             },
-            &stack.session("fan-a"),
+            &stack.issuers.session("fan-a"),
         ))
         .await
         .unwrap();
@@ -249,7 +249,7 @@ async fn refusals_are_typed_and_charge_nothing() {
                 hold_key: mine.clone(),
                 payment_method: None,
             },
-            &stack.admin(&[stadium_tokens::Role::BoxOffice]),
+            &stack.issuers.admin(&[stadium_tokens::Role::BoxOffice]),
         ))
         .await
         .unwrap_err();

@@ -44,7 +44,7 @@ async fn a_caller_who_gives_up_leaves_a_finished_payment_its_retry_gets() {
                 token: "tok_visa".into(),
             }),
         },
-        &stack.session("fan-a"),
+        &stack.issuers.session("fan-a"),
     );
     request.set_timeout(Duration::from_millis(200));
     let gave_up = stack.client().confirm(request).await.unwrap_err();

@@ -76,7 +76,7 @@ async fn confirms_charges_refunds_reconciler_actions_and_provider_latency_are_re
                 order_id: order.order_id,
                 reason: String::new(),
             },
-            &stack.admin(&[Role::BoxOffice]),
+            &stack.issuers.admin(&[Role::BoxOffice]),
         ))
         .await
         .unwrap();

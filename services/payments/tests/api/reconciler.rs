@@ -30,7 +30,7 @@ async fn a_charge_landing_after_the_reconciler_gave_up_is_found_without_a_notice
     stack.sim.close_gate();
     let confirming = tokio::spawn(confirm_with(
         stack.client(),
-        stack.session("fan-a"),
+        stack.issuers.session("fan-a"),
         key.clone(),
         "tok_visa",
     ));

@@ -22,7 +22,7 @@ async fn paying_at_minute_11_of_a_reclaimed_hold_refunds_and_the_other_fan_keeps
     stack.sim.close_gate();
     let confirming = tokio::spawn(confirm_with(
         stack.client(),
-        stack.session("fan-a"),
+        stack.issuers.session("fan-a"),
         key.clone(),
         "tok_visa",
     ));
@@ -67,7 +67,7 @@ async fn fifty_concurrent_confirms_of_one_hold_charge_once() {
         latency: std::time::Duration::from_millis(50),
         ..Faults::default()
     });
-    let session = stack.session("fan-a");
+    let session = stack.issuers.session("fan-a");
     let results = all_at_once(50, |_| {
         confirm_with(stack.client(), session.clone(), key.clone(), "tok_visa")
     })
@@ -145,13 +145,13 @@ async fn a_service_killed_between_charge_and_booking_loses_nothing_after_restart
     });
     let first = tokio::spawn(confirm_with(
         stack.client(),
-        stack.session("fan-a"),
+        stack.issuers.session("fan-a"),
         key.clone(),
         "tok_visa",
     ));
     let second = tokio::spawn(confirm_with(
         stack.client(),
-        stack.session("fan-b"),
+        stack.issuers.session("fan-b"),
         lapsing.clone(),
         "tok_visa",
     ));
@@ -207,7 +207,7 @@ async fn a_charge_landing_after_the_reconciler_gave_up_is_booked_or_refunded_nev
     stack.sim.close_gate();
     let confirming = tokio::spawn(confirm_with(
         stack.client(),
-        stack.session("fan-a"),
+        stack.issuers.session("fan-a"),
         booked.clone(),
         "tok_visa",
     ));
@@ -230,7 +230,7 @@ async fn a_charge_landing_after_the_reconciler_gave_up_is_booked_or_refunded_nev
     stack.sim.close_gate();
     let confirming = tokio::spawn(confirm_with(
         stack.client(),
-        stack.session("fan-b"),
+        stack.issuers.session("fan-b"),
         refunded.clone(),
         "tok_visa",
     ));

@@ -7,9 +7,8 @@
 pub use stadium_testkit::grpc::{bearer, reason};
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use clap::Parser;
 use payments::provider::PaymentProvider;
 use payments::provider::remote::RemoteProvider;
 use payments::provider::server::SimServer;
@@ -20,8 +19,9 @@ use stadium_proto::holds::v1::ClaimSeatsRequest;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::payments::v1::payments_client::PaymentsClient;
 use stadium_proto::payments::v1::{ConfirmRequest, Order, PaymentMethod};
-use stadium_testkit::{RoundTrips, TestDatabase};
-use stadium_tokens::{AdmissionIssuer, DevIssuer, Role, SigningKeyRing, WAITING_ROOM_ISSUER};
+use stadium_testkit::catalog::{self, EventSettings};
+use stadium_testkit::{Issuers, RoundTrips, TestDatabase};
+use stadium_tokens::DevIssuer;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
@@ -32,7 +32,7 @@ pub const NOTICE_SECRET: &str = "test-notice-secret";
 /// Price of every seat of the seeded event, in euro cents.
 pub const SEAT_PRICE: i64 = 2500;
 /// Seats of the seeded section.
-pub const SECTION_SEATS: i64 = 100;
+pub const SECTION_SEATS: i32 = 100;
 
 /// A running payments server.
 pub struct PaymentsServer {
@@ -75,8 +75,8 @@ impl Default for Options {
 
 pub struct Stack {
     pub db: TestDatabase,
-    pub identity: DevIssuer,
-    pub admission: AdmissionIssuer,
+    /// The identity and admission issuers both services trust.
+    pub issuers: Issuers,
     pub sim: SimulatedProvider,
     pub holds_channel: Channel,
     pub holds_url: String,
@@ -101,11 +101,7 @@ impl Stack {
 
     pub async fn start_with(options: Options) -> Self {
         let db = stadium_testkit::fresh_database().await;
-        let identity = DevIssuer::generate().unwrap();
-        let ring = SigningKeyRing::generate("wr-test").unwrap();
-        let admission = AdmissionIssuer::new(ring.clone(), WAITING_ROOM_ISSUER).unwrap();
-        let identity_jwks = identity.jwks_json().unwrap();
-        let admission_jwks = ring.jwks_json().unwrap();
+        let issuers = Issuers::generate();
         let round_trips = match options.count_round_trips {
             true => Some(RoundTrips::start(&db.url).await),
             false => None,
@@ -113,24 +109,14 @@ impl Stack {
         let service_db_url = round_trips
             .as_ref()
             .map_or(db.url.clone(), |r| r.url().to_owned());
-        let connections = if round_trips.is_some() { "1" } else { "8" };
-        let holds_config = holds::Config::try_parse_from([
-            "holds",
-            "--mode",
-            "development",
-            "--database-url",
-            service_db_url.as_str(),
-            "--database-max-connections",
+        let connections = if round_trips.is_some() { 1 } else { 8 };
+        let holds_config = holds::Config::embedded(
+            &service_db_url,
             connections,
-            "--identity-jwks",
-            identity_jwks.as_str(),
-            "--admission-jwks",
-            admission_jwks.as_str(),
-            "--sweep-interval-ms",
-            "0",
-            "--request-timeout-ms",
-            "60000",
-        ])
+            &issuers.identity,
+            &issuers.ring,
+            &["--request-timeout-ms", "60000"],
+        )
         .unwrap();
         let holds_parts = holds::build(&holds_config).await.unwrap();
         let (listener, addr) = loopback_listener().await;
@@ -169,7 +155,7 @@ impl Stack {
         };
         let payments = start_payments(
             &service_db_url,
-            &identity,
+            &issuers.identity,
             provider.clone(),
             &holds_url,
             &seed,
@@ -178,8 +164,7 @@ impl Stack {
         .await;
         Self {
             db,
-            identity,
-            admission,
+            issuers,
             sim,
             holds_channel,
             holds_url,
@@ -224,7 +209,7 @@ impl Stack {
             .map_or(self.db.url.clone(), |r| r.url().to_owned());
         self.payments = start_payments(
             &url,
-            &self.identity,
+            &self.issuers.identity,
             self.provider.clone(),
             &self.holds_url,
             &self.seed,
@@ -235,16 +220,7 @@ impl Stack {
 
     /// A new on-sale event on the venue (10-minute holds, every seat priced).
     pub async fn event(&self) -> String {
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO catalog.events (venue_id, name, status, starts_at, onsale_at, hold_ttl_ms, \
-                 max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, currency) \
-             VALUES ($1, 'Test night', 'on_sale', now() + interval '30 days', now(), 600000, 8, 8, 600, 'EUR') \
-             RETURNING event_id",
-        )
-        .bind(self.venue)
-        .fetch_one(self.pool())
-        .await
-        .unwrap();
+        let id = catalog::event(self.pool(), self.venue, EventSettings::default()).await;
         sqlx::query(
             "INSERT INTO catalog.price_categories (event_id, category_code, name, price_minor, currency) \
              VALUES ($1, 'std', 'Standard', $2, 'EUR')",
@@ -257,35 +233,17 @@ impl Stack {
         id.to_string()
     }
 
-    pub fn session(&self, fan: &str) -> String {
-        self.identity
-            .fan_session(fan, SystemTime::now())
-            .unwrap()
-            .token
-    }
-
-    pub fn admin(&self, roles: &[Role]) -> String {
-        self.identity
-            .admin("staff-1", roles, SystemTime::now())
-            .unwrap()
-            .token
-    }
-
     /// `fan` claims `seats` of the section for `event`; returns the hold key.
     pub async fn try_claim(&self, fan: &str, event: &str, seats: &[u64]) -> Result<String, Status> {
         let request = ClaimSeatsRequest {
-            admission_token: self
-                .admission
-                .issue(fan, event, SystemTime::now())
-                .unwrap()
-                .token,
+            admission_token: self.issuers.admission_token(fan, event),
             event_id: event.to_owned(),
             section_id: self.section,
             seat_ids: seats.to_vec(),
             request_id: String::new(),
         };
         self.holds()
-            .claim_seats(bearer(request, &self.session(fan)))
+            .claim_seats(bearer(request, &self.issuers.session(fan)))
             .await
             .map(|r| r.into_inner().hold.unwrap().hold_key)
     }
@@ -301,7 +259,13 @@ impl Stack {
         hold_key: &str,
         token: &'static str,
     ) -> Result<Order, Status> {
-        confirm_with(self.client(), self.session(fan), hold_key.to_owned(), token).await
+        confirm_with(
+            self.client(),
+            self.issuers.session(fan),
+            hold_key.to_owned(),
+            token,
+        )
+        .await
     }
 
     /// A new hold of `fan` on `seat` of `event` whose charge landed but whose answer was
@@ -534,44 +498,30 @@ async fn start_payments(
     seed: &str,
     options: Options,
 ) -> PaymentsServer {
-    let service_token = identity
-        .admin("payments", &[Role::Service], SystemTime::now())
-        .unwrap()
-        .token;
-    let jwks = identity.jwks_json().unwrap();
     let reconcile = options.reconcile_interval_ms.to_string();
     let wait = options.duplicate_wait_ms.to_string();
-    let connections = if options.count_round_trips { "1" } else { "12" };
+    let connections = if options.count_round_trips { 1 } else { 12 };
     let request_timeout = options.request_timeout_ms.to_string();
-    let config = payments::Config::try_parse_from([
-        "payments",
-        "--mode",
-        "development",
-        "--database-url",
+    let config = payments::Config::embedded(
         database_url,
-        "--database-max-connections",
         connections,
-        "--holds-url",
         holds_url,
-        "--service-token",
-        service_token.as_str(),
-        "--identity-jwks",
-        jwks.as_str(),
-        "--provider-notice-secret",
+        identity,
         NOTICE_SECRET,
-        "--ticket-signing-seed",
         seed,
-        "--reconcile-interval-ms",
-        reconcile.as_str(),
-        "--duplicate-wait-ms",
-        wait.as_str(),
-        "--provider-timeout-ms",
-        "60000",
-        "--holds-timeout-ms",
-        "30000",
-        "--request-timeout-ms",
-        request_timeout.as_str(),
-    ])
+        &[
+            "--reconcile-interval-ms",
+            &reconcile,
+            "--duplicate-wait-ms",
+            &wait,
+            "--provider-timeout-ms",
+            "60000",
+            "--holds-timeout-ms",
+            "30000",
+            "--request-timeout-ms",
+            &request_timeout,
+        ],
+    )
     .unwrap();
     let parts = match &options.meter {
         Some(meter) => {
@@ -616,51 +566,9 @@ pub async fn confirm_with(
 }
 
 async fn seed_venue(pool: &PgPool) -> (i64, u64, Vec<u64>) {
-    let digest = format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    );
-    let venue: i64 = sqlx::query_scalar(
-        "INSERT INTO catalog.venues (name, source_format, source_digest) \
-         VALUES ('Test arena', 'generated', $1) RETURNING venue_id",
-    )
-    .bind(digest)
-    .fetch_one(pool)
-    .await
-    .unwrap();
-    let section: i64 = sqlx::query_scalar(
-        "INSERT INTO catalog.sections (venue_id, code, name, sort_order) \
-         VALUES ($1, 'A', 'A', 0) RETURNING section_id",
-    )
-    .bind(venue)
-    .fetch_one(pool)
-    .await
-    .unwrap();
-    sqlx::query(
-        "INSERT INTO catalog.seats (venue_id, section_id, row_label, seat_label, row_index, \
-             seat_index, x, y, category_code) \
-         SELECT $1, $2, '1', i::text, 0, i, i, 0, 'std' FROM generate_series(0, $3 - 1) AS g(i) \
-         ORDER BY g.i",
-    )
-    .bind(venue)
-    .bind(section)
-    .bind(SECTION_SEATS)
-    .execute(pool)
-    .await
-    .unwrap();
-    let seats: Vec<i64> = sqlx::query_scalar(
-        "SELECT seat_id FROM catalog.seats WHERE section_id = $1 ORDER BY seat_id",
-    )
-    .bind(section)
-    .fetch_all(pool)
-    .await
-    .unwrap();
-    (
-        venue,
-        section as u64,
-        seats.into_iter().map(|s| s as u64).collect(),
-    )
+    let venue = catalog::venue(pool).await;
+    let section = catalog::section(pool, venue, "A", 0, 1, SECTION_SEATS).await;
+    (venue, section.id, section.seats)
 }
 
 /// The wire request of a charge-succeeded `notice` signed `signature`.

@@ -3,29 +3,15 @@
 //! `catalog.event_categories` (box office) and `holds.unavailable_seats` (holds).
 //! Functions take `&mut PgConnection`; the caller owns the transaction.
 
-use std::collections::HashMap;
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 use sqlx::PgConnection;
-use stadium_seating::{Point, SeatPlace, SectionLayout};
+use stadium_seating::{StoredSeat, StoredSection, sections_from_stored};
 use tracing::instrument;
 
 use crate::domain::{CategoryInfo, EventId, EventLayout, SectionInfo};
 use crate::error::Error;
-
-/// One seat as `catalog.event_seats` publishes it.
-struct SeatRow {
-    section_id: i64,
-    seat_id: i64,
-    row_label: String,
-    seat_label: String,
-    row_index: i32,
-    seat_index: i32,
-    x: f64,
-    y: f64,
-    category_code: String,
-}
 
 /// What an event's layout depends on that can change after import, as one opaque
 /// string (seats per claim, the event's `updated_at`, and every category's name,
@@ -88,7 +74,7 @@ pub async fn load_layout(
     .fetch_all(&mut *conn)
     .await?;
     let seats = sqlx::query_as!(
-        SeatRow,
+        StoredSeat,
         r#"SELECT section_id AS "section_id!", seat_id AS "seat_id!", row_label AS "row_label!",
                   seat_label AS "seat_label!", row_index AS "row_index!",
                   seat_index AS "seat_index!", x AS "x!", y AS "y!",
@@ -109,50 +95,24 @@ pub async fn load_layout(
     .fetch_all(&mut *conn)
     .await?;
 
-    let mut by_section: HashMap<i64, Vec<SeatRow>> = HashMap::new();
-    for seat in seats {
-        by_section.entry(seat.section_id).or_default().push(seat);
-    }
-    let corrupt = |what: String| Error::Corrupt(format!("event {}: {what}", event.get()));
-    let mut out = Vec::with_capacity(sections.len());
-    for section in sections {
-        let rows = by_section.remove(&section.section_id).unwrap_or_default();
-        let categories: Vec<String> = rows.iter().map(|r| r.category_code.clone()).collect();
-        let places = rows
-            .into_iter()
-            .map(|r| {
-                Ok(SeatPlace {
-                    seat_id: u64::try_from(r.seat_id)
-                        .map_err(|_| corrupt(format!("seat id {}", r.seat_id)))?,
-                    row_index: u32::try_from(r.row_index)
-                        .map_err(|_| corrupt(format!("row index {}", r.row_index)))?,
-                    row_label: r.row_label,
-                    seat_index: u32::try_from(r.seat_index)
-                        .map_err(|_| corrupt(format!("seat index {}", r.seat_index)))?,
-                    seat_label: r.seat_label,
-                    position: Point { x: r.x, y: r.y },
-                })
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        let section_id = u64::try_from(section.section_id)
-            .map_err(|_| corrupt(format!("section id {}", section.section_id)))?;
-        // Seats come ordered by id, which is also the offset order `categories` needs.
-        let layout = SectionLayout::new(
-            section_id,
-            Point {
-                x: section.focus_x,
-                y: section.focus_y,
-            },
-            places,
-        )
-        .map_err(|e| corrupt(e.to_string()))?;
-        out.push(SectionInfo {
+    // Seats come ordered by id, which is also the offset order `categories` needs.
+    let stored = sections.iter().map(|section| StoredSection {
+        section_id: section.section_id,
+        focus_x: section.focus_x,
+        focus_y: section.focus_y,
+    });
+    let layouts = sections_from_stored(stored, seats)
+        .map_err(|e| Error::Corrupt(format!("event {}: {e}", event.get())))?;
+    let out = sections
+        .into_iter()
+        .zip(layouts)
+        .map(|(section, (layout, categories))| SectionInfo {
             code: section.code,
             name: section.name,
             layout,
             categories,
-        });
-    }
+        })
+        .collect();
     let mut hash = Sha256::new();
     hash.update(format!(
         "{}|{}|",

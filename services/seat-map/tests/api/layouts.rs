@@ -6,36 +6,19 @@ use std::time::SystemTime;
 
 use stadium_kit::status::error_info;
 use stadium_proto::seat_map::v1::{GetAvailabilityRequest, GetLayoutRequest};
+use stadium_testkit::venues::readme_plans;
 use stadium_tokens::DevIssuer;
 use tonic::{Code, Request};
 
-use crate::support::{Harness, SCREENSHOTS, STADIUM, venues_dir};
+use crate::support::{Harness, SCREENSHOTS, STADIUM};
 
 /// (seats, categories) per plan, as the plans' README states them.
 fn readme_counts(file: &str) -> (u32, usize) {
-    let readme = std::fs::read_to_string(venues_dir().join("README.md")).unwrap();
-    let line = readme.lines().find(|l| l.contains(file)).unwrap();
-    let cell = line.split('|').nth(4).unwrap();
-    let number_before = |word: &str| -> u64 {
-        let head = &cell[..cell.find(word).unwrap()];
-        let digits: String = head
-            .trim_end()
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_digit() || *c == ',')
-            .collect();
-        digits
-            .chars()
-            .rev()
-            .filter(char::is_ascii_digit)
-            .collect::<String>()
-            .parse()
-            .unwrap()
-    };
-    (
-        number_before(" seats") as u32,
-        number_before(" categories") as usize,
-    )
+    let plan = readme_plans()
+        .into_iter()
+        .find(|plan| plan.file == file)
+        .unwrap();
+    (plan.seats as u32, plan.categories as usize)
 }
 
 #[tokio::test]

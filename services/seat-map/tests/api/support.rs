@@ -1,7 +1,6 @@
 //! Starting the seat-map service against a fresh database with real venue plans, the
 //! fan token and client, seeding events and holds, and reading the availability bitmap.
 
-use std::path::PathBuf;
 use std::time::SystemTime;
 
 use clap::Parser;
@@ -16,11 +15,6 @@ use stadium_venues::SourceFormat;
 use tokio_util::sync::CancellationToken;
 use tonic::Request;
 use tonic::transport::Channel;
-
-/// The directory of real venue plans and their README.
-pub fn venues_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/venues")
-}
 
 /// A small real plan (the pretix screenshots venue).
 pub const SCREENSHOTS: &str = "pretix_pretix-screenshots_plan.en.json";
@@ -97,7 +91,7 @@ impl Harness {
 
     /// Imports a real plan and creates an on-sale event on it; returns the event id.
     pub async fn event_on(&self, file: &str) -> i64 {
-        let bytes = std::fs::read(venues_dir().join(file)).unwrap();
+        let bytes = std::fs::read(stadium_testkit::venues::dir().join(file)).unwrap();
         let mut conn = self.pool.acquire().await.unwrap();
         let outcome = stadium_venues::import(&mut conn, file, SourceFormat::PretixJson, &bytes)
             .await
