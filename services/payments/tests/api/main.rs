@@ -6,6 +6,7 @@ mod admin;
 mod cases;
 mod confirm;
 mod deadlines;
+mod interleavings;
 mod metrics;
 mod notices;
 mod plans;
