@@ -298,23 +298,18 @@ mod tests {
         Config::command().debug_assert();
     }
 
+    /// The flags themselves are checked on the built binary's `--help`
+    /// (`tests/binaries.rs`); here, that the help names their environment variables.
     #[test]
-    fn help_documents_every_flag() {
+    fn help_names_the_environment_variables() {
         let help = Config::command().render_long_help().to_string();
-        for flag in [
-            "--listen",
-            "--database-url",
-            "--holds-url",
-            "--service-token",
-            "--identity-jwks",
-            "--ticket-signing-seed",
-            "--provider-notice-secret",
-            "--reconcile-interval-ms",
-            "--lease-ms",
+        for env in [
+            "DATABASE_URL",
+            "HOLDS_URL",
+            "SERVICE_TOKEN",
+            "LISTEN_ADDR",
+            "LEASE_MS",
         ] {
-            assert!(help.contains(flag), "{flag} missing from --help:\n{help}");
-        }
-        for env in ["DATABASE_URL", "HOLDS_URL", "SERVICE_TOKEN", "LISTEN_ADDR"] {
             assert!(help.contains(env), "{env} missing from --help");
         }
     }

@@ -31,6 +31,7 @@ fn payments_documents_every_flag() {
             "--provider-notice-secret",
             "--provider-url",
             "--reconcile-interval-ms",
+            "--lease-ms",
         ],
     );
 }

@@ -389,3 +389,83 @@ async fn concurrent_extensions_never_pass_the_cap() {
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
+
+/// ReleaseHold and StartPayment fired at once on the same hold, fifty times: exactly one
+/// wins, the other is refused with the reason the winner leaves behind, and the stored
+/// rows of the hold agree with the winner (all released and never in payment, or all
+/// held and in payment). Release locks the rows, then reads them, then decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn release_and_start_payment_racing_leave_one_outcome_on_every_row() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    price(&app, &event, 2_500).await;
+    let a = app.sections[0].clone();
+    for round in 0..50 {
+        let name = format!("racer-{round}");
+        let mut fan = app.fan(&name, &event);
+        let seats = [a.seats[2 * round], a.seats[2 * round + 1]];
+        let key = fan.claim(a.id, &seats).await.unwrap().hold_key;
+        let service = app.issuers.admin(&[Role::Service]);
+        let results = all_at_once(2, |i| {
+            let mut client = app.client();
+            let (key, name, session, service) = (
+                key.clone(),
+                name.clone(),
+                fan.session.clone(),
+                service.clone(),
+            );
+            async move {
+                if i == 0 {
+                    let request = stadium_proto::holds::v1::ReleaseHoldRequest { hold_key: key };
+                    client
+                        .release_hold(bearer(request, &session))
+                        .await
+                        .map(drop)
+                } else {
+                    let request = StartPaymentRequest {
+                        hold_key: key,
+                        fan_id: name,
+                        window_ms: WINDOW_MS,
+                    };
+                    client
+                        .start_payment(bearer(request, &service))
+                        .await
+                        .map(drop)
+                }
+            }
+        })
+        .await;
+        let (released, started) = (&results[0], &results[1]);
+        let (status, in_payment): (Vec<String>, Vec<bool>) = sqlx::query_as::<_, (String, bool)>(
+            "SELECT status, payment_started_at IS NOT NULL FROM holds.seat_holds \
+             WHERE hold_key = $1::uuid ORDER BY seat_id",
+        )
+        .bind(&key)
+        .fetch_all(app.pool())
+        .await
+        .unwrap()
+        .into_iter()
+        .unzip();
+        match (released, started) {
+            (Ok(()), Err(refused)) => {
+                assert_eq!(
+                    reason(refused, Code::FailedPrecondition),
+                    Reason::HoldReleased
+                );
+                assert_eq!(status, ["released", "released"], "round {round}");
+                assert_eq!(in_payment, [false, false], "round {round}");
+            }
+            (Err(refused), Ok(())) => {
+                assert_eq!(
+                    reason(refused, Code::FailedPrecondition),
+                    Reason::PaymentStarted
+                );
+                assert_eq!(status, ["held", "held"], "round {round}");
+                assert_eq!(in_payment, [true, true], "round {round}");
+            }
+            other => panic!("round {round}: not exactly one winner: {other:?}"),
+        }
+    }
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
