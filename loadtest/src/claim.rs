@@ -390,6 +390,7 @@ async fn claim(
                 quantity,
                 together: *together == Together::Yes,
                 request_id: request_id.to_owned(),
+                wait_for_returns: false,
             };
             ctx.call(
                 "Holds/ClaimBestAvailable",

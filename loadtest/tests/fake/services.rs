@@ -202,7 +202,10 @@ service!(Holds {
         });
         *claim.metadata_mut() = r.metadata().clone();
         let hold = self.claim_seats(claim).await?.into_inner().hold;
-        Ok(Response::new(ho::ClaimBestAvailableResponse { hold }))
+        Ok(Response::new(ho::ClaimBestAvailableResponse {
+            hold,
+            waiting: None,
+        }))
     }
 } unimplemented {
     get_hold(ho::GetHoldRequest) -> ho::GetHoldResponse;

@@ -145,6 +145,8 @@ pub struct AdmittedFan {
     pub fan: FanId,
     /// The admission token's `jti`.
     pub admission_jti: String,
+    /// The admission token's `exp`, Unix seconds.
+    pub admission_expires_at: u64,
     /// The admission token's `event_id` claim, as sent.
     pub event_id: String,
 }
@@ -215,6 +217,7 @@ impl Authenticator {
         Ok(AdmittedFan {
             fan,
             admission_jti: claims.registered.jti,
+            admission_expires_at: claims.registered.exp,
             event_id: claims.event_id,
         })
     }

@@ -1,6 +1,7 @@
 //! The background sweeper: every interval, marks lapsed holds expired (small batches,
-//! short transactions, `SKIP LOCKED`), until shutdown. It only tidies and reports;
-//! claims never wait for it.
+//! short transactions, `SKIP LOCKED`), then serves the returns queue in order with the
+//! seats that came back, until shutdown. Claims never wait for it: a lapsed hold is
+//! already free to them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::service::HoldsService;
+use crate::service::{HoldsService, ServedReturns};
 
 /// Starts the sweeper; it stops when `shutdown` is cancelled (mid-sleep at once,
 /// mid-batch after that batch's transaction).
@@ -28,6 +29,18 @@ pub fn spawn(
                 Ok(0) => {}
                 Ok(n) => tracing::info!(expired = n, "swept lapsed holds"),
                 Err(error) => tracing::warn!(%error, "sweep failed; next interval retries"),
+            }
+            match service.serve_returns(batch).await {
+                Ok(pass) if pass == ServedReturns::default() => {}
+                Ok(pass) => tracing::info!(
+                    served = pass.served,
+                    refused = pass.refused,
+                    lapsed = pass.lapsed,
+                    "served the returns queue"
+                ),
+                Err(error) => {
+                    tracing::warn!(%error, "serving the returns queue failed; next interval retries");
+                }
             }
         }
         tracing::debug!("sweeper stopped");

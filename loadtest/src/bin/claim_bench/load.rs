@@ -366,6 +366,7 @@ pub async fn run(
                             quantity: u32::try_from(SEATS_PER_CLAIM)?,
                             together: true,
                             request_id: String::new(),
+                            wait_for_returns: false,
                         });
                         request.metadata_mut().insert("authorization", bearer);
                         grpc.claim_best_available(request).await.map(|_| ())

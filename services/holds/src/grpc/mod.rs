@@ -15,7 +15,7 @@ use stadium_proto::holds::v1::{
     ConfirmHoldResponse, ExtendHoldRequest, ExtendHoldResponse, GetHoldRequest, GetHoldResponse,
     ListHoldsRequest, ListHoldsResponse, ReleaseHoldRequest, ReleaseHoldResponse,
     ReleaseSeatsRequest, ReleaseSeatsResponse, StartPaymentRequest, StartPaymentResponse,
-    SweepExpiredRequest, SweepExpiredResponse, holds_server::Holds,
+    SweepExpiredRequest, SweepExpiredResponse, WaitingForReturns, holds_server::Holds,
 };
 use stadium_tokens::{Access, AdminClaims, Role};
 use tonic::{Request, Response, Status};
@@ -23,7 +23,7 @@ use tonic::{Request, Response, Status};
 use crate::auth::Authenticator;
 use crate::domain::{Claim, Claimant, EventId};
 use crate::error::Error;
-use crate::service::{DEFAULT_SWEEP_BATCH, HoldsService};
+use crate::service::{Admission, BestAnswer, DEFAULT_SWEEP_BATCH, HoldsService};
 use convert::{
     admin_seats, best_request, hold_key, identifier, payment_window, request_id, seats_of, text,
     to_wire,
@@ -123,12 +123,23 @@ impl Holds for HoldsApi {
         if EventId::try_from(admitted.event_id.as_str()).ok() != Some(best.event) {
             return Err(Error::WrongEvent.into());
         }
-        let hold = self
+        let admission = Admission {
+            jti: &admitted.admission_jti,
+            expires_at: admitted.admission_expires_at,
+        };
+        let answer = self
             .service
-            .claim_best(&best, &admitted.fan, &admitted.admission_jti)
+            .claim_best_or_wait(&best, &admitted.fan, admission, body.wait_for_returns)
             .await?;
-        Ok(Response::new(ClaimBestAvailableResponse {
-            hold: Some(to_wire(&hold)),
+        Ok(Response::new(match answer {
+            BestAnswer::Held(hold) => ClaimBestAvailableResponse {
+                hold: Some(to_wire(&hold)),
+                waiting: None,
+            },
+            BestAnswer::Waiting { position } => ClaimBestAvailableResponse {
+                hold: None,
+                waiting: Some(WaitingForReturns { position }),
+            },
         }))
     }
 

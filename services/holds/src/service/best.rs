@@ -253,6 +253,22 @@ impl HoldsService {
         }
     }
 
+    /// Whether a section of `request`'s target had room for its quantity (that many
+    /// free seats), as counted at most [`HINT_TTL`] ago: a cheap filter before a claim,
+    /// which still decides.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::InvalidField`] for a target the event does
+    /// not have; [`Error::Database`].
+    pub(super) async fn target_has_room(&self, request: &BestRequest) -> Result<bool, Error> {
+        let layout = self.event_layout(request.event).await?;
+        let sections = layout.sections_for(&request.target)?;
+        let room = self
+            .sections_with_room(request.event, &layout, &[], request.quantity)
+            .await?;
+        Ok(sections.iter().any(|s| room.contains(s)))
+    }
+
     /// Sections of the event other than `asked` with at least `quantity` free seats, as
     /// counted at most [`HINT_TTL`] ago.
     async fn sections_with_room(

@@ -7,8 +7,10 @@
 mod best;
 mod coalesce;
 mod repeated;
+mod returns;
 
 pub use coalesce::Batching;
+pub use returns::{Admission, BestAnswer, ServedReturns};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

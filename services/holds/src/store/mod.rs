@@ -13,6 +13,7 @@ mod claim_many;
 mod holds;
 mod layout;
 mod payment;
+mod returns;
 mod section_seats;
 pub mod statements;
 mod sweep;
@@ -23,6 +24,7 @@ pub use claim_many::{Batched, claim_many};
 pub use holds::{ReleaseScope, admin_release, get, live_holds, release};
 pub use layout::{event_layout, unavailable_counts};
 pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};
+pub use returns::{QueuedClaim, dequeue, drop_lapsed_admissions, queue_for_returns, queued_claims};
 pub use section_seats::section_seats;
 pub use sweep::sweep_expired;
 

@@ -27,6 +27,7 @@ async fn best(
         quantity,
         together,
         request_id: String::new(),
+        wait_for_returns: false,
     };
     fan.client
         .claim_best_available(bearer(request, &fan.session))
@@ -207,6 +208,7 @@ async fn bad_best_available_requests_name_the_field_and_write_nothing() {
             quantity,
             together: true,
             request_id: String::new(),
+            wait_for_returns: false,
         };
         let status = HoldsClient::new(app.channel.clone())
             .claim_best_available(bearer(request, &fan.session))

@@ -14,5 +14,6 @@ mod plans;
 mod refusals;
 mod repeated;
 mod request_ids;
+mod returns;
 mod support;
 mod sweeper;

@@ -91,6 +91,7 @@ async fn a_repeated_best_available_gets_its_hold() {
             quantity,
             together: true,
             request_id: String::new(),
+            wait_for_returns: false,
         };
         let session = fan.session.clone();
         async move { client.claim_best_available(bearer(request, &session)).await }

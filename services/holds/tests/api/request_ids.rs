@@ -161,6 +161,7 @@ async fn a_best_available_request_id_makes_one_hold() {
             quantity,
             together: true,
             request_id: "best-1".into(),
+            wait_for_returns: false,
         };
         let mut client = app.client();
         let session = app.issuers.session("fan-a");

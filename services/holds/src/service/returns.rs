@@ -1,0 +1,159 @@
+//! The returns queue in the service: a best-available request that finds no fitting
+//! block while seats are held may wait in line for returned seats instead of being
+//! answered `SEAT_TAKEN`, and the sweeper serves the line in order as holds lapse.
+//!
+//! Serving a queued claim is the fan's own claim, made with its request id: the
+//! database decides it as any claim (limits, one hold per admission, the ordered
+//! insert), and a claim served twice (two replicas, a retry) finds the hold it made.
+
+use std::collections::HashMap;
+
+use super::HoldsService;
+use crate::domain::best::BestRequest;
+use crate::domain::{EventId, FanId, Hold};
+use crate::error::Error;
+use crate::store;
+
+/// Queued claims of one event that may find no block in a row (their section had the
+/// seats, not side by side) before the rest of that event's line waits for the next
+/// pass: a bound on the pass's cost.
+const MISSES_PER_EVENT: u32 = 16;
+
+/// The admission a claim is made under.
+#[derive(Debug, Clone, Copy)]
+pub struct Admission<'a> {
+    /// The admission token's `jti`.
+    pub jti: &'a str,
+    /// Its `exp`, Unix seconds: a queued claim leaves the line then.
+    pub expires_at: u64,
+}
+
+/// What a best-available request came to.
+#[derive(Debug, Clone)]
+pub enum BestAnswer {
+    /// Seats held for the fan.
+    Held(Hold),
+    /// In line for returned seats, at this 1-based position of the event's line.
+    Waiting {
+        /// 1 = next to be served.
+        position: u64,
+    },
+}
+
+/// What one pass over the queue did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServedReturns {
+    /// Queued claims that now have their hold.
+    pub served: u64,
+    /// Queued claims refused for good (a limit, the event off sale) and taken off the
+    /// line: asked again, the fan learns why.
+    pub refused: u64,
+    /// Queued claims dropped because their admission expired.
+    pub lapsed: u64,
+}
+
+impl HoldsService {
+    /// Best available as [`claim_best`](Self::claim_best); with `wait`, a request that
+    /// finds no fitting block, and no other section with room for it, while other fans
+    /// hold seats of the event is queued for returned seats (asked again, it keeps its
+    /// place) and answered with its position. A request that another section could
+    /// serve is answered `SEAT_TAKEN` naming it, as without `wait`: the fan chooses.
+    ///
+    /// # Errors
+    /// As [`claim_best`](Self::claim_best); [`Error::InvalidField`] (`request_id`) for
+    /// `wait` without a request id; [`Error::NoBlockLeft`] when another section has room,
+    /// or nothing is held (no seat can come back).
+    pub async fn claim_best_or_wait(
+        &self,
+        request: &BestRequest,
+        fan: &FanId,
+        admission: Admission<'_>,
+        wait: bool,
+    ) -> Result<BestAnswer, Error> {
+        let request_id = match (&request.request, wait) {
+            (_, false) => None,
+            (Some(id), true) => Some(id),
+            (None, true) => {
+                return Err(Error::invalid(
+                    "request_id",
+                    "required with wait_for_returns: the queued claim is found by it",
+                ));
+            }
+        };
+        match self.claim_best(request, fan, admission.jti).await {
+            Ok(hold) => Ok(BestAnswer::Held(hold)),
+            Err(refused @ Error::NoBlockLeft { .. }) => {
+                let Some(request_id) = request_id else {
+                    return Err(refused);
+                };
+                if matches!(&refused, Error::NoBlockLeft { other_sections, .. } if !other_sections.is_empty())
+                {
+                    return Err(refused);
+                }
+                let queued = store::queue_for_returns(
+                    &self.pool,
+                    request,
+                    request_id,
+                    fan,
+                    admission.jti,
+                    admission.expires_at,
+                )
+                .await?;
+                match queued {
+                    Some(position) => Ok(BestAnswer::Waiting { position }),
+                    None => Err(refused),
+                }
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Serves up to `limit` queued claims, in line order, with the seats free now:
+    /// each whose target has room for it (free seats counted at most 1 s ago; the others
+    /// are passed over, costing nothing) is claimed for its fan; one that holds seats or
+    /// is refused for good leaves the line, one that finds no block stays.
+    ///
+    /// # Errors
+    /// [`Error::Database`] (claims already served stay served).
+    pub async fn serve_returns(&self, limit: u32) -> Result<ServedReturns, Error> {
+        let mut pass = ServedReturns {
+            lapsed: store::drop_lapsed_admissions(&self.pool).await?,
+            ..ServedReturns::default()
+        };
+        let queued = store::queued_claims(&self.pool, limit).await?;
+        let mut misses: HashMap<EventId, u32> = HashMap::new();
+        for claim in queued {
+            let event = claim.request.event;
+            if misses.get(&event).is_some_and(|m| *m >= MISSES_PER_EVENT) {
+                continue;
+            }
+            let answer = match self.target_has_room(&claim.request).await {
+                Ok(false) => continue,
+                Ok(true) => {
+                    self.claim_best(&claim.request, &claim.fan, &claim.admission_jti)
+                        .await
+                }
+                Err(error) => Err(error),
+            };
+            match answer {
+                Ok(hold) => {
+                    tracing::debug!(hold_key = %hold.key, place = claim.place, "served a queued claim");
+                    store::dequeue(&self.pool, claim.place).await?;
+                    pass.served += 1;
+                    misses.remove(&event);
+                }
+                Err(Error::NoBlockLeft { .. }) => *misses.entry(event).or_default() += 1,
+                Err(Error::Contention) => {
+                    misses.insert(event, MISSES_PER_EVENT);
+                }
+                Err(error @ Error::Database(_)) => return Err(error),
+                Err(refused) => {
+                    tracing::debug!(place = claim.place, %refused, "queued claim refused");
+                    store::dequeue(&self.pool, claim.place).await?;
+                    pass.refused += 1;
+                }
+            }
+        }
+        Ok(pass)
+    }
+}

@@ -1,0 +1,133 @@
+//! The returns queue (migration `20261204000000`): best-available claims that found no
+//! fitting block while seats were held, waiting in order for seats to come back.
+
+use sqlx::PgExecutor;
+
+use crate::domain::best::{BestRequest, Target};
+use crate::domain::{EventId, FanId, RequestId, SectionId};
+use crate::error::Error;
+
+/// A queued claim, as the server serves it.
+#[derive(Debug, Clone)]
+pub struct QueuedClaim {
+    /// Its place in the queue (lower is earlier; the queue of every event shares one
+    /// sequence).
+    pub place: i64,
+    /// The claim, with its request id.
+    pub request: BestRequest,
+    /// Whose.
+    pub fan: FanId,
+    /// The admission it was made with.
+    pub admission_jti: String,
+}
+
+/// Queues `request` (which has `request_id`) for `fan`'s admission `admission_jti`,
+/// valid until `admission_expires_at` (Unix seconds, the token's `exp`); asked again, the entry keeps its place and takes
+/// the latest request. Returns its 1-based position in the event's line, or `None` when
+/// nothing in the event is held (no seat can come back) and nothing was queued.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn queue_for_returns<'e>(
+    db: impl PgExecutor<'e>,
+    request: &BestRequest,
+    request_id: &RequestId,
+    fan: &FanId,
+    admission_jti: &str,
+    admission_expires_at: u64,
+) -> Result<Option<u64>, Error> {
+    let (section, category) = match &request.target {
+        Target::Section(section) => (Some(section.get()), None),
+        Target::Category(code) => (None, Some(code.as_str())),
+    };
+    let place = sqlx::query_scalar!(
+        r#"SELECT place_in_line AS "place_in_line!"
+           FROM holds.queue_for_returns($1, $2, $3, to_timestamp($4), $5, $6, $7, $8, $9)"#,
+        request.event.get(),
+        fan.as_str(),
+        admission_jti,
+        admission_expires_at as f64,
+        request_id.as_str(),
+        section,
+        category,
+        i32::try_from(request.quantity).unwrap_or(i32::MAX),
+        request.together,
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(place.map(|p| u64::try_from(p).unwrap_or(0)))
+}
+
+/// The first `limit` queued claims of every event, in queue order, whose admission is
+/// still valid.
+///
+/// # Errors
+/// [`Error::Database`]; [`Error::CorruptRow`] for a row no request could have made.
+pub async fn queued_claims<'e>(
+    db: impl PgExecutor<'e>,
+    limit: u32,
+) -> Result<Vec<QueuedClaim>, Error> {
+    let rows = sqlx::query!(
+        "SELECT place, event_id, fan_id, admission_jti, request_id, section_id, \
+                price_category, quantity, together \
+         FROM holds.return_queue \
+         WHERE admission_expires_at > now() \
+         ORDER BY place LIMIT $1",
+        i64::from(limit),
+    )
+    .fetch_all(db)
+    .await?;
+    let corrupt =
+        |what: &str, place: i64| Error::CorruptRow(format!("return_queue {place}: {what}"));
+    rows.into_iter()
+        .map(|row| {
+            let target = match (row.section_id, row.price_category) {
+                (Some(section), None) => Target::Section(
+                    SectionId::try_from(section).map_err(|_| corrupt("section_id", row.place))?,
+                ),
+                (None, Some(code)) => Target::Category(code),
+                _ => return Err(corrupt("target", row.place)),
+            };
+            Ok(QueuedClaim {
+                place: row.place,
+                request: BestRequest {
+                    event: EventId::try_from(row.event_id)
+                        .map_err(|_| corrupt("event_id", row.place))?,
+                    target,
+                    quantity: u32::try_from(row.quantity)
+                        .map_err(|_| corrupt("quantity", row.place))?,
+                    together: row.together,
+                    request: Some(
+                        RequestId::try_from(row.request_id.as_str())
+                            .map_err(|_| corrupt("request_id", row.place))?,
+                    ),
+                },
+                fan: FanId::try_from(row.fan_id.as_str())
+                    .map_err(|_| corrupt("fan_id", row.place))?,
+                admission_jti: row.admission_jti,
+            })
+        })
+        .collect()
+}
+
+/// Takes the claim at `place` off the queue (served or refused); nothing if gone.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn dequeue<'e>(db: impl PgExecutor<'e>, place: i64) -> Result<(), Error> {
+    sqlx::query!("DELETE FROM holds.return_queue WHERE place = $1", place)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Drops queued claims whose admission has expired; how many.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn drop_lapsed_admissions<'e>(db: impl PgExecutor<'e>) -> Result<u64, Error> {
+    let done = sqlx::query!("DELETE FROM holds.return_queue WHERE admission_expires_at <= now()")
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected())
+}

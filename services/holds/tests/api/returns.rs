@@ -1,0 +1,232 @@
+//! The returns queue: best-available claims that find no block while seats are held
+//! wait in line, and returned seats go to the line in order, whoever serves it.
+
+use std::collections::HashSet;
+
+use stadium_kit::Reason;
+use stadium_proto::holds::v1::claim_best_available_request::Target;
+use stadium_proto::holds::v1::{ClaimBestAvailableRequest, ClaimBestAvailableResponse};
+use stadium_testkit::all_at_once;
+use tonic::{Code, Status};
+
+use crate::support::{EventSettings, Fan, TestApp, assert_invariants, bearer, reason};
+
+/// Best available for 2 adjacent seats of `section`, waiting for returns, as `request_id`.
+async fn ask(
+    fan: &mut Fan,
+    section: u64,
+    request_id: &str,
+) -> Result<ClaimBestAvailableResponse, Status> {
+    let request = ClaimBestAvailableRequest {
+        admission_token: fan.admission.clone(),
+        event_id: fan.event.clone(),
+        target: Some(Target::SectionId(section)),
+        quantity: 2,
+        together: true,
+        request_id: request_id.to_owned(),
+        wait_for_returns: true,
+    };
+    fan.client
+        .claim_best_available(bearer(request, &fan.session))
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+fn position(answer: &ClaimBestAvailableResponse) -> u64 {
+    assert!(answer.hold.is_none(), "{answer:?}");
+    answer.waiting.as_ref().expect("waiting").position
+}
+
+/// Blocks every seat of section A and fills section B (20 seats) with ten holds of 2
+/// seats, so no section has room; the holds' keys.
+async fn fill_the_house(app: &TestApp, event: &str) -> Vec<String> {
+    block_section_a(app, event).await;
+    hold_section_b(app, event).await
+}
+
+/// Blocks every seat of section A (the box office keeps them).
+async fn block_section_a(app: &TestApp, event: &str) {
+    let a = &app.sections[0];
+    sqlx::query(
+        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, \
+             status, kind, expires_at) \
+         SELECT gen_random_uuid(), $1::bigint, $2, s, 'box-office', 'blocked', 'block', \
+                'infinity' \
+         FROM unnest($3::bigint[]) AS s",
+    )
+    .bind(event)
+    .bind(a.id as i64)
+    .bind(a.seats.iter().map(|s| *s as i64).collect::<Vec<_>>())
+    .execute(app.pool())
+    .await
+    .unwrap();
+}
+
+/// Fills section B (20 seats) with ten holds of 2 seats; their keys.
+async fn hold_section_b(app: &TestApp, event: &str) -> Vec<String> {
+    let section = &app.sections[1];
+    let mut keys = Vec::new();
+    for (i, pair) in section.seats.chunks(2).enumerate() {
+        let mut holder = app.fan(&format!("holder-{i}"), event);
+        keys.push(holder.claim(section.id, pair).await.unwrap().hold_key);
+    }
+    keys
+}
+
+async fn queued(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM holds.return_queue")
+        .fetch_one(app.pool())
+        .await
+        .unwrap()
+}
+
+/// Twelve fans queue at once for a full section; three holds lapse; two servers serve
+/// the line at once: exactly the first three in line hold seats (adjacent pairs of the
+/// returned seats, no seat twice), the others keep waiting, moved up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn returned_seats_go_to_the_line_in_order() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let section = app.sections[1].id;
+    let holders = fill_the_house(&app, &event).await;
+
+    let fans: Vec<Fan> = (0..12)
+        .map(|i| app.fan(&format!("waiter-{i}"), &event))
+        .collect();
+    let fans = std::sync::Arc::new(std::sync::Mutex::new(
+        fans.into_iter().map(Some).collect::<Vec<_>>(),
+    ));
+    let answers = all_at_once(12, {
+        let fans = std::sync::Arc::clone(&fans);
+        move |i| {
+            let mut fan = fans.lock().unwrap()[i].take().expect("one task per fan");
+            async move {
+                let answer = ask(&mut fan, section, &format!("req-{i}")).await;
+                (fan, answer)
+            }
+        }
+    })
+    .await;
+    let mut line: Vec<(u64, Fan)> = answers
+        .into_iter()
+        .map(|(fan, answer)| (position(&answer.unwrap()), fan))
+        .collect();
+    line.sort_by_key(|(p, _)| *p);
+    let positions: Vec<u64> = line.iter().map(|(p, _)| *p).collect();
+    assert_eq!(positions, (1..=12).collect::<Vec<_>>());
+    assert_eq!(queued(&app).await, 12);
+
+    // Asked again while nothing came back: the same place, no second entry.
+    let (first_position, first) = &mut line[0];
+    let again = ask(first, section, "req-again").await.unwrap();
+    assert_eq!(position(&again), *first_position);
+    assert_eq!(queued(&app).await, 12);
+    // The entry now carries the latest request id: the hold is found by it.
+    let first_request = "req-again".to_owned();
+
+    // Three holds lapse (their seats are free to the next claim).
+    sqlx::query(
+        "UPDATE holds.seat_holds SET expires_at = now() - interval '1 second' \
+         WHERE hold_key = ANY($1::uuid[])",
+    )
+    .bind(
+        holders[..3]
+            .iter()
+            .map(|k| uuid::Uuid::parse_str(k).unwrap())
+            .collect::<Vec<_>>(),
+    )
+    .execute(app.pool())
+    .await
+    .unwrap();
+
+    // Serving passes over a claim whose target had no room; free seats are counted
+    // for 1 s.
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let service = app.parts.service.clone();
+    let passes = all_at_once(2, move |_| {
+        let service = service.clone();
+        async move { service.serve_returns(100).await.unwrap() }
+    })
+    .await;
+    assert!(
+        passes.iter().map(|p| p.served).sum::<u64>() >= 3,
+        "{passes:?}"
+    );
+    assert_eq!(queued(&app).await, 9);
+
+    let mut returned = HashSet::new();
+    for (i, (_, fan)) in line.iter_mut().enumerate() {
+        let request_id = if i == 0 {
+            first_request.clone()
+        } else {
+            let name = fan.name.trim_start_matches("waiter-").to_owned();
+            format!("req-{name}")
+        };
+        let answer = ask(fan, section, &request_id).await.unwrap();
+        if i < 3 {
+            let hold = answer.hold.expect("the first three in line hold seats");
+            assert_eq!(hold.seat_ids.len(), 2);
+            assert_eq!(hold.seat_ids[1], hold.seat_ids[0] + 1, "adjacent");
+            assert!(hold.seat_ids.iter().all(|s| returned.insert(*s)));
+        } else {
+            assert_eq!(position(&answer), i as u64 - 2, "moved up");
+        }
+    }
+    assert_eq!(returned.len(), 6);
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+/// A section with room elsewhere is named, not queued for. Without a request id the
+/// queued claim could not be found: refused, nothing queued. With nothing held, nothing
+/// can come back: `SEAT_TAKEN`. An entry whose admission expired leaves the line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_line_needs_a_full_house_a_request_id_something_held_and_a_live_admission() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let section = app.sections[1].id;
+    hold_section_b(&app, &event).await;
+    let mut fan = app.fan("waiter", &event);
+
+    let elsewhere = ask(&mut fan, section, "r0").await.unwrap_err();
+    assert_eq!(reason(&elsewhere, Code::AlreadyExists), Reason::SeatTaken);
+    assert_eq!(
+        stadium_testkit::grpc::seat_list(&elsewhere, "other_section_ids"),
+        vec![app.sections[0].id]
+    );
+    assert_eq!(queued(&app).await, 0);
+    block_section_a(&app, &event).await;
+    // The count of free seats per section is kept 1 s.
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+
+    let refused = ask(&mut fan, section, "").await.unwrap_err();
+    assert_eq!(
+        reason(&refused, Code::InvalidArgument),
+        Reason::InvalidField
+    );
+    assert_eq!(
+        stadium_testkit::grpc::metadata(&refused, "field").as_deref(),
+        Some("request_id")
+    );
+    assert_eq!(queued(&app).await, 0);
+
+    assert_eq!(position(&ask(&mut fan, section, "r1").await.unwrap()), 1);
+    sqlx::query("UPDATE holds.return_queue SET admission_expires_at = now() - interval '1 second'")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let pass = app.parts.service.serve_returns(100).await.unwrap();
+    assert_eq!((pass.served, pass.lapsed), (0, 1));
+    assert_eq!(queued(&app).await, 0);
+
+    // Every seat of the section sold: nothing held anywhere in the event.
+    sqlx::query("UPDATE holds.seat_holds SET status = 'booked'")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let sold = ask(&mut fan, section, "r2").await.unwrap_err();
+    assert_eq!(reason(&sold, Code::AlreadyExists), Reason::SeatTaken);
+    assert_eq!(queued(&app).await, 0);
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
