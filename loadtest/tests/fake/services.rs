@@ -210,6 +210,7 @@ service!(Holds {
 } unimplemented {
     get_hold(ho::GetHoldRequest) -> ho::GetHoldResponse;
     list_holds(ho::ListHoldsRequest) -> ho::ListHoldsResponse;
+    leave_returns_queue(ho::LeaveReturnsQueueRequest) -> ho::LeaveReturnsQueueResponse;
     release_hold(ho::ReleaseHoldRequest) -> ho::ReleaseHoldResponse;
     extend_hold(ho::ExtendHoldRequest) -> ho::ExtendHoldResponse;
     start_payment(ho::StartPaymentRequest) -> ho::StartPaymentResponse;

@@ -18,7 +18,7 @@ use stadium_tokens::{
     VerificationKeys, audience,
 };
 
-use crate::domain::FanId;
+use crate::domain::{EventId, FanId};
 use crate::error::Error;
 
 /// A boxed future of a JWKS fetch.
@@ -147,8 +147,6 @@ pub struct AdmittedFan {
     pub admission_jti: String,
     /// The admission token's `exp`, Unix seconds.
     pub admission_expires_at: u64,
-    /// The admission token's `event_id` claim, as sent.
-    pub event_id: String,
 }
 
 impl Authenticator {
@@ -196,15 +194,17 @@ impl Authenticator {
         })
     }
 
-    /// Checks that `admission` admits `fan` (same `sub`).
+    /// Checks that `admission` admits `fan` (same `sub`) to `event`.
     ///
     /// # Errors
     /// [`Error::MissingToken`] for an empty admission token; as
-    /// [`AdmissionKeys::verify`]; [`Error::WrongFan`].
+    /// [`AdmissionKeys::verify`]; [`Error::WrongFan`]; [`Error::WrongEvent`] for an
+    /// admission to another event.
     pub async fn admitted_fan(
         &self,
         fan: FanId,
         admission: &str,
+        event: EventId,
         now: SystemTime,
     ) -> Result<AdmittedFan, Error> {
         if admission.is_empty() {
@@ -214,11 +214,13 @@ impl Authenticator {
         if claims.fan_id() != fan.as_str() {
             return Err(Error::WrongFan);
         }
+        if EventId::try_from(claims.event_id.as_str()).ok() != Some(event) {
+            return Err(Error::WrongEvent);
+        }
         Ok(AdmittedFan {
             fan,
             admission_jti: claims.registered.jti,
             admission_expires_at: claims.registered.exp,
-            event_id: claims.event_id,
         })
     }
 

@@ -73,7 +73,8 @@ pub enum Error {
         fewer_seats: u32,
         /// The quantity is still free in one section of the target, not side by side.
         not_together: bool,
-        /// Other sections of the event with at least the quantity free (at most 1 s old).
+        /// Other sections of the event where the request fits (side by side when it asks
+        /// `together`; seen at most 1 s ago).
         other_sections: Vec<SectionId>,
     },
     /// Best available lost every round to concurrent claims while blocks still fitted.

@@ -104,6 +104,12 @@ impl Holds for Fake {
     ) -> Result<Response<holds::ClaimBestAvailableResponse>, Status> {
         unused()
     }
+    async fn leave_returns_queue(
+        &self,
+        _: Request<holds::LeaveReturnsQueueRequest>,
+    ) -> Result<Response<holds::LeaveReturnsQueueResponse>, Status> {
+        unused()
+    }
     async fn get_hold(
         &self,
         _: Request<holds::GetHoldRequest>,

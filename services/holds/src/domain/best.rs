@@ -50,6 +50,30 @@ pub struct Possible {
     pub not_together: bool,
 }
 
+/// What one section has room for, from fresh availability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Room {
+    /// The section.
+    pub section: SectionId,
+    /// Its free seats.
+    pub free: u32,
+    /// The most seats of one block side by side in a row that best available would
+    /// give (at most the event's per-claim limit; 0 when none is free).
+    pub together: u32,
+}
+
+impl Room {
+    /// Whether a request for `quantity` seats fits here: side by side when `together`,
+    /// else any that many seats.
+    pub fn fits(&self, quantity: u32, together: bool) -> bool {
+        if together {
+            self.together >= quantity
+        } else {
+            self.free >= quantity
+        }
+    }
+}
+
 /// One section laid out, with each seat's price category by offset.
 #[derive(Debug, Clone)]
 struct Section {
@@ -132,13 +156,6 @@ impl EventLayout {
         }
     }
 
-    /// Seats per section, for free counts.
-    pub fn seat_counts(&self) -> impl Iterator<Item = (SectionId, u32)> + '_ {
-        self.sections
-            .iter()
-            .map(|(id, s)| (*id, s.layout.seat_count()))
-    }
-
     /// The availability of `section` per `unavailable` (ids of other sections ignored).
     pub fn availability(&self, section: SectionId, unavailable: &[i64]) -> Option<Availability> {
         let layout = &self.sections.get(&section)?.layout;
@@ -152,6 +169,41 @@ impl EventLayout {
             }
         }
         Some(availability)
+    }
+
+    /// The room of every section, given the event's `unavailable` seats in ascending
+    /// order (as `store::unavailable_seat_ids` reads them).
+    pub fn rooms(&self, unavailable: &[i64]) -> Vec<Room> {
+        self.sections
+            .iter()
+            .filter_map(|(id, section)| {
+                let layout = &section.layout;
+                let first = i64::try_from(layout.first_seat_id()).ok()?;
+                let end = first + i64::from(layout.seat_count());
+                let from = unavailable.partition_point(|&seat| seat < first);
+                let to = unavailable.partition_point(|&seat| seat < end);
+                let availability = self.availability(*id, &unavailable[from..to])?;
+                let free = availability.available();
+                let together = (1..=self.max_seats_per_claim.min(free))
+                    .rev()
+                    .find(|&n| {
+                        rank(
+                            &[(layout, &availability)],
+                            n,
+                            Preference::BestView,
+                            1,
+                            Overlap::Disjoint,
+                        )
+                        .is_ok_and(|r| !r.is_empty())
+                    })
+                    .unwrap_or(0);
+                Some(Room {
+                    section: *id,
+                    free,
+                    together,
+                })
+            })
+            .collect()
     }
 
     /// Per section of `sections`: its layout and its availability for `request` (the

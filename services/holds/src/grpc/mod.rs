@@ -13,9 +13,10 @@ use stadium_proto::holds::v1::{
     BlockSeatsRequest, BlockSeatsResponse, ClaimBestAvailableRequest, ClaimBestAvailableResponse,
     ClaimCompRequest, ClaimCompResponse, ClaimSeatsRequest, ClaimSeatsResponse, ConfirmHoldRequest,
     ConfirmHoldResponse, ExtendHoldRequest, ExtendHoldResponse, GetHoldRequest, GetHoldResponse,
-    ListHoldsRequest, ListHoldsResponse, ReleaseHoldRequest, ReleaseHoldResponse,
-    ReleaseSeatsRequest, ReleaseSeatsResponse, StartPaymentRequest, StartPaymentResponse,
-    SweepExpiredRequest, SweepExpiredResponse, WaitingForReturns, holds_server::Holds,
+    LeaveReturnsQueueRequest, LeaveReturnsQueueResponse, ListHoldsRequest, ListHoldsResponse,
+    ReleaseHoldRequest, ReleaseHoldResponse, ReleaseSeatsRequest, ReleaseSeatsResponse,
+    StartPaymentRequest, StartPaymentResponse, SweepExpiredRequest, SweepExpiredResponse,
+    WaitingForReturns, holds_server::Holds,
 };
 use stadium_tokens::{Access, AdminClaims, Role};
 use tonic::{Request, Response, Status};
@@ -85,11 +86,8 @@ impl Holds for HoldsApi {
         span.record("section_id", section.get());
         let admitted = self
             .auth
-            .admitted_fan(fan, &body.admission_token, now)
+            .admitted_fan(fan, &body.admission_token, event, now)
             .await?;
-        if EventId::try_from(admitted.event_id.as_str()).ok() != Some(event) {
-            return Err(Error::WrongEvent.into());
-        }
         let claim = Claim {
             event,
             section,
@@ -118,11 +116,8 @@ impl Holds for HoldsApi {
         tracing::Span::current().record("event_id", best.event.get());
         let admitted = self
             .auth
-            .admitted_fan(fan, &body.admission_token, now)
+            .admitted_fan(fan, &body.admission_token, best.event, now)
             .await?;
-        if EventId::try_from(admitted.event_id.as_str()).ok() != Some(best.event) {
-            return Err(Error::WrongEvent.into());
-        }
         let admission = Admission {
             jti: &admitted.admission_jti,
             expires_at: admitted.admission_expires_at,
@@ -141,6 +136,28 @@ impl Holds for HoldsApi {
                 waiting: Some(WaitingForReturns { position }),
             },
         }))
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id))]
+    async fn leave_returns_queue(
+        &self,
+        request: Request<LeaveReturnsQueueRequest>,
+    ) -> Result<Response<LeaveReturnsQueueResponse>, Status> {
+        let now = SystemTime::now();
+        let fan = self.auth.fan(bearer(&request)?, now)?;
+        let body = request.into_inner();
+        let event =
+            EventId::try_from(body.event_id.as_str()).map_err(|e| Error::invalid("event_id", e))?;
+        tracing::Span::current().record("event_id", event.get());
+        let admitted = self
+            .auth
+            .admitted_fan(fan, &body.admission_token, event, now)
+            .await?;
+        let left = self
+            .service
+            .leave_returns_queue(&admitted.fan, &admitted.admission_jti)
+            .await?;
+        Ok(Response::new(LeaveReturnsQueueResponse { left }))
     }
 
     #[tracing::instrument(skip_all, fields(hold_key))]

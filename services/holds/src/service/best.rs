@@ -18,7 +18,7 @@ use stadium_db::retry_transient;
 use stadium_seating::Availability;
 
 use super::{HoldsService, unshared};
-use crate::domain::best::{BestRequest, Block, EventLayout, Hints, Target};
+use crate::domain::best::{BestRequest, Block, EventLayout, Hints, Room, Target};
 use crate::domain::{EventId, FanId, Hold, HoldKey, SectionId};
 use crate::error::Error;
 use crate::store;
@@ -30,7 +30,7 @@ const MAX_ROUNDS: usize = 8;
 /// How long an event's layout is kept (it is fixed once the event is on sale; the bound
 /// lets memory go and a corrected plan show).
 const LAYOUT_TTL: Duration = Duration::from_secs(300);
-/// How long an availability hint or a free count is trusted before it is dropped.
+/// How long an availability hint or a section's room is trusted before it is dropped.
 const HINT_TTL: Duration = Duration::from_secs(1);
 
 /// What best available keeps between requests.
@@ -38,7 +38,7 @@ const HINT_TTL: Duration = Duration::from_secs(1);
 pub(super) struct BestState {
     layouts: moka::future::Cache<EventId, Arc<EventLayout>>,
     hints: moka::sync::Cache<(EventId, SectionId), Arc<Availability>>,
-    free: moka::future::Cache<EventId, Arc<Vec<(SectionId, u32)>>>,
+    rooms: moka::future::Cache<EventId, Arc<Vec<Room>>>,
     in_flight: AtomicUsize,
     turns: AtomicUsize,
 }
@@ -54,7 +54,7 @@ impl BestState {
                 .max_capacity(20_000)
                 .time_to_live(HINT_TTL)
                 .build(),
-            free: moka::future::Cache::builder()
+            rooms: moka::future::Cache::builder()
                 .max_capacity(64)
                 .time_to_live(HINT_TTL)
                 .build(),
@@ -168,7 +168,7 @@ impl HoldsService {
             if blocks.is_empty() && fresh {
                 let possible = layout.possible(request, &sections, &hints);
                 let other_sections = self
-                    .sections_with_room(request.event, &layout, &sections, request.quantity)
+                    .sections_with_room(request.event, &layout, &sections, request)
                     .await?;
                 return Err(Answer::Refused(Error::NoBlockLeft {
                     fewer_seats: possible.fewer_seats,
@@ -253,9 +253,9 @@ impl HoldsService {
         }
     }
 
-    /// Whether a section of `request`'s target had room for its quantity (that many
-    /// free seats), as counted at most [`HINT_TTL`] ago: a cheap filter before a claim,
-    /// which still decides.
+    /// Whether a section of `request`'s target had room for it (see
+    /// [`Room::fits`]), as counted at most [`HINT_TTL`] ago: a cheap filter before a
+    /// claim, which still decides.
     ///
     /// # Errors
     /// [`Error::EventNotFound`]; [`Error::InvalidField`] for a target the event does
@@ -264,44 +264,37 @@ impl HoldsService {
         let layout = self.event_layout(request.event).await?;
         let sections = layout.sections_for(&request.target)?;
         let room = self
-            .sections_with_room(request.event, &layout, &[], request.quantity)
+            .sections_with_room(request.event, &layout, &[], request)
             .await?;
         Ok(sections.iter().any(|s| room.contains(s)))
     }
 
-    /// Sections of the event other than `asked` with at least `quantity` free seats, as
-    /// counted at most [`HINT_TTL`] ago.
+    /// Sections of the event other than `asked` where `request`'s quantity fits (side
+    /// by side when it asks `together`), as seen at most [`HINT_TTL`] ago: one read of
+    /// the event's unavailable seats per interval, whatever the number of requests.
     async fn sections_with_room(
         &self,
         event: EventId,
         layout: &EventLayout,
         asked: &[SectionId],
-        quantity: u32,
+        request: &BestRequest,
     ) -> Result<Vec<SectionId>, Error> {
-        let free = self
+        let rooms = self
             .best
-            .free
+            .rooms
             .try_get_with(event, async {
                 let mut conn = self.pool.acquire().await?;
-                let taken = store::unavailable_counts(&mut conn, event).await?;
-                let free: Vec<(SectionId, u32)> = layout
-                    .seat_counts()
-                    .map(|(section, seats)| {
-                        let unavailable = taken
-                            .iter()
-                            .find(|(id, _)| *id == section.get())
-                            .map_or(0, |(_, n)| u32::try_from(*n).unwrap_or(u32::MAX));
-                        (section, seats.saturating_sub(unavailable))
-                    })
-                    .collect();
-                Ok::<_, Error>(Arc::new(free))
+                let unavailable = store::unavailable_seat_ids(&mut conn, event).await?;
+                Ok::<_, Error>(Arc::new(layout.rooms(&unavailable)))
             })
             .await
             .map_err(unshared)?;
-        Ok(free
+        Ok(rooms
             .iter()
-            .filter(|(section, n)| *n >= quantity && !asked.contains(section))
-            .map(|(section, _)| *section)
+            .filter(|room| {
+                room.fits(request.quantity, request.together) && !asked.contains(&room.section)
+            })
+            .map(|room| room.section)
             .collect())
     }
 }

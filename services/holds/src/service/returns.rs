@@ -108,6 +108,19 @@ impl HoldsService {
         }
     }
 
+    /// Takes `fan`'s claim made with admission `admission_jti` out of the returns queue;
+    /// whether there was one (a claim served before keeps its hold).
+    ///
+    /// # Errors
+    /// [`Error::Database`].
+    pub async fn leave_returns_queue(
+        &self,
+        fan: &FanId,
+        admission_jti: &str,
+    ) -> Result<bool, Error> {
+        store::leave_returns_queue(&self.pool, fan, admission_jti).await
+    }
+
     /// Serves up to `limit` queued claims, in line order, with the seats free now:
     /// each whose target has room for it (free seats counted at most 1 s ago; the others
     /// are passed over, costing nothing) is claimed for its fan; one that holds seats or

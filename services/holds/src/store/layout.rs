@@ -53,23 +53,20 @@ pub async fn event_layout(
     EventLayout::new(u32::try_from(limit).unwrap_or(0), laid_out).map(Some)
 }
 
-/// Unavailable seats per section of `event` now: (section id, count).
+/// The unavailable seats of `event` now (held and unexpired, booked, blocked), ascending.
 ///
 /// # Errors
 /// [`Error::Database`].
-pub async fn unavailable_counts(
+pub async fn unavailable_seat_ids(
     conn: &mut PgConnection,
     event: EventId,
-) -> Result<Vec<(i64, i64)>, Error> {
-    let rows = sqlx::query!(
-        r#"SELECT section_id AS "section_id!", count(*) AS "unavailable!"
-           FROM holds.unavailable_seats WHERE event_id = $1 GROUP BY section_id"#,
+) -> Result<Vec<i64>, Error> {
+    let seats = sqlx::query_scalar!(
+        r#"SELECT seat_id AS "seat_id!"
+           FROM holds.unavailable_seats WHERE event_id = $1 ORDER BY seat_id"#,
         event.get(),
     )
     .fetch_all(&mut *conn)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| (row.section_id, row.unavailable))
-        .collect())
+    Ok(seats)
 }

@@ -22,9 +22,12 @@ pub use best::{BestOutcome, claim_best};
 pub use claim::{ClaimOutcome, Claimed, claim};
 pub use claim_many::{Batched, claim_many};
 pub use holds::{ReleaseScope, admin_release, get, live_holds, release};
-pub use layout::{event_layout, unavailable_counts};
+pub use layout::{event_layout, unavailable_seat_ids};
 pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};
-pub use returns::{QueuedClaim, dequeue, drop_lapsed_admissions, queue_for_returns, queued_claims};
+pub use returns::{
+    QueuedClaim, dequeue, drop_lapsed_admissions, leave_returns_queue, queue_for_returns,
+    queued_claims,
+};
 pub use section_seats::section_seats;
 pub use sweep::sweep_expired;
 

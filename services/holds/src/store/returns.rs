@@ -121,6 +121,26 @@ pub async fn dequeue<'e>(db: impl PgExecutor<'e>, place: i64) -> Result<(), Erro
     Ok(())
 }
 
+/// Takes `fan`'s claim made with admission `admission_jti` off the queue; whether there
+/// was one.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn leave_returns_queue<'e>(
+    db: impl PgExecutor<'e>,
+    fan: &FanId,
+    admission_jti: &str,
+) -> Result<bool, Error> {
+    let done = sqlx::query!(
+        "DELETE FROM holds.return_queue WHERE admission_jti = $1 AND fan_id = $2",
+        admission_jti,
+        fan.as_str(),
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() > 0)
+}
+
 /// Drops queued claims whose admission has expired; how many.
 ///
 /// # Errors

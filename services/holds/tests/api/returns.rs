@@ -5,7 +5,9 @@ use std::collections::HashSet;
 
 use stadium_kit::Reason;
 use stadium_proto::holds::v1::claim_best_available_request::Target;
-use stadium_proto::holds::v1::{ClaimBestAvailableRequest, ClaimBestAvailableResponse};
+use stadium_proto::holds::v1::{
+    ClaimBestAvailableRequest, ClaimBestAvailableResponse, LeaveReturnsQueueRequest,
+};
 use stadium_testkit::all_at_once;
 use tonic::{Code, Status};
 
@@ -32,6 +34,20 @@ async fn ask(
         .map(tonic::Response::into_inner)
 }
 
+/// `LeaveReturnsQueue` for the fan's admission: whether it was in line.
+async fn leave(fan: &mut Fan) -> bool {
+    let request = LeaveReturnsQueueRequest {
+        admission_token: fan.admission.clone(),
+        event_id: fan.event.clone(),
+    };
+    fan.client
+        .leave_returns_queue(bearer(request, &fan.session))
+        .await
+        .unwrap()
+        .into_inner()
+        .left
+}
+
 fn position(answer: &ClaimBestAvailableResponse) -> u64 {
     assert!(answer.hold.is_none(), "{answer:?}");
     answer.waiting.as_ref().expect("waiting").position
@@ -40,12 +56,13 @@ fn position(answer: &ClaimBestAvailableResponse) -> u64 {
 /// Blocks every seat of section A and fills section B (20 seats) with ten holds of 2
 /// seats, so no section has room; the holds' keys.
 async fn fill_the_house(app: &TestApp, event: &str) -> Vec<String> {
-    block_section_a(app, event).await;
+    block_section_a(app, event, 1).await;
     hold_section_b(app, event).await
 }
 
-/// Blocks every seat of section A (the box office keeps them).
-async fn block_section_a(app: &TestApp, event: &str) {
+/// Blocks every `step`-th seat of section A (the box office keeps them): with 2, only
+/// single seats are left free.
+async fn block_section_a(app: &TestApp, event: &str, step: usize) {
     let a = &app.sections[0];
     sqlx::query(
         "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, \
@@ -56,7 +73,13 @@ async fn block_section_a(app: &TestApp, event: &str) {
     )
     .bind(event)
     .bind(a.id as i64)
-    .bind(a.seats.iter().map(|s| *s as i64).collect::<Vec<_>>())
+    .bind(
+        a.seats
+            .iter()
+            .step_by(step)
+            .map(|s| *s as i64)
+            .collect::<Vec<_>>(),
+    )
     .execute(app.pool())
     .await
     .unwrap();
@@ -177,8 +200,9 @@ async fn returned_seats_go_to_the_line_in_order() {
     app.stop().await;
 }
 
-/// A section with room elsewhere is named, not queued for. Without a request id the
-/// queued claim could not be found: refused, nothing queued. With nothing held, nothing
+/// A section with room elsewhere is named, not queued for; a section of single seats is
+/// no room for two together. Without a request id the queued claim could not be found:
+/// refused, nothing queued. A fan leaves the line at will. With nothing held, nothing
 /// can come back: `SEAT_TAKEN`. An entry whose admission expired leaves the line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_line_needs_a_full_house_a_request_id_something_held_and_a_live_admission() {
@@ -195,8 +219,8 @@ async fn the_line_needs_a_full_house_a_request_id_something_held_and_a_live_admi
         vec![app.sections[0].id]
     );
     assert_eq!(queued(&app).await, 0);
-    block_section_a(&app, &event).await;
-    // The count of free seats per section is kept 1 s.
+    block_section_a(&app, &event, 2).await;
+    // What each section has room for is kept 1 s.
     tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
 
     let refused = ask(&mut fan, section, "").await.unwrap_err();
@@ -210,6 +234,10 @@ async fn the_line_needs_a_full_house_a_request_id_something_held_and_a_live_admi
     );
     assert_eq!(queued(&app).await, 0);
 
+    assert_eq!(position(&ask(&mut fan, section, "r1").await.unwrap()), 1);
+    assert!(leave(&mut fan).await);
+    assert_eq!(queued(&app).await, 0);
+    assert!(!leave(&mut fan).await, "leaving twice finds nothing");
     assert_eq!(position(&ask(&mut fan, section, "r1").await.unwrap()), 1);
     sqlx::query("UPDATE holds.return_queue SET admission_expires_at = now() - interval '1 second'")
         .execute(app.pool())
