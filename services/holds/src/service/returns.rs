@@ -140,18 +140,27 @@ impl HoldsService {
             if misses.get(&event).is_some_and(|m| *m >= MISSES_PER_EVENT) {
                 continue;
             }
-            let answer = match self.target_has_room(&claim.request).await {
+            match self.target_has_room(&claim.request).await {
                 Ok(false) => continue,
-                Ok(true) => {
-                    self.claim_best(&claim.request, &claim.fan, &claim.admission_jti)
-                        .await
-                }
-                Err(error) => Err(error),
-            };
+                Ok(true) => {}
+                Err(error @ Error::Database(_)) => return Err(error),
+                Err(_) => {}
+            }
+            // The entry stays locked while its claim runs, so a fan leaving the line
+            // meanwhile waits and then finds the hold, never one made after it left.
+            let mut entry = self.pool.begin().await?;
+            let current = store::lock_queued(&mut entry, claim.place).await?;
+            if current.as_deref() != claim.request.request.as_ref().map(|id| id.as_str()) {
+                // Left, or asked again with another claim since the line was read.
+                continue;
+            }
+            let answer = self
+                .claim_best(&claim.request, &claim.fan, &claim.admission_jti)
+                .await;
             match answer {
                 Ok(hold) => {
                     tracing::debug!(hold_key = %hold.key, place = claim.place, "served a queued claim");
-                    store::dequeue(&self.pool, claim.place).await?;
+                    store::dequeue(&mut *entry, claim.place).await?;
                     pass.served += 1;
                     misses.remove(&event);
                 }
@@ -162,10 +171,11 @@ impl HoldsService {
                 Err(error @ Error::Database(_)) => return Err(error),
                 Err(refused) => {
                     tracing::debug!(place = claim.place, %refused, "queued claim refused");
-                    store::dequeue(&self.pool, claim.place).await?;
+                    store::dequeue(&mut *entry, claim.place).await?;
                     pass.refused += 1;
                 }
             }
+            entry.commit().await?;
         }
         Ok(pass)
     }

@@ -25,8 +25,8 @@ pub use holds::{ReleaseScope, admin_release, get, live_holds, release};
 pub use layout::{event_layout, unavailable_seat_ids};
 pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};
 pub use returns::{
-    QueuedClaim, dequeue, drop_lapsed_admissions, leave_returns_queue, queue_for_returns,
-    queued_claims,
+    QueuedClaim, dequeue, drop_lapsed_admissions, leave_returns_queue, lock_queued,
+    queue_for_returns, queued_claims,
 };
 pub use section_seats::section_seats;
 pub use sweep::sweep_expired;

@@ -1,7 +1,7 @@
 //! The returns queue (migration `20261204000000`): best-available claims that found no
 //! fitting block while seats were held, waiting in order for seats to come back.
 
-use sqlx::PgExecutor;
+use sqlx::{PgConnection, PgExecutor};
 
 use crate::domain::best::{BestRequest, Target};
 use crate::domain::{EventId, FanId, RequestId, SectionId};
@@ -108,6 +108,22 @@ pub async fn queued_claims<'e>(
             })
         })
         .collect()
+}
+
+/// Locks the queued claim at `place` until the end of `conn`'s transaction (a fan
+/// leaving the line, or asking again, waits); its request id now, `None` when it has
+/// left the line.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn lock_queued(conn: &mut PgConnection, place: i64) -> Result<Option<String>, Error> {
+    let request = sqlx::query_scalar!(
+        "SELECT request_id FROM holds.return_queue WHERE place = $1 FOR UPDATE",
+        place,
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(request)
 }
 
 /// Takes the claim at `place` off the queue (served or refused); nothing if gone.

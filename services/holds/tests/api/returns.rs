@@ -7,6 +7,7 @@ use stadium_kit::Reason;
 use stadium_proto::holds::v1::claim_best_available_request::Target;
 use stadium_proto::holds::v1::{
     ClaimBestAvailableRequest, ClaimBestAvailableResponse, LeaveReturnsQueueRequest,
+    ListHoldsRequest,
 };
 use stadium_testkit::all_at_once;
 use tonic::{Code, Status};
@@ -96,6 +97,24 @@ async fn hold_section_b(app: &TestApp, event: &str) -> Vec<String> {
     keys
 }
 
+/// Lets the holds `keys` lapse, then waits out the second for which each section's
+/// room is kept (serving passes over a claim whose target had no room).
+async fn lapse(pool: &sqlx::PgPool, keys: &[String]) {
+    sqlx::query(
+        "UPDATE holds.seat_holds SET expires_at = now() - interval '1 second' \
+         WHERE hold_key = ANY($1::uuid[])",
+    )
+    .bind(
+        keys.iter()
+            .map(|k| uuid::Uuid::parse_str(k).unwrap())
+            .collect::<Vec<_>>(),
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+}
+
 async fn queued(app: &TestApp) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM holds.return_queue")
         .fetch_one(app.pool())
@@ -148,23 +167,7 @@ async fn returned_seats_go_to_the_line_in_order() {
     let first_request = "req-again".to_owned();
 
     // Three holds lapse (their seats are free to the next claim).
-    sqlx::query(
-        "UPDATE holds.seat_holds SET expires_at = now() - interval '1 second' \
-         WHERE hold_key = ANY($1::uuid[])",
-    )
-    .bind(
-        holders[..3]
-            .iter()
-            .map(|k| uuid::Uuid::parse_str(k).unwrap())
-            .collect::<Vec<_>>(),
-    )
-    .execute(app.pool())
-    .await
-    .unwrap();
-
-    // Serving passes over a claim whose target had no room; free seats are counted
-    // for 1 s.
-    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    lapse(app.pool(), &holders[..3]).await;
     let service = app.parts.service.clone();
     let passes = all_at_once(2, move |_| {
         let service = service.clone();
@@ -257,4 +260,88 @@ async fn the_line_needs_a_full_house_a_request_id_something_held_and_a_live_admi
     assert_eq!(queued(&app).await, 0);
     assert_invariants(app.pool()).await;
     app.stop().await;
+}
+
+/// Ten fans leave the line while it is served: each either left before its claim was
+/// served (its leave says so, and it holds nothing) or was served (its leave finds
+/// nothing, and it holds seats) — never a hold made for a fan who had left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn leaving_while_the_line_is_served_leaves_no_hold_behind() {
+    let app = TestApp::start().await;
+    // Three sales, so the leaves meet the pass at different points of its timing.
+    for sale in 0..3 {
+        fans_leave_while_served(&app, sale).await;
+    }
+    assert_eq!(queued(&app).await, 0);
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+async fn fans_leave_while_served(app: &TestApp, sale: usize) {
+    let event = app.event(EventSettings::default()).await;
+    let section = app.sections[1].id;
+    let holders = fill_the_house(app, &event).await;
+    let mut fans = Vec::new();
+    for i in 0..10 {
+        let mut fan = app.fan(&format!("waiter-{sale}-{i}"), &event);
+        assert_eq!(
+            position(&ask(&mut fan, section, &format!("req-{i}")).await.unwrap()),
+            i + 1
+        );
+        fans.push(fan);
+    }
+    // Every hold lapses: room for every pair in line.
+    lapse(app.pool(), &holders).await;
+
+    let service = app.parts.service.clone();
+    let fans = std::sync::Arc::new(std::sync::Mutex::new(
+        fans.into_iter().map(Some).collect::<Vec<_>>(),
+    ));
+    let outcomes = all_at_once(11, {
+        let fans = std::sync::Arc::clone(&fans);
+        move |i| {
+            let service = service.clone();
+            let fan = (i > 0).then(|| {
+                fans.lock().unwrap()[i - 1]
+                    .take()
+                    .expect("one task per fan")
+            });
+            async move {
+                match fan {
+                    None => {
+                        service.serve_returns(100).await.unwrap();
+                        None
+                    }
+                    Some(mut fan) => {
+                        // Spread over the pass, so leaves land before, during and
+                        // after the claims they race with.
+                        tokio::time::sleep(std::time::Duration::from_millis(20 * i as u64)).await;
+                        let left = leave(&mut fan).await;
+                        Some((left, fan))
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    for (left, mut fan) in outcomes.into_iter().flatten() {
+        let holds = fan
+            .client
+            .list_holds(bearer(
+                ListHoldsRequest {
+                    event_id: event.clone(),
+                },
+                &fan.session,
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+            .holds;
+        assert_ne!(
+            left,
+            !holds.is_empty(),
+            "{}: left {left}, holds {holds:?}",
+            fan.name
+        );
+    }
 }
