@@ -2,7 +2,10 @@
 //! "best available" (holds picks and claims the block, `ClaimBestAvailable`), the
 //! others pick seats from the seat map's suggestions. After `SEAT_TAKEN` a fan takes
 //! what it is offered: the alternatives of a picked claim, another section named by a
-//! best-available refusal, or a fresh pick.
+//! best-available refusal, or a fresh pick. A best-available claim that finds no block
+//! anywhere while seats are held waits in the returns queue, as a fan pressing "best
+//! available" lets the site look for returned seats, until holds serves it a hold; a
+//! fan who stops waiting leaves the line.
 
 use std::time::{Duration, Instant};
 
@@ -10,13 +13,16 @@ use rand::Rng;
 use rand::rngs::StdRng;
 use stadium_kit::Reason;
 use stadium_proto::holds::v1::claim_best_available_request::Target;
-use stadium_proto::holds::v1::{ClaimBestAvailableRequest, ClaimSeatsRequest, Hold};
+use stadium_proto::holds::v1::{
+    ClaimBestAvailableRequest, ClaimSeatsRequest, Hold, HoldStatus, LeaveReturnsQueueRequest,
+    ListHoldsRequest,
+};
 use stadium_proto::seat_map::v1::suggest_seats_request::Scope;
 use stadium_proto::seat_map::v1::{Preference, SuggestSeatsRequest};
 use tonic::Code;
 
 use crate::credentials::authed;
-use crate::fan::{Ctx, backoff, think, transient};
+use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, think, transient};
 use crate::mix::FanPlan;
 use crate::skew::pick_section;
 use crate::stats::{get, inc};
@@ -37,6 +43,13 @@ const TAKE_FEWER: f64 = 0.5;
 const REACTION_MS: std::ops::Range<u64> = 200..1_000;
 /// How often a fan facing a fully held house looks for returned seats (at least).
 const RETURNS_POLL: Duration = Duration::from_millis(250);
+/// A fan in the returns queue looks at its holds every poll and asks its claim again
+/// every this many polls (to learn its place, or a refusal that took it off the line).
+const ASK_AGAIN_EVERY: u32 = 10;
+/// Polls a fan waits in the returns queue before looking at the map again (seats may be
+/// free that its claim cannot use: fewer, apart); the entry keeps its place for the
+/// fan's next claim.
+const LINE_PATIENCE: u32 = 3 * ASK_AGAIN_EVERY;
 
 /// A hold the fan got, with its expiry on this process's clock.
 #[derive(Debug, Clone)]
@@ -45,6 +58,14 @@ pub(crate) struct HeldSeats {
     pub hold: Hold,
     /// When it lapses (claim answer time + `expires_in_ms`, by the server's clock).
     pub expires_at: Instant,
+}
+
+impl From<Hold> for HeldSeats {
+    /// A hold answered now: it lapses `expires_in_ms` from now.
+    fn from(hold: Hold) -> Self {
+        let expires_at = Instant::now() + Duration::from_millis(hold.expires_in_ms);
+        Self { hold, expires_at }
+    }
 }
 
 impl HeldSeats {
@@ -184,18 +205,34 @@ pub(crate) async fn claim_seats(
 ) -> Option<HeldSeats> {
     let mut quantity = plan.seats.min(ctx.event.max_seats_per_claim).max(1);
     let give_up_at = Instant::now() + ctx.options.max_queue_wait;
+    // Whether a claim of this fan waited in the returns queue (it may still be there).
+    let mut queued = false;
     loop {
-        match claim_round(ctx, session, admission, &mut quantity, give_up_at, rng).await {
+        let round = claim_round(
+            ctx,
+            session,
+            admission,
+            (&mut quantity, &mut queued),
+            give_up_at,
+            rng,
+        )
+        .await;
+        match round {
             Round::Held(hold) => return Some(hold),
-            Round::Stop => return None,
-            Round::Lost if ctx.is_sold_out() => return None,
-            Round::Lost if Instant::now() < give_up_at => {
+            Round::Lost if Instant::now() < give_up_at && !ctx.is_sold_out() => {
                 inc(&ctx.stats.claim_rounds_lost);
                 tokio::time::sleep(think(ctx, rng)).await;
             }
-            Round::Lost => {
-                inc(&ctx.stats.out_of_time);
-                return None;
+            Round::Lost | Round::Stop => {
+                if matches!(round, Round::Lost) && !ctx.is_sold_out() {
+                    inc(&ctx.stats.out_of_time);
+                }
+                // Leaving: out of the line, taking a hold it made meanwhile.
+                return if queued {
+                    leave_line(ctx, session, admission, rng).await
+                } else {
+                    None
+                };
             }
         }
     }
@@ -216,7 +253,7 @@ async fn claim_round(
     ctx: &Ctx,
     session: &str,
     admission: &str,
-    quantity: &mut u32,
+    (quantity, queued): (&mut u32, &mut bool),
     give_up_at: Instant,
     rng: &mut StdRng,
 ) -> Round {
@@ -242,6 +279,11 @@ async fn claim_round(
                 }
                 Pick::Wait if Instant::now() < give_up_at => {
                     tokio::time::sleep(ctx.options.map_refresh.max(RETURNS_POLL)).await;
+                    // A claim the fan left in the returns queue may have been served.
+                    if *queued && let Some(hold) = live_hold(ctx, session).await {
+                        inc(&ctx.stats.served_from_queue);
+                        return Round::Held(hold);
+                    }
                     continue;
                 }
                 Pick::Wait => {
@@ -255,11 +297,19 @@ async fn claim_round(
         inc(&ctx.stats.claim_attempts);
         let answer = claim(ctx, session, admission, &want, *quantity, &request_id).await;
         let status = match answer {
-            Ok(Some(hold)) => {
-                let expires_at = Instant::now() + Duration::from_millis(hold.expires_in_ms);
-                return Round::Held(HeldSeats { hold, expires_at });
+            Ok(Answer::Held(hold)) => return Round::Held(HeldSeats::from(hold)),
+            Ok(Answer::Waiting) => {
+                *queued = true;
+                let line = Line {
+                    session,
+                    admission,
+                    want: &want,
+                    quantity: *quantity,
+                    request_id: &request_id,
+                };
+                return wait_in_line(ctx, &line, give_up_at, rng).await;
             }
-            Ok(None) => return Round::Stop,
+            Ok(Answer::Empty) => return Round::Stop,
             Err(status) => status,
         };
         let info = stadium_kit::status::error_info(&status);
@@ -331,8 +381,20 @@ async fn claim_round(
                         .get("limit")
                         .is_some_and(|l| l == "seats_per_claim")
                 });
+                let per_admission = info.as_ref().is_some_and(|i| {
+                    i.metadata
+                        .get("limit")
+                        .is_some_and(|l| l == "holds_per_admission")
+                });
                 if per_claim && max > 0 && max < *quantity {
                     *quantity = max;
+                } else if per_admission
+                    && *queued
+                    && let Some(hold) = live_hold(ctx, session).await
+                {
+                    // The returns queue served an earlier claim of this admission.
+                    inc(&ctx.stats.served_from_queue);
+                    return Round::Held(hold);
                 } else {
                     return Round::Stop;
                 }
@@ -351,12 +413,132 @@ async fn claim_round(
     Round::Lost
 }
 
+/// A claim waiting in the returns queue.
+struct Line<'a> {
+    session: &'a str,
+    admission: &'a str,
+    want: &'a Want,
+    quantity: u32,
+    request_id: &'a str,
+}
+
+/// Waits in the returns queue until holds serves the claim: looks at the fan's live
+/// holds every poll (one cheap read) and asks the claim again now and then (it keeps
+/// its place). Ends the round after [`LINE_PATIENCE`] polls (the fan looks at the map
+/// again), at the sell-out, or out of time.
+async fn wait_in_line(ctx: &Ctx, line: &Line<'_>, give_up_at: Instant, rng: &mut StdRng) -> Round {
+    inc(&ctx.stats.queued_for_returns);
+    for poll in 1..=LINE_PATIENCE {
+        let pause = ctx.options.map_refresh.max(RETURNS_POLL);
+        tokio::time::sleep(pause.mul_f64(rng.gen_range(0.9..1.1))).await;
+        if !poll.is_multiple_of(ASK_AGAIN_EVERY) {
+            if let Some(hold) = live_hold(ctx, line.session).await {
+                inc(&ctx.stats.served_from_queue);
+                return Round::Held(hold);
+            }
+        } else {
+            let asked = claim(
+                ctx,
+                line.session,
+                line.admission,
+                line.want,
+                line.quantity,
+                line.request_id,
+            )
+            .await;
+            match asked {
+                Ok(Answer::Held(hold)) => {
+                    inc(&ctx.stats.served_from_queue);
+                    return Round::Held(HeldSeats::from(hold));
+                }
+                Ok(Answer::Waiting) => {}
+                Ok(Answer::Empty) => return Round::Stop,
+                Err(status) if transient(&status) => {}
+                Err(status) if Reason::of(&status) == Some(Reason::SeatTaken) => {
+                    // Room elsewhere now, or nothing held any more: look at the map.
+                    inc(&ctx.stats.seat_taken);
+                    return Round::Lost;
+                }
+                Err(_) => return Round::Stop,
+            }
+        }
+        if ctx.is_sold_out() {
+            return Round::Stop;
+        }
+        if Instant::now() >= give_up_at {
+            inc(&ctx.stats.out_of_time);
+            return Round::Stop;
+        }
+    }
+    Round::Lost
+}
+
+/// The fan's live hold of the event, if holds has made one (`ListHolds`).
+async fn live_hold(ctx: &Ctx, session: &str) -> Option<HeldSeats> {
+    let request = ListHoldsRequest {
+        event_id: ctx.event.event_id.clone(),
+    };
+    let mut client = ctx.clients.holds.clone();
+    ctx.call(
+        "Holds/ListHolds",
+        client.list_holds(authed(request, session)),
+    )
+    .await
+    .ok()?
+    .holds
+    .into_iter()
+    .find(|h| h.status == HoldStatus::Held as i32 && h.expires_in_ms > 0)
+    .map(HeldSeats::from)
+}
+
+/// Leaves the returns queue (the fan stops looking); the hold the queue made before
+/// that, if any (the fan takes it).
+async fn leave_line(
+    ctx: &Ctx,
+    session: &str,
+    admission: &str,
+    rng: &mut StdRng,
+) -> Option<HeldSeats> {
+    for attempt in 0..=TRANSIENT_RETRIES {
+        let request = LeaveReturnsQueueRequest {
+            admission_token: admission.to_owned(),
+            event_id: ctx.event.event_id.clone(),
+        };
+        let mut client = ctx.clients.holds.clone();
+        match ctx
+            .call(
+                "Holds/LeaveReturnsQueue",
+                client.leave_returns_queue(authed(request, session)),
+            )
+            .await
+        {
+            Err(e) if transient(&e) => tokio::time::sleep(backoff(rng, attempt)).await,
+            _ => break,
+        }
+    }
+    let hold = live_hold(ctx, session).await;
+    if hold.is_some() {
+        inc(&ctx.stats.served_from_queue);
+    }
+    hold
+}
+
 /// A new claim's request id: 32 hex digits from the fan's seeded generator.
 fn new_request_id(rng: &mut StdRng) -> String {
     format!("{:032x}", rng.r#gen::<u128>())
 }
 
-/// One claim of `want` with `request_id`: `Ok(None)` when the answer carried no hold.
+/// What a claim was answered.
+enum Answer {
+    /// Seats held.
+    Held(Hold),
+    /// The claim waits in the returns queue.
+    Waiting,
+    /// Neither (a malformed answer): the fan gives up.
+    Empty,
+}
+
+/// One claim of `want` with `request_id` (best available waits for returns).
 async fn claim(
     ctx: &Ctx,
     session: &str,
@@ -364,7 +546,7 @@ async fn claim(
     want: &Want,
     quantity: u32,
     request_id: &str,
-) -> Result<Option<Hold>, tonic::Status> {
+) -> Result<Answer, tonic::Status> {
     let mut client = ctx.clients.holds.clone();
     match want {
         Want::Seats(section_id, seat_ids) => {
@@ -380,7 +562,7 @@ async fn claim(
                 client.claim_seats(authed(request, session)),
             )
             .await
-            .map(|r| r.hold)
+            .map(|r| r.hold.map_or(Answer::Empty, Answer::Held))
         }
         Want::Best(target, together) => {
             let request = ClaimBestAvailableRequest {
@@ -390,14 +572,18 @@ async fn claim(
                 quantity,
                 together: *together == Together::Yes,
                 request_id: request_id.to_owned(),
-                wait_for_returns: false,
+                wait_for_returns: true,
             };
             ctx.call(
                 "Holds/ClaimBestAvailable",
                 client.claim_best_available(authed(request, session)),
             )
             .await
-            .map(|r| r.hold)
+            .map(|r| match (r.hold, r.waiting) {
+                (Some(hold), _) => Answer::Held(hold),
+                (None, Some(_)) => Answer::Waiting,
+                (None, None) => Answer::Empty,
+            })
         }
     }
 }

@@ -194,6 +194,8 @@ fn build_report(ctx: &Ctx, timeline: Vec<TimelinePoint>) -> RunReport {
         } else {
             seat_taken as f64 / claim_attempts as f64
         },
+        queued_for_returns: get(&s.queued_for_returns),
+        served_from_queue: get(&s.served_from_queue),
         holds_made: get(&s.holds_made),
         seats_sold,
         orders_paid: get(&s.orders_paid),

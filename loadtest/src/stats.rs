@@ -19,6 +19,8 @@ pub(crate) struct Stats {
     pub gave_up: AtomicU64,
     pub claim_attempts: AtomicU64,
     pub seat_taken: AtomicU64,
+    pub queued_for_returns: AtomicU64,
+    pub served_from_queue: AtomicU64,
     pub claim_rounds_lost: AtomicU64,
     pub admission_expired: AtomicU64,
     pub out_of_time: AtomicU64,

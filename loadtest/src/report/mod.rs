@@ -102,6 +102,12 @@ pub struct RunReport {
     pub seat_taken: u64,
     /// `seat_taken / claim_attempts` (0 without claims).
     pub seat_taken_rate: f64,
+    /// Best-available claims that found no block anywhere while seats were held and
+    /// waited in the returns queue instead of being answered SEAT_TAKEN (counted once
+    /// per claim, however often the fan then looked).
+    pub queued_for_returns: u64,
+    /// Holds the returns queue made for waiting fans.
+    pub served_from_queue: u64,
     /// Holds obtained.
     pub holds_made: u64,
     /// Seats in paid orders (each double confirm counted once).
@@ -195,6 +201,8 @@ pub(crate) mod tests {
             claim_attempts: 1_000,
             seat_taken: 100,
             seat_taken_rate: 0.1,
+            queued_for_returns: 40,
+            served_from_queue: 30,
             holds_made: 800,
             seats_sold: 450,
             orders_paid: 200,

@@ -94,6 +94,14 @@ impl RunReport {
         )?;
         row(
             out,
+            "queued for returns",
+            format!(
+                "{} ({} served a hold from the line)",
+                self.queued_for_returns, self.served_from_queue
+            ),
+        )?;
+        row(
+            out,
             "throughput",
             format!("{:.1} seats/s", self.throughput_seats_per_s),
         )?;
@@ -229,6 +237,10 @@ mod tests {
         assert!(text.contains("On-sale report: event ev-1"));
         assert!(text.contains("450 (90.0 %) in 200 orders"), "{text}");
         assert!(text.contains("1000 / 100 (10.0 %)"));
+        assert!(
+            text.contains("40 (30 served a hold from the line)"),
+            "{text}"
+        );
         assert!(text.contains("VIOLATION two_active_claims"));
         assert!(text.contains("DISAGREEMENT seats sold: report 450, box office 448"));
         assert!(text.contains("result: FAILED"));
