@@ -376,19 +376,13 @@ async fn claim_round(
                     .and_then(|i| i.metadata.get("max"))
                     .and_then(|m| m.parse::<u32>().ok())
                     .unwrap_or(0);
-                let per_claim = info.as_ref().is_some_and(|i| {
-                    i.metadata
-                        .get("limit")
-                        .is_some_and(|l| l == "seats_per_claim")
-                });
-                let per_admission = info.as_ref().is_some_and(|i| {
-                    i.metadata
-                        .get("limit")
-                        .is_some_and(|l| l == "holds_per_admission")
-                });
-                if per_claim && max > 0 && max < *quantity {
+                let limit = info
+                    .as_ref()
+                    .and_then(|i| i.metadata.get("limit"))
+                    .map(String::as_str);
+                if limit == Some("seats_per_claim") && max > 0 && max < *quantity {
                     *quantity = max;
-                } else if per_admission
+                } else if limit == Some("holds_per_admission")
                     && *queued
                     && let Some(hold) = live_hold(ctx, session).await
                 {
@@ -456,6 +450,8 @@ async fn wait_in_line(ctx: &Ctx, line: &Line<'_>, give_up_at: Instant, rng: &mut
                 Err(status) if transient(&status) => {}
                 Err(status) if Reason::of(&status) == Some(Reason::SeatTaken) => {
                     // Room elsewhere now, or nothing held any more: look at the map.
+                    // Counted as a refusal, though the claim was counted once already
+                    // (as queued): the rate errs on the side of more SEAT_TAKEN.
                     inc(&ctx.stats.seat_taken);
                     return Round::Lost;
                 }

@@ -144,6 +144,8 @@ impl HoldsService {
                 Ok(false) => continue,
                 Ok(true) => {}
                 Err(error @ Error::Database(_)) => return Err(error),
+                // The event or target is gone: the claim below meets the same refusal
+                // and takes the entry off the line.
                 Err(_) => {}
             }
             // The entry stays locked while its claim runs, so a fan leaving the line

@@ -22,9 +22,10 @@ pub struct QueuedClaim {
 }
 
 /// Queues `request` (which has `request_id`) for `fan`'s admission `admission_jti`,
-/// valid until `admission_expires_at` (Unix seconds, the token's `exp`); asked again, the entry keeps its place and takes
-/// the latest request. Returns its 1-based position in the event's line, or `None` when
-/// nothing in the event is held (no seat can come back) and nothing was queued.
+/// valid until `admission_expires_at` (Unix seconds, the token's `exp`); asked again,
+/// the entry keeps its place and takes the latest request. Returns its 1-based position
+/// in the event's line, or `None` when nothing in the event is held (no seat can come
+/// back) and nothing was queued.
 ///
 /// # Errors
 /// [`Error::Database`].

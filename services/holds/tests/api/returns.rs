@@ -345,3 +345,52 @@ async fn fans_leave_while_served(app: &TestApp, sale: usize) {
         );
     }
 }
+
+/// Leaving the line with a malformed event id, another event's admission or no session
+/// is refused naming what is wrong, and the fan's place is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaving_needs_a_session_and_the_admissions_own_event() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let other = app.event(EventSettings::default()).await;
+    fill_the_house(&app, &event).await;
+    let mut fan = app.fan("waiter", &event);
+    assert_eq!(
+        position(&ask(&mut fan, app.sections[1].id, "r1").await.unwrap()),
+        1
+    );
+
+    let refuse = |event_id: &str, session: Option<&str>| {
+        let request = LeaveReturnsQueueRequest {
+            admission_token: fan.admission.clone(),
+            event_id: event_id.to_owned(),
+        };
+        let mut client = fan.client.clone();
+        let request = match session {
+            Some(session) => bearer(request, session),
+            None => tonic::Request::new(request),
+        };
+        async move { client.leave_returns_queue(request).await.unwrap_err() }
+    };
+    for bad in ["", "abc", "01", "-1"] {
+        let status = refuse(bad, Some(&fan.session)).await;
+        assert_eq!(reason(&status, Code::InvalidArgument), Reason::InvalidField);
+        assert_eq!(
+            stadium_testkit::grpc::metadata(&status, "field").as_deref(),
+            Some("event_id")
+        );
+    }
+    let misrouted = refuse(&other, Some(&fan.session)).await;
+    assert_eq!(
+        reason(&misrouted, Code::PermissionDenied),
+        Reason::WrongEvent
+    );
+    let anonymous = refuse(&event, None).await;
+    assert_eq!(
+        reason(&anonymous, Code::Unauthenticated),
+        Reason::TokenMissing
+    );
+    assert_eq!(queued(&app).await, 1);
+    assert!(leave(&mut fan).await);
+    app.stop().await;
+}
