@@ -262,6 +262,46 @@ async fn the_line_needs_a_full_house_a_request_id_something_held_and_a_live_admi
     app.stop().await;
 }
 
+/// A fan in line who holds seats another way (picked seats that came free) leaves the
+/// line with that hold: once the hold is released, returned seats go to nobody who stopped
+/// looking, and the fan holds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fan_holding_seats_another_way_leaves_the_line() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let section = &app.sections[1];
+    let holders = fill_the_house(&app, &event).await;
+    let mut fan = app.fan("waiter", &event);
+    assert_eq!(position(&ask(&mut fan, section.id, "r1").await.unwrap()), 1);
+
+    lapse(app.pool(), &holders[..1]).await;
+    let picked = fan.claim(section.id, &section.seats[..2]).await.unwrap();
+    assert_eq!(queued(&app).await, 0, "the hold took the fan out of the line");
+    app.release(&picked.hold_key, &fan.session).await.unwrap();
+
+    lapse(app.pool(), &holders[1..2]).await;
+    let pass = app.parts.service.serve_returns(100).await.unwrap();
+    assert_eq!(pass.served, 0, "{pass:?}");
+    let holds = fan
+        .client
+        .list_holds(bearer(
+            ListHoldsRequest {
+                event_id: event.clone(),
+            },
+            &fan.session,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .holds;
+    assert!(
+        holds.iter().all(|h| h.hold_key == picked.hold_key),
+        "{holds:?}"
+    );
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
 /// Ten fans leave the line while it is served: each either left before its claim was
 /// served (its leave says so, and it holds nothing) or was served (its leave finds
 /// nothing, and it holds seats) — never a hold made for a fan who had left.
