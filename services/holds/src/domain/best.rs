@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use stadium_seating::{Availability, Overlap, Preference, SectionLayout, rank};
 
+use super::room::{Room, section_rooms};
 use super::{EventId, RequestId, SeatId, SectionId};
 use crate::error::Error;
 
@@ -48,30 +49,6 @@ pub struct Possible {
     /// Whether the quantity is still free in one section of the target, not side by
     /// side.
     pub not_together: bool,
-}
-
-/// What one section has room for, from fresh availability.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Room {
-    /// The section.
-    pub section: SectionId,
-    /// Its free seats.
-    pub free: u32,
-    /// The most seats of one block side by side in a row that best available would
-    /// give (at most the event's per-claim limit; 0 when none is free).
-    pub together: u32,
-}
-
-impl Room {
-    /// Whether a request for `quantity` seats fits here: side by side when `together`,
-    /// else any that many seats.
-    pub fn fits(&self, quantity: u32, together: bool) -> bool {
-        if together {
-            self.together >= quantity
-        } else {
-            self.free >= quantity
-        }
-    }
 }
 
 /// One section laid out, with each seat's price category by offset.
@@ -171,8 +148,9 @@ impl EventLayout {
         Some(availability)
     }
 
-    /// The room of every section, given the event's `unavailable` seats in ascending
-    /// order (as `store::unavailable_seat_ids` reads them).
+    /// The room of every section, over all its seats and per price category (see
+    /// [`section_rooms`]), given the event's `unavailable` seats in ascending order (as
+    /// `store::unavailable_seat_ids` reads them).
     pub fn rooms(&self, unavailable: &[i64]) -> Vec<Room> {
         self.sections
             .iter()
@@ -183,26 +161,15 @@ impl EventLayout {
                 let from = unavailable.partition_point(|&seat| seat < first);
                 let to = unavailable.partition_point(|&seat| seat < end);
                 let availability = self.availability(*id, &unavailable[from..to])?;
-                let free = availability.available();
-                let together = (1..=self.max_seats_per_claim.min(free))
-                    .rev()
-                    .find(|&n| {
-                        rank(
-                            &[(layout, &availability)],
-                            n,
-                            Preference::BestView,
-                            1,
-                            Overlap::Disjoint,
-                        )
-                        .is_ok_and(|r| !r.is_empty())
-                    })
-                    .unwrap_or(0);
-                Some(Room {
-                    section: *id,
-                    free,
-                    together,
-                })
+                Some(section_rooms(
+                    *id,
+                    layout,
+                    &section.categories,
+                    &availability,
+                    self.max_seats_per_claim,
+                ))
             })
+            .flatten()
             .collect()
     }
 

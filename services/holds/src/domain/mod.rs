@@ -6,6 +6,7 @@ pub mod alternatives;
 pub mod best;
 mod ids;
 pub mod refusal;
+pub mod room;
 
 pub use ids::{EventId, FanId, HoldKey, IdError, RequestId, SeatId, SectionId};
 

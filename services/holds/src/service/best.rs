@@ -4,12 +4,17 @@
 //! which tries them in order in one round trip; a round that loses every block brings
 //! the section's fresh availability back, and the next round ranks on that. Only a
 //! request for which the fresh availability has no fitting block is answered
-//! `SEAT_TAKEN`, with what is still possible.
+//! `SEAT_TAKEN`, with what is still possible. A price category is tried one of its
+//! sections per round, only those whose seats of the category had room for the request
+//! within the last second (one read of the event's unavailable seats per second, shared
+//! by every request), concurrent requests starting on different sections: a category of
+//! fifty sections costs a request what a section does.
 //!
 //! The hints and the in-flight count only order the attempts (concurrent requests start
 //! on different blocks instead of all on the best one); every decision is the
 //! database's.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -18,13 +23,19 @@ use stadium_db::retry_transient;
 use stadium_seating::Availability;
 
 use super::{HoldsService, unshared};
-use crate::domain::best::{BestRequest, Block, EventLayout, Hints, Room, Target};
+use crate::domain::best::{BestRequest, Block, EventLayout, Hints, Target};
+use crate::domain::room::Room;
 use crate::domain::{EventId, FanId, Hold, HoldKey, SectionId};
 use crate::error::Error;
 use crate::store;
 
 /// Blocks sent to the database per round.
 const BLOCKS_PER_CALL: usize = 24;
+/// Sections of a price category ranked per round (those with room, concurrent requests
+/// starting on different ones): each round's refusal re-reads only their seats, and
+/// requests in flight together claim in different sections instead of waiting on each
+/// other's seats.
+const SECTIONS_PER_ROUND: usize = 1;
 /// Rounds before a request gives up with `ABORTED/CONTENTION` while blocks still fit.
 const MAX_ROUNDS: usize = 8;
 /// How long an event's layout is kept (it is fixed once the event is on sale; the bound
@@ -95,7 +106,8 @@ impl HoldsService {
     /// [`Error::EventNotFound`]; [`Error::InvalidField`] for a quantity above the
     /// event's per-claim limit, an unknown section or price category (nothing written);
     /// as `store::claim` ([`Error::EventNotOnSale`], [`Error::LimitExceeded`], …);
-    /// [`Error::NoBlockLeft`] when the fresh availability has no fitting block;
+    /// [`Error::NoBlockLeft`] when the fresh availability has no fitting block (for a
+    /// price category: in none of its sections that had room within the last second);
     /// [`Error::Contention`] after [`MAX_ROUNDS`] lost rounds.
     #[tracing::instrument(skip_all, fields(event_id = %request.event, quantity = request.quantity))]
     pub async fn claim_best(
@@ -161,12 +173,49 @@ impl HoldsService {
             .map_or_else(HoldKey::generate, |id| {
                 HoldKey::for_request(request.event, fan, id)
             });
-        let mut fresh = false;
-        for _ in 0..MAX_ROUNDS {
-            let hints = self.hints(request.event, &sections);
-            let mut blocks = layout.blocks(request, &sections, &hints, BLOCKS_PER_CALL);
-            if blocks.is_empty() && fresh {
-                let possible = layout.possible(request, &sections, &hints);
+        // A section target is tried as it is; a price category only in its sections whose
+        // seats of that category had room for the request a moment ago, one per round.
+        let mut candidates = match request.target {
+            Target::Section(_) => sections.clone(),
+            Target::Category(_) => {
+                let mut room = self.target_rooms(&layout, request).await?;
+                // Concurrent requests start on different sections of the category.
+                let lead = crowd.min(room.len());
+                if lead > 1 {
+                    room[..lead].rotate_left(turn % lead);
+                }
+                room
+            }
+        };
+        // Sections whose availability this request read from the database.
+        let mut fresh: HashSet<SectionId> = HashSet::new();
+        // Sections tried and found without a fitting block, for what is still possible.
+        let mut exhausted: Vec<SectionId> = Vec::new();
+        let mut rounds = 0;
+        // A round that found its section full is no lost race: it does not count.
+        while rounds < MAX_ROUNDS + exhausted.len() {
+            let round: Vec<SectionId> = candidates
+                .iter()
+                .copied()
+                .take(SECTIONS_PER_ROUND)
+                .collect();
+            let hints = self.hints(request.event, &round);
+            let mut blocks = layout.blocks(request, &round, &hints, BLOCKS_PER_CALL);
+            // What a section has is known from this request's own read; for a category,
+            // also from a hint (at most a second old, as the room that chose it).
+            let known = |s: &SectionId| {
+                fresh.contains(s)
+                    || (matches!(request.target, Target::Category(_)) && hints.contains_key(s))
+            };
+            if blocks.is_empty() && round.iter().all(known) {
+                // Nothing fits in these sections: the next ones.
+                candidates.retain(|s| !round.contains(s));
+                exhausted.extend(round);
+                if !candidates.is_empty() {
+                    continue;
+                }
+                let hints = self.hints(request.event, &exhausted);
+                let possible = layout.possible(request, &exhausted, &hints);
                 let other_sections = self
                     .sections_with_room(request.event, &layout, &sections, request)
                     .await?;
@@ -176,6 +225,7 @@ impl HoldsService {
                     other_sections,
                 }));
             }
+            rounds += 1;
             spread(&mut blocks, turn, crowd);
             let outcome = retry_transient(
                 self.retry,
@@ -185,7 +235,7 @@ impl HoldsService {
                         &self.pool,
                         key,
                         request.event,
-                        &sections,
+                        &round,
                         &blocks,
                         fan,
                         admission_jti,
@@ -201,13 +251,13 @@ impl HoldsService {
                 }
                 store::Claimed::Repeated(key) => return Err(Answer::Repeated(key)),
                 store::Claimed::Taken { unavailable } => {
-                    for &section in &sections {
+                    for &section in &round {
                         if let Some(availability) = layout.availability(section, &unavailable) {
                             best.hints
                                 .insert((request.event, section), Arc::new(availability));
                         }
+                        fresh.insert(section);
                     }
-                    fresh = true;
                 }
             }
         }
@@ -253,25 +303,41 @@ impl HoldsService {
         }
     }
 
-    /// Whether a section of `request`'s target had room for it (see
-    /// [`Room::fits`]), as counted at most [`HINT_TTL`] ago: a cheap filter before a
-    /// claim, which still decides.
+    /// Whether a section of `request`'s target had room for it (see [`Room::fits`]; for
+    /// a price category, in its seats), as counted at most [`HINT_TTL`] ago: a cheap
+    /// filter before a claim, which still decides.
     ///
     /// # Errors
     /// [`Error::EventNotFound`]; [`Error::InvalidField`] for a target the event does
     /// not have; [`Error::Database`].
     pub(super) async fn target_has_room(&self, request: &BestRequest) -> Result<bool, Error> {
         let layout = self.event_layout(request.event).await?;
-        let sections = layout.sections_for(&request.target)?;
-        let room = self
-            .sections_with_room(request.event, &layout, &[], request)
-            .await?;
-        Ok(sections.iter().any(|s| room.contains(s)))
+        layout.sections_for(&request.target)?;
+        Ok(!self.target_rooms(&layout, request).await?.is_empty())
     }
 
-    /// Sections of the event other than `asked` where `request`'s quantity fits (side
-    /// by side when it asks `together`), as seen at most [`HINT_TTL`] ago: one read of
-    /// the event's unavailable seats per interval, whatever the number of requests.
+    /// The sections of `request`'s target where it fitted at most [`HINT_TTL`] ago (in
+    /// the target's price category for a category), ascending.
+    async fn target_rooms(
+        &self,
+        layout: &EventLayout,
+        request: &BestRequest,
+    ) -> Result<Vec<SectionId>, Error> {
+        let rooms = self.rooms(request.event, layout).await?;
+        Ok(rooms
+            .iter()
+            .filter(|room| match (&request.target, &room.category) {
+                (Target::Section(section), None) => room.section == *section,
+                (Target::Category(code), Some(category)) => code == category,
+                _ => false,
+            })
+            .filter(|room| room.fits(request.quantity, request.together))
+            .map(|room| room.section)
+            .collect())
+    }
+
+    /// Sections of the event other than `asked` where `request`'s quantity fits in any
+    /// seats (side by side when it asks `together`), as seen at most [`HINT_TTL`] ago.
     async fn sections_with_room(
         &self,
         event: EventId,
@@ -279,8 +345,23 @@ impl HoldsService {
         asked: &[SectionId],
         request: &BestRequest,
     ) -> Result<Vec<SectionId>, Error> {
-        let rooms = self
-            .best
+        let rooms = self.rooms(event, layout).await?;
+        Ok(rooms
+            .iter()
+            .filter(|room| {
+                room.category.is_none()
+                    && room.fits(request.quantity, request.together)
+                    && !asked.contains(&room.section)
+            })
+            .map(|room| room.section)
+            .collect())
+    }
+
+    /// What every section of the event, and each price category in it, had room for at
+    /// most [`HINT_TTL`] ago: one read of the event's unavailable seats per interval,
+    /// whatever the number of requests.
+    async fn rooms(&self, event: EventId, layout: &EventLayout) -> Result<Arc<Vec<Room>>, Error> {
+        self.best
             .rooms
             .try_get_with(event, async {
                 let mut conn = self.pool.acquire().await?;
@@ -288,14 +369,7 @@ impl HoldsService {
                 Ok::<_, Error>(Arc::new(layout.rooms(&unavailable)))
             })
             .await
-            .map_err(unshared)?;
-        Ok(rooms
-            .iter()
-            .filter(|room| {
-                room.fits(request.quantity, request.together) && !asked.contains(&room.section)
-            })
-            .map(|room| room.section)
-            .collect())
+            .map_err(unshared)
     }
 }
 

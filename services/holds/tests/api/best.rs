@@ -35,6 +35,28 @@ async fn best(
         .map(|r| r.into_inner().hold.expect("a hold"))
 }
 
+/// `fans` fans of `event` each ask at once for 2 adjacent seats of `target`; the answers.
+async fn all_at_once_best(
+    app: &TestApp,
+    event: &str,
+    fans: usize,
+    target: Target,
+) -> Vec<Result<Hold, Status>> {
+    let fans: Vec<Fan> = (0..fans)
+        .map(|i| app.fan(&format!("fan-{i}"), event))
+        .collect();
+    let count = fans.len();
+    let fans = std::sync::Arc::new(std::sync::Mutex::new(
+        fans.into_iter().map(Some).collect::<Vec<_>>(),
+    ));
+    all_at_once(count, move |i| {
+        let mut fan = fans.lock().unwrap()[i].take().expect("one task per fan");
+        let target = target.clone();
+        async move { best(&mut fan, target, 2, true).await }
+    })
+    .await
+}
+
 /// (row, seat index) of each seat of the venue.
 async fn places(app: &TestApp) -> BTreeMap<u64, (i32, i32)> {
     let rows: Vec<(i64, i32, i32)> = sqlx::query_as(
@@ -65,17 +87,7 @@ async fn two_hundred_concurrent_fans_fill_a_section_in_adjacent_pairs() {
     let app = TestApp::start().await;
     let section = catalog::section(app.pool(), app.venue, "C", 3, 10, 10).await;
     let event = app.event(EventSettings::default()).await;
-    let fans: Vec<Fan> = (0..200)
-        .map(|i| app.fan(&format!("fan-{i}"), &event))
-        .collect();
-    let fans = std::sync::Arc::new(std::sync::Mutex::new(
-        fans.into_iter().map(Some).collect::<Vec<_>>(),
-    ));
-    let results = all_at_once(200, move |i| {
-        let mut fan = fans.lock().unwrap()[i].take().expect("one task per fan");
-        async move { best(&mut fan, Target::SectionId(section.id), 2, true).await }
-    })
-    .await;
+    let results = all_at_once_best(&app, &event, 200, Target::SectionId(section.id)).await;
 
     let places = places(&app).await;
     let mut held = 0;
@@ -122,6 +134,53 @@ async fn two_hundred_concurrent_fans_fill_a_section_in_adjacent_pairs() {
     .await
     .unwrap();
     assert_eq!(split, 0, "holds that are not one adjacent block");
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+/// A price category over eight sections (two rows of four seats each: 32 pairs) and 60
+/// concurrent best-available claims of 2 seats in it: holds picks the sections, one per
+/// round; exactly 32 adjacent pairs are held, all in the category; no answer but
+/// `SEAT_TAKEN` once it is full, naming only sections of other categories.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_price_category_fills_across_its_sections_in_adjacent_pairs() {
+    let app = TestApp::start().await;
+    let mut upper = Vec::new();
+    for i in 0..8 {
+        let section = catalog::section(app.pool(), app.venue, &format!("U{i}"), 10 + i, 2, 4).await;
+        upper.push(section.id);
+    }
+    sqlx::query("UPDATE catalog.seats SET category_code = 'upper' WHERE section_id = ANY($1)")
+        .bind(upper.iter().map(|s| *s as i64).collect::<Vec<_>>())
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let event = app.event(EventSettings::default()).await;
+    let results = all_at_once_best(&app, &event, 60, Target::PriceCategory("upper".into())).await;
+
+    let places = places(&app).await;
+    let mut held = 0;
+    for result in &results {
+        match result {
+            Ok(hold) => {
+                held += 1;
+                assert!(upper.contains(&hold.section_id), "{hold:?}");
+                assert!(adjacent(&hold.seat_ids, &places), "{hold:?}");
+            }
+            Err(status) => {
+                assert_eq!(
+                    reason(status, Code::AlreadyExists),
+                    Reason::SeatTaken,
+                    "{status:?}"
+                );
+                let named = stadium_testkit::grpc::seat_list(status, "other_section_ids");
+                assert!(named.iter().all(|s| !upper.contains(s)), "{status:?}");
+            }
+        }
+    }
+    assert_eq!(held, 32);
+    let (held_seats, _, _) = crate::support::active_counts(app.pool(), &event).await;
+    assert_eq!(held_seats, 64);
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
