@@ -1,11 +1,12 @@
 //! Picking and claiming seats: a section skewed toward the best; in it, most fans press
 //! "best available" (holds picks and claims the block, `ClaimBestAvailable`), the
 //! others pick seats from the seat map's suggestions. After `SEAT_TAKEN` a fan takes
-//! what it is offered: the alternatives of a picked claim, another section named by a
-//! best-available refusal, or a fresh pick. A best-available claim that finds no block
-//! anywhere while seats are held waits in the returns queue, as a fan pressing "best
-//! available" lets the site look for returned seats, until holds serves it a hold; a
-//! fan who stops waiting leaves the line.
+//! what it is offered: the alternatives of a picked claim, the seats apart, best
+//! available at a price level the map shows room for in a section the refusal named
+//! (holds choosing the section), or a fresh pick. A best-available claim that finds no
+//! block anywhere while seats are held waits in the returns queue, as a fan pressing
+//! "best available" lets the site look for returned seats, until holds serves it a hold;
+//! a fan who stops waiting leaves the line.
 
 use std::time::{Duration, Instant};
 
@@ -345,8 +346,9 @@ async fn claim_round(
                         if apart && rng.gen_bool(TAKE_APART) {
                             Some(Want::Best(target.clone(), Together::No))
                         } else if !others.is_empty() {
+                            let other = others[rng.gen_range(0..others.len())];
                             Some(Want::Best(
-                                Target::SectionId(others[rng.gen_range(0..others.len())]),
+                                elsewhere(ctx, target, other, *quantity),
                                 Together::Yes,
                             ))
                         } else if fewer > 0 && fewer < *quantity && rng.gen_bool(TAKE_FEWER) {
@@ -405,6 +407,21 @@ async fn claim_round(
         }
     }
     Round::Lost
+}
+
+/// Where a fan looks for `quantity` seats after best available in `target` found no
+/// block but room in the section `other`: the best price level the map shows room for in
+/// `other` (holds choosing the section), as people pick another price level once theirs
+/// is gone; `other` itself when that is the level just refused or the map shows none.
+fn elsewhere(ctx: &Ctx, target: &Target, other: u64, quantity: u32) -> Target {
+    let refused = match target {
+        Target::PriceCategory(code) => Some(code.as_str()),
+        Target::SectionId(_) => None,
+    };
+    match ctx.map.best_level(other, quantity) {
+        Some(code) if Some(code) != refused => Target::PriceCategory(code.to_owned()),
+        _ => Target::SectionId(other),
+    }
 }
 
 /// A claim waiting in the returns queue.

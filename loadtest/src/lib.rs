@@ -52,6 +52,7 @@ mod fan;
 pub mod floor;
 mod invariants;
 mod latency;
+mod levels;
 mod mix;
 mod options;
 mod pay;

@@ -11,6 +11,7 @@ use stadium_proto::seat_map::v1::{GetAvailabilityRequest, Layout, Point};
 
 use crate::credentials::authed;
 use crate::fan::Ctx;
+use crate::levels::SectionSeats;
 use crate::skew::{Candidate, rank_sections};
 
 /// Fan id of the session that reads the shared snapshot.
@@ -21,6 +22,8 @@ struct SectionInfo {
     id: u64,
     rank: u32,
     seat_count: u32,
+    /// Its seats by row with their price levels.
+    seats: SectionSeats,
     /// Seat positions per row, front row first (empty when the layout has none).
     rows: Vec<Vec<Point>>,
 }
@@ -36,12 +39,16 @@ pub(crate) fn front_biased_row(rows: usize, roll: f64) -> usize {
 struct Snapshot {
     read_at: Option<Instant>,
     available: Arc<Vec<u32>>,
+    /// Per section (layout order), the longest free run in a row per price level.
+    runs: Arc<Vec<Vec<u32>>>,
 }
 
 /// Layout and cached availability of one event.
 #[derive(Debug)]
 pub(crate) struct SeatMap {
     sections: Vec<SectionInfo>,
+    /// Category codes, best first (the layout's order): index = price level.
+    levels: Vec<String>,
     index: HashMap<u64, usize>,
     snapshot: Mutex<Snapshot>,
     loading: tokio::sync::Mutex<()>,
@@ -79,6 +86,7 @@ impl SeatMap {
                 id: s.section_id,
                 rank,
                 seat_count: s.seat_count,
+                seats: SectionSeats::new(s, &category_rank),
                 rows: s
                     .rows
                     .iter()
@@ -93,12 +101,21 @@ impl SeatMap {
             .map(|(i, s)| (s.id, i))
             .collect();
         let available = Arc::new(sections.iter().map(|s| s.seat_count).collect());
+        let levels: Vec<String> = layout.categories.iter().map(|c| c.code.clone()).collect();
+        let runs = Arc::new(
+            sections
+                .iter()
+                .map(|s| s.seats.runs(None, levels.len()))
+                .collect(),
+        );
         SeatMap {
             sections,
+            levels,
             index,
             snapshot: Mutex::new(Snapshot {
                 read_at: None,
                 available,
+                runs,
             }),
             loading: tokio::sync::Mutex::new(()),
             refresh,
@@ -150,12 +167,17 @@ impl SeatMap {
         snap.read_at = Some(Instant::now());
         if let Ok(response) = fetched {
             let mut counts: Vec<u32> = snap.available.as_ref().clone();
+            let mut runs: Vec<Vec<u32>> = snap.runs.as_ref().clone();
             for s in response.sections {
                 if let Some(&i) = self.index.get(&s.section_id) {
                     counts[i] = s.available;
+                    runs[i] = self.sections[i]
+                        .seats
+                        .runs(Some(&s.available_bitmap), self.levels.len());
                 }
             }
             snap.available = Arc::new(counts);
+            snap.runs = Arc::new(runs);
         }
         Arc::clone(&snap.available)
     }
@@ -170,6 +192,21 @@ impl SeatMap {
         if snap.available[i] >= below {
             Arc::make_mut(&mut snap.available)[i] = below.saturating_sub(1);
         }
+    }
+
+    /// The best price level (category code) of `section_id` that shows `quantity` free
+    /// seats side by side in a row on the latest snapshot; `None` when none does.
+    pub fn best_level(&self, section_id: u64, quantity: u32) -> Option<&str> {
+        let i = *self.index.get(&section_id)?;
+        let runs = Arc::clone(
+            &self
+                .snapshot
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .runs,
+        );
+        let level = runs[i].iter().position(|run| *run >= quantity)?;
+        self.levels.get(level).map(String::as_str)
     }
 
     /// Where a fan would like to sit in `section_id`: a seat's position, front rows
@@ -269,5 +306,8 @@ mod tests {
         map.mark_short(3, 2);
         let (_, available) = map.current();
         assert_eq!(available.as_ref(), &vec![3, 2, 1]);
+        assert_eq!(map.best_level(2, 2), Some("A"));
+        assert_eq!(map.best_level(2, 3), None);
+        assert_eq!(map.best_level(99, 1), None);
     }
 }
