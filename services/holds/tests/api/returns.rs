@@ -276,7 +276,11 @@ async fn a_fan_holding_seats_another_way_leaves_the_line() {
 
     lapse(app.pool(), &holders[..1]).await;
     let picked = fan.claim(section.id, &section.seats[..2]).await.unwrap();
-    assert_eq!(queued(&app).await, 0, "the hold took the fan out of the line");
+    assert_eq!(
+        queued(&app).await,
+        0,
+        "the hold took the fan out of the line"
+    );
     app.release(&picked.hold_key, &fan.session).await.unwrap();
 
     lapse(app.pool(), &holders[1..2]).await;
