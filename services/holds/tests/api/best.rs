@@ -57,6 +57,26 @@ async fn all_at_once_best(
     .await
 }
 
+/// The holds among `results`, and the refusals, each checked to be `SEAT_TAKEN`.
+fn holds_and_seat_taken(results: &[Result<Hold, Status>]) -> (Vec<&Hold>, Vec<&Status>) {
+    let mut holds = Vec::new();
+    let mut refusals = Vec::new();
+    for result in results {
+        match result {
+            Ok(hold) => holds.push(hold),
+            Err(status) => {
+                assert_eq!(
+                    reason(status, Code::AlreadyExists),
+                    Reason::SeatTaken,
+                    "{status:?}"
+                );
+                refusals.push(status);
+            }
+        }
+    }
+    (holds, refusals)
+}
+
 /// (row, seat index) of each seat of the venue.
 async fn places(app: &TestApp) -> BTreeMap<u64, (i32, i32)> {
     let rows: Vec<(i64, i32, i32)> = sqlx::query_as(
@@ -90,28 +110,18 @@ async fn two_hundred_concurrent_fans_fill_a_section_in_adjacent_pairs() {
     let results = all_at_once_best(&app, &event, 200, Target::SectionId(section.id)).await;
 
     let places = places(&app).await;
-    let mut held = 0;
-    for result in &results {
-        match result {
-            Ok(hold) => {
-                held += 1;
-                assert_eq!(hold.section_id, section.id);
-                assert_eq!(hold.seat_ids.len(), 2);
-                assert!(adjacent(&hold.seat_ids, &places), "{hold:?}");
-            }
-            Err(status) => {
-                assert_eq!(
-                    reason(status, Code::AlreadyExists),
-                    Reason::SeatTaken,
-                    "{status:?}"
-                );
-                let info = error_info(status).unwrap();
-                assert_eq!(info.metadata["fewer_seats"], "0", "{status:?}");
-                assert_eq!(info.metadata["not_together"], "false", "{status:?}");
-            }
-        }
+    let (holds, refusals) = holds_and_seat_taken(&results);
+    for hold in &holds {
+        assert_eq!(hold.section_id, section.id);
+        assert_eq!(hold.seat_ids.len(), 2);
+        assert!(adjacent(&hold.seat_ids, &places), "{hold:?}");
     }
-    assert_eq!(held, 50);
+    for status in refusals {
+        let info = error_info(status).unwrap();
+        assert_eq!(info.metadata["fewer_seats"], "0", "{status:?}");
+        assert_eq!(info.metadata["not_together"], "false", "{status:?}");
+    }
+    assert_eq!(holds.len(), 50);
     let in_section: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM holds.seat_holds WHERE event_id = $1::bigint AND section_id = $2 \
            AND status = 'held'",
@@ -159,26 +169,16 @@ async fn a_price_category_fills_across_its_sections_in_adjacent_pairs() {
     let results = all_at_once_best(&app, &event, 60, Target::PriceCategory("upper".into())).await;
 
     let places = places(&app).await;
-    let mut held = 0;
-    for result in &results {
-        match result {
-            Ok(hold) => {
-                held += 1;
-                assert!(upper.contains(&hold.section_id), "{hold:?}");
-                assert!(adjacent(&hold.seat_ids, &places), "{hold:?}");
-            }
-            Err(status) => {
-                assert_eq!(
-                    reason(status, Code::AlreadyExists),
-                    Reason::SeatTaken,
-                    "{status:?}"
-                );
-                let named = stadium_testkit::grpc::seat_list(status, "other_section_ids");
-                assert!(named.iter().all(|s| !upper.contains(s)), "{status:?}");
-            }
-        }
+    let (holds, refusals) = holds_and_seat_taken(&results);
+    for hold in &holds {
+        assert!(upper.contains(&hold.section_id), "{hold:?}");
+        assert!(adjacent(&hold.seat_ids, &places), "{hold:?}");
     }
-    assert_eq!(held, 32);
+    for status in refusals {
+        let named = stadium_testkit::grpc::seat_list(status, "other_section_ids");
+        assert!(named.iter().all(|s| !upper.contains(s)), "{status:?}");
+    }
+    assert_eq!(holds.len(), 32);
     let (held_seats, _, _) = crate::support::active_counts(app.pool(), &event).await;
     assert_eq!(held_seats, 64);
     assert_invariants(app.pool()).await;

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use stadium_kit::Reason;
 use stadium_proto::holds::v1::claim_best_available_request::Target;
 use stadium_proto::holds::v1::{
-    ClaimBestAvailableRequest, ClaimBestAvailableResponse, LeaveReturnsQueueRequest,
-    ListHoldsRequest,
+    ClaimBestAvailableRequest, ClaimBestAvailableResponse, Hold, HoldStatus,
+    LeaveReturnsQueueRequest, ListHoldsRequest,
 };
 use stadium_testkit::all_at_once;
 use tonic::{Code, Status};
@@ -47,6 +47,19 @@ async fn leave(fan: &mut Fan) -> bool {
         .unwrap()
         .into_inner()
         .left
+}
+
+/// The fan's holds of its event (`ListHolds`).
+async fn holds_of(fan: &mut Fan) -> Vec<Hold> {
+    let request = ListHoldsRequest {
+        event_id: fan.event.clone(),
+    };
+    fan.client
+        .list_holds(bearer(request, &fan.session))
+        .await
+        .unwrap()
+        .into_inner()
+        .holds
 }
 
 fn position(answer: &ClaimBestAvailableResponse) -> u64 {
@@ -286,22 +299,97 @@ async fn a_fan_holding_seats_another_way_leaves_the_line() {
     lapse(app.pool(), &holders[1..2]).await;
     let pass = app.parts.service.serve_returns(100).await.unwrap();
     assert_eq!(pass.served, 0, "{pass:?}");
-    let holds = fan
-        .client
-        .list_holds(bearer(
-            ListHoldsRequest {
-                event_id: event.clone(),
-            },
-            &fan.session,
-        ))
-        .await
-        .unwrap()
-        .into_inner()
-        .holds;
+    let holds = holds_of(&mut fan).await;
     assert!(
         holds.iter().all(|h| h.hold_key == picked.hold_key),
         "{holds:?}"
     );
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+/// Ten fans in line each claim a returned pair by hand while a server serves the line,
+/// all at once: whoever made each fan's hold (the fan, or the line), every fan that
+/// holds seats is out of the line, so once everything is given back and a second pass
+/// runs, it serves only fans who got nothing the first time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fans_claiming_by_hand_while_served_leave_the_line_whoever_wins() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let section = app.sections[1].clone();
+    let holders = fill_the_house(&app, &event).await;
+    let mut fans = Vec::new();
+    for i in 0..10 {
+        let mut fan = app.fan(&format!("waiter-{i}"), &event);
+        ask(&mut fan, section.id, &format!("req-{i}"))
+            .await
+            .unwrap();
+        fans.push(fan);
+    }
+    lapse(app.pool(), &holders).await;
+
+    let service = app.parts.service.clone();
+    let pairs: Vec<Vec<u64>> = section.seats.chunks(2).map(<[u64]>::to_vec).collect();
+    let fans = std::sync::Arc::new(std::sync::Mutex::new(
+        fans.into_iter().map(Some).collect::<Vec<_>>(),
+    ));
+    let outcomes = all_at_once(11, {
+        let fans = std::sync::Arc::clone(&fans);
+        move |i| {
+            let service = service.clone();
+            let fan = (i > 0).then(|| fans.lock().unwrap()[i - 1].take().expect("one task"));
+            let pair = pairs[i.saturating_sub(1)].clone();
+            async move {
+                match fan {
+                    None => {
+                        service.serve_returns(100).await.unwrap();
+                        None
+                    }
+                    Some(mut fan) => {
+                        let _ = fan.claim(section.id, &pair).await;
+                        Some(fan)
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    let mut fans: Vec<Fan> = outcomes.into_iter().flatten().collect();
+    let mut empty_handed = HashSet::new();
+    for fan in &mut fans {
+        let live: Vec<Hold> = holds_of(fan)
+            .await
+            .into_iter()
+            .filter(|h| h.status == HoldStatus::Held as i32)
+            .collect();
+        assert!(live.len() <= 1, "{}: {live:?}", fan.name);
+        if live.is_empty() {
+            empty_handed.insert(fan.name.clone());
+        }
+        for hold in live {
+            app.release(&hold.hold_key, &fan.session).await.unwrap();
+        }
+    }
+    assert_eq!(queued(&app).await, empty_handed.len() as i64);
+    // What each section has room for is kept 1 s.
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+
+    let pass = app.parts.service.serve_returns(100).await.unwrap();
+    assert_eq!(pass.served, empty_handed.len() as u64, "{pass:?}");
+    for fan in &mut fans {
+        let live = holds_of(fan)
+            .await
+            .into_iter()
+            .filter(|h| h.status == HoldStatus::Held as i32)
+            .count();
+        assert_eq!(
+            live,
+            usize::from(empty_handed.contains(&fan.name)),
+            "{}",
+            fan.name
+        );
+    }
+    assert_eq!(queued(&app).await, 0);
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
@@ -369,18 +457,7 @@ async fn fans_leave_while_served(app: &TestApp, sale: usize) {
     })
     .await;
     for (left, mut fan) in outcomes.into_iter().flatten() {
-        let holds = fan
-            .client
-            .list_holds(bearer(
-                ListHoldsRequest {
-                    event_id: event.clone(),
-                },
-                &fan.session,
-            ))
-            .await
-            .unwrap()
-            .into_inner()
-            .holds;
+        let holds = holds_of(&mut fan).await;
         assert_ne!(
             left,
             !holds.is_empty(),
