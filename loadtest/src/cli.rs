@@ -54,6 +54,15 @@ pub struct TargetArgs {
     /// Box office gRPC URL.
     #[arg(long, env = "BOX_OFFICE_URL", default_value = "http://127.0.0.1:50055")]
     pub box_office: String,
+    /// The certificate authority (PEM file) that `https://` services' certificates are
+    /// verified against (read at start).
+    #[arg(long = "tls-ca-file", env = "TLS_CA_FILE", value_name = "FILE", value_parser = read_file)]
+    pub ca_pem: Option<String>,
+}
+
+/// The text of the file at `path`, for a flag naming a file.
+fn read_file(path: &str) -> std::result::Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
 }
 
 impl TargetArgs {
@@ -65,6 +74,7 @@ impl TargetArgs {
             holds: self.holds.clone(),
             payments: self.payments.clone(),
             box_office: self.box_office.clone(),
+            ca_pem: self.ca_pem.clone(),
         }
     }
 }

@@ -26,6 +26,7 @@
 //!     holds: "http://127.0.0.1:50053".into(),
 //!     payments: "http://127.0.0.1:50054".into(),
 //!     box_office: "http://127.0.0.1:50055".into(),
+//!     ca_pem: None,
 //! };
 //! // The seed the services' dev issuer was started with.
 //! let creds = Credentials::from_seed_hex(&"07".repeat(32))?;

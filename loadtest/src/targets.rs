@@ -8,7 +8,7 @@ use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::payments::v1::payments_client::PaymentsClient;
 use stadium_proto::seat_map::v1::seat_map_client::SeatMapClient;
 use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::error::{LoadtestError, Result};
 
@@ -28,6 +28,10 @@ pub struct Targets {
     pub payments: String,
     /// Box office service URL.
     pub box_office: String,
+    /// The certificate authority (PEM) that `https://` targets' certificates are
+    /// verified against; `None` for plaintext `http://` targets.
+    #[serde(default)]
+    pub ca_pem: Option<String>,
 }
 
 /// Clients of every service over lazily connected channels; cheap to clone (a clone
@@ -52,16 +56,17 @@ impl Targets {
     ///
     /// Errors: [`LoadtestError::InvalidTarget`] naming the first URL that does not parse.
     pub fn clients(&self) -> Result<Clients> {
+        let ca = self.ca_pem.as_deref();
         Ok(Clients {
-            waiting_room: WaitingRoomClient::new(channel("waiting_room", &self.waiting_room)?)
+            waiting_room: WaitingRoomClient::new(channel("waiting_room", &self.waiting_room, ca)?)
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
-            seat_map: SeatMapClient::new(channel("seat_map", &self.seat_map)?)
+            seat_map: SeatMapClient::new(channel("seat_map", &self.seat_map, ca)?)
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
-            holds: HoldsClient::new(channel("holds", &self.holds)?)
+            holds: HoldsClient::new(channel("holds", &self.holds, ca)?)
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
-            payments: PaymentsClient::new(channel("payments", &self.payments)?)
+            payments: PaymentsClient::new(channel("payments", &self.payments, ca)?)
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
-            box_office: BoxOfficeClient::new(channel("box_office", &self.box_office)?)
+            box_office: BoxOfficeClient::new(channel("box_office", &self.box_office, ca)?)
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
         })
@@ -73,8 +78,9 @@ const CONNECTION_WINDOW: u32 = 8 << 20;
 /// HTTP/2 stream flow-control window of every channel, bytes.
 const STREAM_WINDOW: u32 = 1 << 20;
 
-/// A lazily connected channel to `url`.
-fn channel(name: &'static str, url: &str) -> Result<Channel> {
+/// A lazily connected channel to `url`; an `https://` one verifies the server against
+/// `ca` (PEM).
+fn channel(name: &'static str, url: &str, ca: Option<&str>) -> Result<Channel> {
     let invalid = |reason: String| LoadtestError::InvalidTarget {
         name,
         url: url.to_owned(),
@@ -95,6 +101,17 @@ fn channel(name: &'static str, url: &str) -> Result<Channel> {
         // CANCELLED on every call in flight).
         .initial_connection_window_size(CONNECTION_WINDOW)
         .initial_stream_window_size(STREAM_WINDOW);
+    let endpoint = match (url.starts_with("https://"), ca) {
+        (true, Some(ca)) => endpoint
+            .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
+            .map_err(|e| invalid(e.to_string()))?,
+        (true, None) => {
+            return Err(invalid(
+                "an https:// target needs the certificate authority to verify it".into(),
+            ));
+        }
+        (false, _) => endpoint,
+    };
     Ok(endpoint.connect_lazy())
 }
 
@@ -109,6 +126,7 @@ mod tests {
             holds: url.into(),
             payments: "http://127.0.0.1:4".into(),
             box_office: "http://127.0.0.1:5".into(),
+            ca_pem: None,
         }
     }
 

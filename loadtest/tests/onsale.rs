@@ -22,6 +22,7 @@ async fn onsale(late: fake::Late) -> (loadtest::RunReport, fake::Fake) {
         holds: url.clone(),
         payments: url.clone(),
         box_office: url,
+        ca_pem: None,
     };
     let creds = Credentials::from_seed_hex(&hex::encode(SEED)).unwrap();
     let venue = VenueSource::Import {

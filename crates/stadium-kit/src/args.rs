@@ -22,6 +22,7 @@ use std::{
 
 use crate::mode::{self, Convenience, Mode};
 use crate::server::ServerOptions;
+use crate::tls::{PLAINTEXT, TlsArgs};
 
 /// The port each service listens on when `--listen` is not given (on 127.0.0.1), so a
 /// developer can run all five side by side without choosing ports.
@@ -91,6 +92,20 @@ pub struct CommonArgs {
         value_name = "MS"
     )]
     pub grace_period_ms: u64,
+
+    /// Also serve `grpc.health.v1.Health` alone, in plaintext, on `host:port`: for
+    /// probes that cannot speak TLS (Kubernetes' gRPC probes). It tells nothing but
+    /// SERVING or NOT_SERVING.
+    #[arg(
+        long = "health-listen",
+        env = "HEALTH_LISTEN_ADDR",
+        value_name = "HOST:PORT"
+    )]
+    pub health_listen: Option<SocketAddr>,
+
+    /// TLS: this service's certificate, key and the services' authority.
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 /// Parses the address of another stadium service, for flags such as `--holds-url`:
@@ -121,13 +136,26 @@ impl CommonArgs {
     }
 
     /// Logs the mode at start and admits the development conveniences `uses` (see
-    /// [`mode::admit`]).
+    /// [`mode::admit`]), with [`PLAINTEXT`] when no TLS flag is set.
     ///
     /// # Errors
     /// [`crate::StartError::DevelopmentOnly`] in production mode when `uses` is not
-    /// empty.
+    /// empty or TLS is not configured.
     pub fn admit(&self, service: &str, uses: &[Convenience]) -> Result<(), crate::StartError> {
-        mode::admit(self.mode, service, uses)
+        let plaintext = self.tls.tls_cert_file.is_none()
+            && self.tls.tls_key_file.is_none()
+            && self.tls.tls_ca_file.is_none();
+        let mut uses = uses.to_vec();
+        if plaintext {
+            uses.push(PLAINTEXT);
+        }
+        mode::admit(self.mode, service, &uses)
+    }
+
+    /// How this service recognises the services calling it: by certificate with TLS,
+    /// also by development tokens without (see [`crate::caller`]).
+    pub fn service_recognition(&self) -> crate::caller::ServiceRecognition {
+        crate::caller::ServiceRecognition::for_transport(self.tls.tls_cert_file.is_some())
     }
 
     /// `--request-timeout-ms` as a duration.
@@ -154,13 +182,22 @@ impl CommonArgs {
         }
     }
 
-    /// The [`ServerOptions`] these flags describe, for the service called `service_name`.
-    pub fn server_options(&self, service_name: &'static str) -> ServerOptions {
-        ServerOptions {
+    /// The [`ServerOptions`] these flags describe, for the service called `service_name`
+    /// (TLS files read).
+    ///
+    /// # Errors
+    /// As [`TlsArgs::load`].
+    pub fn server_options(
+        &self,
+        service_name: &'static str,
+    ) -> Result<ServerOptions, crate::StartError> {
+        Ok(ServerOptions {
             service_name,
             request_timeout: self.request_timeout(),
             grace_period: self.grace_period(),
-        }
+            tls: self.tls.load()?,
+            health_addr: self.health_listen,
+        })
     }
 }
 
@@ -212,7 +249,7 @@ mod tests {
         let t = c.telemetry_config("holds");
         assert_eq!(t.log_format, stadium_telemetry::LogFormat::Json);
         assert_eq!(t.service_name, "holds");
-        let o = c.server_options("holds");
+        let o = c.server_options("holds").unwrap();
         assert_eq!(o.request_timeout, Duration::from_millis(250));
         assert_eq!(o.grace_period, Duration::ZERO);
     }

@@ -10,6 +10,9 @@
 //! - [`service_error`]: [`ServiceError`](service_error::ServiceError), the one conversion
 //!   of a service's error to a status, and the rows every service shares;
 //! - [`auth`]: the bearer token of a request;
+//! - [`tls`]: TLS on every listener, mutual TLS between services ([`Tls`](tls::Tls));
+//! - [`caller`]: who calls a service-role RPC: a service by certificate, staff by token;
+//! - [`dev_pki`]: a certificate authority generated for a development run;
 //! - [`body_limit`]: request size limits per method ([`BodyLimit`](body_limit::BodyLimit));
 //! - [`background`]: tasks beside the server, stopped after it drains;
 //! - [`outbound`]: requests to another service (token, deadline, trace context);
@@ -23,6 +26,8 @@ pub mod args;
 pub mod auth;
 pub mod background;
 pub mod body_limit;
+pub mod caller;
+pub mod dev_pki;
 pub mod embedded;
 pub mod error;
 mod metrics;
@@ -36,6 +41,7 @@ mod start;
 pub mod status;
 pub mod testing;
 mod timeout;
+pub mod tls;
 
 pub use error::KitError;
 pub use reason::Reason;

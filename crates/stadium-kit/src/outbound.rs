@@ -53,6 +53,24 @@ pub fn authorized<T>(message: T, bearer: &Bearer, deadline: Option<Duration>) ->
     request
 }
 
+/// `message` as a call of this service's own to another service: with `token` as the
+/// bearer when given (a development token standing for this service over plaintext,
+/// see [`crate::caller`]), with none when the client certificate names the service;
+/// then the deadline and the trace context as [`authorized`].
+pub fn as_service<T>(message: T, token: Option<&Bearer>, deadline: Option<Duration>) -> Request<T> {
+    match token {
+        Some(bearer) => authorized(message, bearer, deadline),
+        None => {
+            let mut request = Request::new(message);
+            if let Some(deadline) = deadline {
+                request.set_timeout(deadline);
+            }
+            stadium_telemetry::inject_context(request.metadata_mut());
+            request
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,6 +89,16 @@ mod tests {
                 .is_none()
         );
         assert!(!format!("{bearer:?}").contains("abc"));
+    }
+
+    #[test]
+    fn a_service_call_carries_its_token_only_when_it_has_one() {
+        let bearer = Bearer::new("abc").unwrap();
+        let with = as_service((), Some(&bearer), Some(Duration::from_millis(10)));
+        assert_eq!(bearer_token(with.metadata()).unwrap(), "abc");
+        let without = as_service((), None, Some(Duration::from_millis(10)));
+        assert!(without.metadata().get("authorization").is_none());
+        assert_eq!(without.metadata().get("grpc-timeout").unwrap(), "10000000n");
     }
 
     #[test]

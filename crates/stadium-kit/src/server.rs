@@ -21,6 +21,7 @@
 use std::{
     collections::{HashMap, HashSet},
     convert::Infallible,
+    net::SocketAddr,
     sync::Arc,
     time::Duration,
 };
@@ -38,7 +39,7 @@ use tonic::{
 use tonic_health::{ServingStatus, server::HealthReporter};
 use tower::{Service, ServiceBuilder};
 
-use crate::{KitError, metrics::MetricsLayer, timeout::DeadlineLayer};
+use crate::{KitError, metrics::MetricsLayer, timeout::DeadlineLayer, tls::Tls};
 
 /// Settings of a [`GrpcServer`].
 #[derive(Debug, Clone)]
@@ -51,6 +52,13 @@ pub struct ServerOptions {
     /// Once shutdown starts, how long in-flight requests may run before `serve` returns
     /// anyway.
     pub grace_period: Duration,
+    /// TLS to serve with (callers' client certificates verified against its authority,
+    /// see [`crate::tls`]); `None` serves plaintext (development only).
+    pub tls: Option<Tls>,
+    /// Where to serve `grpc.health.v1.Health` alone, in plaintext, besides the main
+    /// listener: for probes that cannot speak TLS (Kubernetes' gRPC probes). `None`:
+    /// health is served on the main listener only.
+    pub health_addr: Option<SocketAddr>,
 }
 
 /// A gRPC server with health, reflection, timeouts, metrics and graceful shutdown.
@@ -66,6 +74,8 @@ pub struct ServerOptions {
 ///     service_name: "holds",
 ///     request_timeout: Duration::from_secs(5),
 ///     grace_period: Duration::from_secs(10),
+///     tls: None,
+///     health_addr: None,
 /// })
 /// .add_service(svc)
 /// .serve(listener, shutdown)
@@ -139,9 +149,11 @@ impl GrpcServer {
     /// documentation) and returns.
     ///
     /// # Errors
-    /// [`KitError::Listener`] when the listener has no local address,
+    /// [`KitError::Listener`] when the listener has no local address or the health
+    /// address cannot be bound,
     /// [`KitError::Reflection`] when the descriptor sets do not decode, and
-    /// [`KitError::Transport`] when the HTTP/2 server fails.
+    /// [`KitError::Transport`] when the TLS material is unusable or the HTTP/2 server
+    /// fails.
     pub async fn serve(
         self,
         listener: TcpListener,
@@ -155,12 +167,30 @@ impl GrpcServer {
             meter,
             method_timeouts,
         } = self;
+        let tls = options.tls.clone();
         let addr = listener.local_addr().map_err(KitError::Listener)?;
 
-        let mut routes = routes;
-        routes.add_service(tonic_health::pb::health_server::HealthServer::new(
+        let health_service = tonic_health::pb::health_server::HealthServer::new(
             tonic_health::server::HealthService::from_health_reporter(health.clone()),
-        ));
+        );
+        let probes = match options.health_addr {
+            Some(health_addr) => {
+                let listener = TcpListener::bind(health_addr)
+                    .await
+                    .map_err(KitError::Listener)?;
+                tracing::info!(%health_addr, "serving gRPC health in plaintext for probes");
+                let stop = shutdown.clone();
+                let server = Server::builder()
+                    .add_service(health_service.clone())
+                    .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+                        stop.cancelled().await;
+                    });
+                Some(tokio::spawn(server))
+            }
+            None => None,
+        };
+        let mut routes = routes;
+        routes.add_service(health_service);
         let mut names = services.clone();
         names.extend([
             tonic_health::pb::health_server::SERVICE_NAME,
@@ -217,8 +247,12 @@ impl GrpcServer {
             }
         };
 
-        tracing::info!(service = options.service_name, %addr, "serving gRPC");
-        let server = Server::builder()
+        tracing::info!(service = options.service_name, %addr, tls = tls.is_some(), "serving gRPC");
+        let mut builder = Server::builder();
+        if let Some(tls) = &tls {
+            builder = builder.tls_config(tls.server_config())?;
+        }
+        let server = builder
             .layer(layers)
             .add_routes(routes)
             .serve_with_incoming_shutdown(incoming, stopping);
@@ -233,6 +267,9 @@ impl GrpcServer {
                     "grace period over with connections still open; stopping anyway"
                 );
             }
+        }
+        if let Some(probes) = probes {
+            probes.abort();
         }
         tracing::info!(service = options.service_name, "stopped");
         Ok(())

@@ -147,7 +147,8 @@ pub fn access_row(refused: &AccessRefused) -> Row {
 }
 
 /// The metadata of an access refusal: for `ROLE_REQUIRED`, `roles` = the accepted
-/// roles joined by `,`; for a refused token, `token` = `admin`.
+/// roles joined by `,` and, when services may call, `services` = their names joined by
+/// `,`; for a refused token, `token` = `admin`.
 pub fn access_metadata(refused: &AccessRefused) -> Vec<(String, String)> {
     match refused {
         AccessRefused::RoleRequired(access) => roles_metadata(*access),
@@ -156,7 +157,11 @@ pub fn access_metadata(refused: &AccessRefused) -> Vec<(String, String)> {
 }
 
 fn roles_metadata(access: Access) -> Vec<(String, String)> {
-    vec![("roles".to_owned(), access.to_string())]
+    let mut metadata = vec![("roles".to_owned(), access.to_string())];
+    if !access.services().is_empty() {
+        metadata.push(("services".to_owned(), access.services().join(",")));
+    }
+    metadata
 }
 
 /// The row of another stadium service that did not answer (metadata `service`).
@@ -271,10 +276,16 @@ mod tests {
             database_row(&DbFailure::QueryCanceled).1,
             Reason::DatabaseBusy
         );
-        let access = Access::any_of(&[Role::BoxOffice, Role::Service]);
+        let access = Access::any_of(&[Role::BoxOffice, Role::Sre]).or_services(&["payments"]);
         let refused = AccessRefused::RoleRequired(access);
         assert_eq!(access_row(&refused).1, Reason::RoleRequired);
-        assert_eq!(access_metadata(&refused)[0].1, "box_office,service");
+        assert_eq!(
+            access_metadata(&refused),
+            [
+                ("roles".to_owned(), "box_office,sre".to_owned()),
+                ("services".to_owned(), "payments".to_owned())
+            ]
+        );
         let expired = AccessRefused::Token(TokenError::Expired);
         assert_eq!(access_row(&expired).1, Reason::TokenExpired);
         assert!(unanswered(&Status::unavailable("connection refused")));

@@ -29,9 +29,24 @@ pub async fn loopback_listener() -> (TcpListener, SocketAddr) {
 /// # Panics
 /// When no connection succeeds within [`CONNECT_PATIENCE`].
 pub async fn connect(addr: SocketAddr) -> Channel {
-    let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+    connect_over(addr, None).await
+}
+
+/// As [`connect`], over TLS with `tls` (`https://`, the server verified against its
+/// authority, `tls`'s certificate presented) when given.
+///
+/// # Panics
+/// As [`connect`], and when the TLS material is unusable.
+pub async fn connect_over(addr: SocketAddr, tls: Option<&crate::tls::Tls>) -> Channel {
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))
         .expect("a socket address is a valid URI")
         .connect_timeout(Duration::from_secs(1));
+    if let Some(tls) = tls {
+        endpoint = endpoint
+            .tls_config(tls.client_config())
+            .expect("usable TLS material");
+    }
     let deadline = tokio::time::Instant::now() + CONNECT_PATIENCE;
     loop {
         match endpoint.connect().await {
@@ -73,10 +88,18 @@ pub async fn refused_start(mut command: tokio::process::Command) -> String {
 /// # Panics
 /// When no connection succeeds, the check fails, or the status is not `SERVING`.
 pub async fn assert_serving(addr: SocketAddr) {
+    assert_serving_over(addr, None).await;
+}
+
+/// As [`assert_serving`], connecting as [`connect_over`] does.
+///
+/// # Panics
+/// As [`assert_serving`].
+pub async fn assert_serving_over(addr: SocketAddr, tls: Option<&crate::tls::Tls>) {
     use tonic_health::pb::{
         HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
     };
-    let status = HealthClient::new(connect(addr).await)
+    let status = HealthClient::new(connect_over(addr, tls).await)
         .check(HealthCheckRequest {
             service: String::new(),
         })

@@ -225,6 +225,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             println!("  holds         {}", e.holds);
             println!("  payments      {}", e.payments);
             println!("  box office    {}", e.box_office);
+            println!("  TLS authority    {}", stack.ca_file.display());
             println!("  dev issuer seed  {}", hex::encode(stack.dev_issuer_seed));
             println!("  admin token (1 h, box_office + sre)  {admin}");
             println!("Ctrl-C stops it.");

@@ -3,11 +3,12 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, anyhow};
+use stadium_kit::caller::service;
+use stadium_kit::dev_pki::DevPki;
 use stadium_localstack::LocalStack;
-use stadium_tokens::{AdminIssuer, DEV_ISSUER, DevIssuer, Role};
+use stadium_tokens::DevIssuer;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -37,9 +38,12 @@ pub struct PaymentTiming {
     pub lease_ms: u64,
 }
 
-/// gRPC URLs of the five services (`http://127.0.0.1:<port>`).
+/// gRPC URLs of the five services (`https://127.0.0.1:<port>`), and the development
+/// certificate authority their certificates are signed by.
 #[derive(Debug, Clone)]
 pub struct Endpoints {
+    /// The run's certificate authority (PEM): what a client of the stack trusts.
+    pub ca_pem: String,
     /// The waiting room.
     pub waiting_room: String,
     /// The seat map.
@@ -61,7 +65,19 @@ impl Endpoints {
             holds: self.holds.clone(),
             payments: self.payments.clone(),
             box_office: self.box_office.clone(),
+            ca_pem: Some(self.ca_pem.clone()),
         }
+    }
+
+    /// An endpoint for `url` (one of these) trusting the run's authority, presenting no
+    /// client certificate (as a fan or staff member calls).
+    ///
+    /// # Errors
+    /// When `url` is not a URI.
+    pub fn endpoint(&self, url: &str) -> anyhow::Result<tonic::transport::Endpoint> {
+        let tls = tonic::transport::ClientTlsConfig::new()
+            .ca_certificate(tonic::transport::Certificate::from_pem(&self.ca_pem));
+        Ok(tonic::transport::Endpoint::from_shared(url.to_owned())?.tls_config(tls)?)
     }
 }
 
@@ -81,6 +97,14 @@ pub struct Stack {
     pub issuer: Arc<DevIssuer>,
     /// The payments service's payment window and lease, ms.
     pub payment_timing: PaymentTiming,
+    /// The run's certificate authority's certificate (PEM file), for clients such as
+    /// `stadiumctl --tls-ca-file`.
+    pub ca_file: std::path::PathBuf,
+    /// The run's certificate authority: whoever holds it can issue a certificate
+    /// naming any service (tests do, to call as one).
+    pub certificate_authority: Arc<DevPki>,
+    /// The services' certificates and keys, removed with the stack.
+    _certificates: tempfile::TempDir,
     shutdown: CancellationToken,
     tasks: JoinSet<(&'static str, anyhow::Result<()>)>,
     local: Option<LocalStack>,
@@ -107,13 +131,33 @@ async fn listener(base_port: Option<u16>, offset: u16) -> anyhow::Result<(TcpLis
         .await
         .with_context(|| format!("bind 127.0.0.1:{port}"))?;
     let addr = listener.local_addr()?;
-    Ok((listener, format!("http://{addr}")))
+    Ok((listener, format!("https://{addr}")))
 }
 
-/// A service's flags from `args` (program name first), in development mode: the stack
-/// generates its keys and trusts its own development issuer.
-fn parse<C: clap::Parser>(args: &[&str]) -> anyhow::Result<C> {
-    let args = [&args[..1], &["--mode", "development"], &args[1..]].concat();
+/// A service's flags from `args` (program name first), in development mode with the
+/// certificate `pki` issues it, written into its own folder under `dir`: the stack generates its keys,
+/// trusts its own development issuer and its own certificate authority.
+fn parse<C: clap::Parser>(pki: &DevPki, dir: &std::path::Path, args: &[&str]) -> anyhow::Result<C> {
+    let files = pki
+        .write(&dir.join(args[0]), args[0])
+        .with_context(|| format!("{}: writing its certificate", args[0]))?;
+    let path = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    let (cert, key, ca) = (
+        path(&files.tls_cert_file).context("certificate")?,
+        path(&files.tls_key_file).context("key")?,
+        path(&files.tls_ca_file).context("authority")?,
+    );
+    let tls = [
+        "--mode",
+        "development",
+        "--tls-cert-file",
+        &cert,
+        "--tls-key-file",
+        &key,
+        "--tls-ca-file",
+        &ca,
+    ];
+    let args = [&args[..1], &tls, &args[1..]].concat();
     C::try_parse_from(&args).map_err(|e| anyhow!("{}: {e}", args[0]))
 }
 
@@ -162,15 +206,15 @@ impl Stack {
         let seed = options.dev_issuer_seed.unwrap_or_else(rand::random);
         let issuer = DevIssuer::from_seed(&seed)?;
         let identity_jwks = issuer.jwks_json()?;
-        // The services' own credential for calls between them; it outlives any run.
-        let service_token = AdminIssuer::new(issuer.ring().clone(), DEV_ISSUER)?
-            .with_ttl(Duration::from_secs(30 * 24 * 3600))?
-            .issue(
-                "stadium-runner",
-                &[Role::Service, Role::BoxOffice],
-                SystemTime::now(),
-            )?
-            .token;
+        // Services name each other by certificate (mutual TLS), as in production.
+        let pki = DevPki::generate().context("generating the development certificate authority")?;
+        let certificates = tempfile::Builder::new()
+            .prefix("stadium-tls-")
+            .tempdir()
+            .context("a folder for the services' certificates")?;
+        let dir = certificates.path();
+        let ca_file = dir.join("ca.crt");
+        std::fs::write(&ca_file, pki.ca_pem()).context("writing the authority's certificate")?;
         let seed_hex = hex::encode(seed);
         let notice_secret = hex::encode(rand::random::<[u8; 32]>());
 
@@ -183,15 +227,19 @@ impl Stack {
         let shutdown = CancellationToken::new();
         let mut tasks = JoinSet::new();
 
-        let wr: waiting_room::config::Config = parse(&[
-            "waiting-room",
-            "--redis-url",
-            &redis_url,
-            "--dev-issuer-seed",
-            &seed_hex,
-            "--key-prefix",
-            &key_prefix,
-        ])?;
+        let wr: waiting_room::config::Config = parse(
+            &pki,
+            dir,
+            &[
+                service::WAITING_ROOM,
+                "--redis-url",
+                &redis_url,
+                "--dev-issuer-seed",
+                &seed_hex,
+                "--key-prefix",
+                &key_prefix,
+            ],
+        )?;
         let wr = wr.into_settings()?;
         let token = shutdown.clone();
         tasks.spawn(async move {
@@ -199,49 +247,59 @@ impl Stack {
             ("waiting-room", result.map_err(anyhow::Error::from))
         });
 
-        let sm: seat_map::Config = parse(&[
-            "seat-map",
-            "--database-url",
-            &database_url,
-            "--identity-jwks",
-            &identity_jwks,
-        ])?;
+        let sm: seat_map::Config = parse(
+            &pki,
+            dir,
+            &[
+                service::SEAT_MAP,
+                "--database-url",
+                &database_url,
+                "--identity-jwks",
+                &identity_jwks,
+            ],
+        )?;
         let token = shutdown.clone();
         tasks.spawn(async move {
             let result = seat_map::serve(sm, sm_listener, token).await;
             ("seat-map", result.map_err(anyhow::Error::from))
         });
 
-        let holds: holds::Config = parse(&[
-            "holds",
-            "--database-url",
-            &database_url,
-            "--waiting-room-url",
-            &wr_url,
-            "--identity-jwks",
-            &identity_jwks,
-        ])?;
+        let holds: holds::Config = parse(
+            &pki,
+            dir,
+            &[
+                service::HOLDS,
+                "--database-url",
+                &database_url,
+                "--waiting-room-url",
+                &wr_url,
+                "--identity-jwks",
+                &identity_jwks,
+            ],
+        )?;
         let token = shutdown.clone();
         tasks.spawn(async move {
             let result = holds::serve(holds, holds_listener, token).await;
             ("holds", result.map_err(anyhow::Error::from))
         });
 
-        let payments: payments::Config = parse(&[
-            "payments",
-            "--database-url",
-            &database_url,
-            "--holds-url",
-            &holds_url,
-            "--waiting-room-url",
-            &wr_url,
-            "--service-token",
-            &service_token,
-            "--identity-jwks",
-            &identity_jwks,
-            "--provider-notice-secret",
-            &notice_secret,
-        ])?;
+        let payments: payments::Config = parse(
+            &pki,
+            dir,
+            &[
+                service::PAYMENTS,
+                "--database-url",
+                &database_url,
+                "--holds-url",
+                &holds_url,
+                "--waiting-room-url",
+                &wr_url,
+                "--identity-jwks",
+                &identity_jwks,
+                "--provider-notice-secret",
+                &notice_secret,
+            ],
+        )?;
         let payment_timing = PaymentTiming {
             window_ms: payments.payment_window_ms,
             lease_ms: payments.lease_ms,
@@ -252,21 +310,23 @@ impl Stack {
             ("payments", result.map_err(anyhow::Error::from))
         });
 
-        let box_office: box_office::Config = parse(&[
-            "box-office",
-            "--database-url",
-            &database_url,
-            "--identity-jwks",
-            &identity_jwks,
-            "--waiting-room-url",
-            &wr_url,
-            "--holds-url",
-            &holds_url,
-            "--payments-url",
-            &pay_url,
-            "--service-token",
-            &service_token,
-        ])?;
+        let box_office: box_office::Config = parse(
+            &pki,
+            dir,
+            &[
+                service::BOX_OFFICE,
+                "--database-url",
+                &database_url,
+                "--identity-jwks",
+                &identity_jwks,
+                "--waiting-room-url",
+                &wr_url,
+                "--holds-url",
+                &holds_url,
+                "--payments-url",
+                &pay_url,
+            ],
+        )?;
         let token = shutdown.clone();
         tasks.spawn(async move {
             let result = box_office::serve(box_office, bo_listener, token).await;
@@ -275,6 +335,7 @@ impl Stack {
 
         Ok(Stack {
             endpoints: Endpoints {
+                ca_pem: pki.ca_pem(),
                 waiting_room: wr_url,
                 seat_map: sm_url,
                 holds: holds_url,
@@ -286,6 +347,9 @@ impl Stack {
             dev_issuer_seed: seed,
             issuer: Arc::new(issuer),
             payment_timing,
+            ca_file,
+            certificate_authority: Arc::new(pki),
+            _certificates: certificates,
             shutdown,
             tasks,
             local,

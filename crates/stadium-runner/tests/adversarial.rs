@@ -31,7 +31,7 @@ use stadium_proto::payments::v1::payments_client::PaymentsClient;
 use stadium_proto::payments::v1::{ConfirmRequest, Order, OrderStatus, PaymentMethod};
 use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
 use stadium_proto::waiting_room::v1::{GetStatusRequest, JoinRequest};
-use stadium_runner::Stack;
+use stadium_runner::{Endpoints, Stack};
 use stadium_testkit::grpc::bearer;
 use stadium_tokens::{Role, WAITING_ROOM_ISSUER};
 use support::stack_on_fresh_database;
@@ -134,8 +134,9 @@ impl HoldCall {
     const BOTH: [HoldCall; 2] = [HoldCall::GetHold, HoldCall::ReleaseHold];
 }
 
-async fn channel(url: &str) -> Channel {
-    tonic::transport::Endpoint::from_shared(url.to_owned())
+async fn channel(endpoints: &Endpoints, url: &str) -> Channel {
+    endpoints
+        .endpoint(url)
         .expect("url")
         .connect_timeout(Duration::from_secs(5))
         .connect()
@@ -147,10 +148,10 @@ async fn world() -> World {
     let (stack, db) = stack_on_fresh_database().await;
     let e = stack.endpoints.clone();
     let clients = Clients {
-        wr: WaitingRoomClient::new(channel(&e.waiting_room).await),
-        holds: HoldsClient::new(channel(&e.holds).await),
-        pay: PaymentsClient::new(channel(&e.payments).await),
-        bo: BoxOfficeClient::new(channel(&e.box_office).await),
+        wr: WaitingRoomClient::new(channel(&e, &e.waiting_room).await),
+        holds: HoldsClient::new(channel(&e, &e.holds).await),
+        pay: PaymentsClient::new(channel(&e, &e.payments).await),
+        bo: BoxOfficeClient::new(channel(&e, &e.box_office).await),
     };
     let admin = stack
         .issuer

@@ -1,7 +1,8 @@
 //! The Kubernetes manifests against the binaries they run. For every container of a
 //! stadium image: each variable it sets is one its binary reads, each flag it passes
 //! exists, every required flag is given, and the whole configuration is one production
-//! mode accepts (no generated key, development issuer or simulated provider). Every
+//! mode accepts (no generated key, development issuer or simulated provider; TLS files
+//! given, from mounted volumes). Every
 //! Deployment has a Service, a PodDisruptionBudget, probes and resources; every
 //! pre-scale ScaledObject takes over an HPA that exists.
 
@@ -72,7 +73,7 @@ fn refused_in_production(binary: &str, argv: &[String]) -> Vec<Convenience> {
 /// A stand-in for a value a manifest takes from a Secret or ConfigMap.
 fn stand_in(variable: &str) -> String {
     if variable.ends_with("_URL") && !variable.starts_with("DATABASE") && variable != "REDIS_URL" {
-        "http://stand-in:1".to_owned()
+        "https://stand-in:1".to_owned()
     } else {
         format!("stand-in-{}", variable.to_lowercase())
     }
@@ -127,6 +128,36 @@ fn check_container(file: &str, binary: &str, container: &Yaml) -> Vec<String> {
     for arg in command.get_arguments().filter(|a| a.is_required_set()) {
         if !given.contains(arg.get_id().as_str()) {
             wrong.push(format!("{file}: {binary} needs --{}", arg.get_id()));
+        }
+    }
+    // Production refuses plaintext: every service is given its certificate, key and
+    // authority, from files its container mounts.
+    for id in ["tls_cert_file", "tls_key_file", "tls_ca_file"] {
+        if !given.contains(id) {
+            wrong.push(format!("{file}: {binary} needs {id} (TLS)"));
+        }
+    }
+    let mounts: Vec<&str> = container["volumeMounts"]
+        .as_vec()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["mountPath"].as_str())
+        .collect();
+    for var in container["env"].as_vec().into_iter().flatten() {
+        let name = var["name"].as_str().unwrap_or_default();
+        let value = var["value"].as_str().unwrap_or_default();
+        if name.ends_with("_URL")
+            && name != "OTEL_EXPORTER_OTLP_ENDPOINT"
+            && value.starts_with("http://")
+        {
+            wrong.push(format!("{file}: {binary} calls {value} without TLS"));
+        }
+        if let (true, Some(path)) = (name.ends_with("_FILE"), var["value"].as_str())
+            && !mounts.iter().any(|m| path.starts_with(&format!("{m}/")))
+        {
+            wrong.push(format!(
+                "{file}: {binary} reads {path}, which no volume mounts"
+            ));
         }
     }
     if wrong.is_empty() {

@@ -1,5 +1,6 @@
 //! `stadium up` over the private local stack: every service answers its health check
-//! with SERVING, and stopping leaves no server process or directory behind.
+//! with SERVING over TLS (and refuses plaintext), and stopping leaves no server process
+//! or directory behind.
 
 use std::time::Duration;
 
@@ -22,7 +23,8 @@ async fn every_service_serves_over_the_local_stack_and_stops_clean() {
         ("stadium.payments.v1.Payments", &e.payments),
         ("stadium.box_office.v1.BoxOffice", &e.box_office),
     ] {
-        let channel = tonic::transport::Endpoint::from_shared(url.clone())
+        let channel = e
+            .endpoint(url)
             .unwrap()
             .connect_timeout(Duration::from_secs(5))
             .connect()
@@ -37,6 +39,21 @@ async fn every_service_serves_over_the_local_stack_and_stops_clean() {
             .into_inner()
             .status();
         assert_eq!(status, ServingStatus::Serving, "{name}");
+        let plaintext = url.replacen("https://", "http://", 1);
+        let refused = async {
+            let channel = tonic::transport::Endpoint::from_shared(plaintext)?
+                .connect_timeout(Duration::from_secs(5))
+                .connect()
+                .await?;
+            let answer = HealthClient::new(channel)
+                .check(HealthCheckRequest::default())
+                .await;
+            Ok::<_, Box<dyn std::error::Error>>(answer.is_err())
+        };
+        assert!(
+            refused.await.unwrap_or(true),
+            "{name} answered plaintext gRPC"
+        );
     }
     let pg_port = stack
         .database_url

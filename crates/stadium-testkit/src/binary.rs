@@ -4,7 +4,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use stadium_kit::testing::{assert_serving, loopback_listener, refused_start};
+use stadium_kit::testing::{assert_serving_over, loopback_listener, refused_start};
 
 use crate::issuers::dev_jwks;
 
@@ -25,16 +25,18 @@ pub fn assert_help_names(binary: &str, flags: &[&str]) {
     }
 }
 
-/// Checks a service binary whose only development convenience is the development
-/// issuer. Started in production mode against a fresh database (`DATABASE_URL`),
-/// trusting a development issuer's keys (`IDENTITY_JWKS` and every variable of
-/// `jwks_env`), with `env` besides, it refuses and names `--identity-issuer`; with
-/// `IDENTITY_ISSUER` set to a real issuer, it serves.
+/// Checks a service binary whose development conveniences are the development issuer
+/// and plaintext. Started in production mode against a fresh database
+/// (`DATABASE_URL`), trusting a development issuer's keys (`IDENTITY_JWKS` and every
+/// variable of `jwks_env`), with `env` besides, it refuses and names
+/// `--identity-issuer` and the TLS flags; with `IDENTITY_ISSUER` set to a real issuer
+/// and `service`'s certificate (`TLS_*_FILE`), it serves over TLS.
 ///
 /// # Panics
 /// When either half does not hold (see [`refused_start`] and [`assert_serving`]).
 pub async fn assert_production_refuses_the_development_issuer(
     binary: &str,
+    service: &str,
     jwks_env: &[&str],
     env: &[(&str, &str)],
 ) {
@@ -56,14 +58,17 @@ pub async fn assert_production_refuses_the_development_issuer(
     let stderr = refused_start(command()).await;
     assert!(stderr.contains("production mode refuses"), "{stderr}");
     assert!(stderr.contains("--identity-issuer"), "{stderr}");
+    assert!(stderr.contains("--tls-cert-file"), "{stderr}");
 
+    let certificates = crate::TestCertificates::new();
     let addr = loopback_listener().await.1;
     let _served = command()
         .env("IDENTITY_ISSUER", "https://login.example")
+        .envs(certificates.env(service))
         .args(["--listen", &addr.to_string()])
         .spawn()
         .expect("starting the binary");
-    assert_serving(addr).await;
+    assert_serving_over(addr, Some(&certificates.tls("a-client"))).await;
 }
 
 /// Sends SIGTERM to `child` and asserts that it exits successfully within 30 s.

@@ -65,6 +65,18 @@ impl Issuers {
             .unwrap()
             .token
     }
+
+    /// A development token standing for the service called `service` over plaintext
+    /// (role `service`, `sub` = the name; see `stadium_kit::caller`).
+    ///
+    /// # Panics
+    /// When signing fails.
+    pub fn service(&self, service: &str) -> String {
+        self.identity
+            .admin(service, &[Role::Service], SystemTime::now())
+            .unwrap()
+            .token
+    }
 }
 
 /// The JWK Set (JSON) of a new development issuer whose tokens nobody mints: keys for

@@ -3,7 +3,7 @@
 //! Redis URL with a unique key prefix per test, [`catalog`] for a venue, its seats and
 //! events in it, [`Issuers`] for the tokens a test sends, [`development_config`] for a
 //! service's flags, [`all_at_once`] for requests fired in parallel, [`grpc`] for bearer
-//! tokens and typed refusals, [`binary`] for a service's shipped binary run as a
+//! tokens and typed refusals, [`TestCertificates`] for services' TLS files, [`binary`] for a service's shipped binary run as a
 //! process, [`venues`] for the real venue plans, [`RoundTrips`] to count a service's
 //! round trips to PostgreSQL, and [`seq_scans`] / [`generic_seq_scans`] to see which
 //! tables a statement's plan scans.
@@ -14,6 +14,7 @@
 
 pub mod binary;
 pub mod catalog;
+mod certificates;
 mod concurrency;
 mod flags;
 pub mod grpc;
@@ -22,6 +23,7 @@ mod plans;
 mod round_trips;
 pub mod venues;
 
+pub use certificates::TestCertificates;
 pub use concurrency::all_at_once;
 pub use flags::development_config;
 pub use issuers::{Issuers, dev_jwks};

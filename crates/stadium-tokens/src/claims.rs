@@ -98,7 +98,9 @@ pub enum Role {
     BoxOffice,
     /// `"sre"`: operates the system (admission rate, pause, stats).
     Sre,
-    /// `"service"`: service-to-service calls, e.g. payments → holds `ConfirmHold`.
+    /// `"service"`: over plaintext in development mode only, a token standing for the
+    /// service its `sub` names (services are otherwise named by their client
+    /// certificates; see `stadium_kit::caller`). Grants no staff role.
     Service,
 }
 

@@ -29,6 +29,10 @@ pub struct Cli {
         global = true
     )]
     pub token: Option<String>,
+    /// The certificate authority (PEM file) an `https://` target's certificate is
+    /// verified against (`stadium up` prints its path).
+    #[arg(long, env = "STADIUM_TLS_CA_FILE", value_name = "FILE", global = true)]
+    pub tls_ca_file: Option<std::path::PathBuf>,
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     pub json: bool,

@@ -202,8 +202,21 @@ fn event_outcome(
 }
 
 async fn execute(cli: Cli) -> Result<Outcome, CliError> {
-    let channel = tonic::transport::Endpoint::from_shared(cli.target.clone())
-        .map_err(|e| CliError::Other(format!("--target {:?}: {e}", cli.target)))?
+    let mut endpoint = tonic::transport::Endpoint::from_shared(cli.target.clone())
+        .map_err(|e| CliError::Other(format!("--target {:?}: {e}", cli.target)))?;
+    if cli.target.starts_with("https://") {
+        let path = cli.tls_ca_file.as_ref().ok_or_else(|| {
+            CliError::Other("an https:// target needs --tls-ca-file (its authority)".into())
+        })?;
+        let pem = std::fs::read(path)
+            .map_err(|e| CliError::Other(format!("--tls-ca-file {}: {e}", path.display())))?;
+        let tls = tonic::transport::ClientTlsConfig::new()
+            .ca_certificate(tonic::transport::Certificate::from_pem(pem));
+        endpoint = endpoint
+            .tls_config(tls)
+            .map_err(|e| CliError::Other(format!("--tls-ca-file: {e}")))?;
+    }
+    let channel = endpoint
         .connect()
         .await
         .map_err(|e| CliError::Other(format!("cannot reach {}: {e}", cli.target)))?;

@@ -54,8 +54,9 @@ pub struct Config {
     #[arg(long, env = "PAYMENTS_URL", value_parser = grpc_url, value_name = "URL")]
     pub payments_url: Option<http::Uri>,
 
-    /// Admin token (role `service`) the box office presents to the waiting room when it
-    /// pushes sale settings. Never logged.
+    /// Development only, without TLS: an admin token (role `service`, `sub` box-office)
+    /// standing for the box office when it pushes sale settings and seat counts to the
+    /// waiting room. With TLS the client certificate names it. Never logged.
     #[arg(
         long,
         env = "SERVICE_TOKEN",
@@ -105,9 +106,14 @@ impl Config {
     /// The development conveniences these flags ask for, refused in production mode
     /// (see [`stadium_kit::mode`]).
     pub fn conveniences(&self) -> Vec<Convenience> {
-        development_issuer(&self.identity_issuer, "--identity-issuer")
-            .into_iter()
-            .collect()
+        let mut uses: Vec<Convenience> =
+            development_issuer(&self.identity_issuer, "--identity-issuer")
+                .into_iter()
+                .collect();
+        if self.service_token.is_some() {
+            uses.push(stadium_kit::tls::SERVICE_TOKEN);
+        }
+        uses
     }
 
     /// The canary's interval, `None` when it is off.

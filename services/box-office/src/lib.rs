@@ -37,6 +37,7 @@ use stadium_kit::background::Background;
 use stadium_kit::body_limit::BodyLimit;
 use stadium_kit::outbound::Bearer;
 use stadium_kit::server::GrpcServer;
+use stadium_kit::tls::Tls;
 use stadium_proto::box_office::v1::box_office_server::BoxOfficeServer;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::payments::v1::payments_client::PaymentsClient;
@@ -44,7 +45,7 @@ use stadium_tokens::VerificationKeys;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 pub use config::Config;
 
@@ -78,9 +79,8 @@ pub struct Parts {
     pub reporter: Option<clients::seat_report::Reporter>,
 }
 
-fn channel(flag: &str, uri: &http::Uri) -> Result<Channel, StartError> {
-    Ok(Endpoint::from_shared(uri.to_string())
-        .map_err(|e| StartError::Config(format!("{flag}: {e}")))?
+fn channel(flag: &str, uri: &http::Uri, tls: Option<&Tls>) -> Result<Channel, StartError> {
+    Ok(stadium_kit::tls::endpoint(flag, uri, tls)?
         .connect_timeout(Duration::from_secs(2))
         .timeout(Duration::from_secs(5))
         .connect_lazy())
@@ -98,17 +98,20 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
         .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
     let auth = auth::Authenticator::new(keys, &config.identity_issuer)
         .map_err(|e| StartError::Config(format!("--identity-issuer: {e}")))?;
+    let tls = config.common.tls.load()?;
     let waiting_room = match (&config.waiting_room_url, &config.service_token) {
-        (Some(url), Some(token)) => {
-            let bearer = Bearer::new(token.expose_secret())
+        (Some(url), token) => {
+            let bearer = token
+                .as_ref()
+                .map(|token| Bearer::new(token.expose_secret()))
+                .transpose()
                 .map_err(|e| StartError::Config(format!("--service-token: {e}")))?;
-            Some((channel("--waiting-room-url", url)?, bearer))
-        }
-        (Some(_), None) => {
-            return Err(StartError::Config(
-                "--waiting-room-url needs --service-token (an admin token with role service)"
-                    .into(),
-            ));
+            if bearer.is_none() && tls.is_none() {
+                return Err(StartError::Config(
+                    "--waiting-room-url needs TLS (--tls-cert-file, --tls-key-file, --tls-ca-file) or, in development, --service-token".into(),
+                ));
+            }
+            Some((channel("--waiting-room-url", url, tls.as_ref())?, bearer))
         }
         (None, _) => {
             tracing::warn!("no --waiting-room-url: sale changes are stored but not pushed");
@@ -119,12 +122,12 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
         holds: config
             .holds_url
             .as_ref()
-            .map(|u| channel("--holds-url", u).map(HoldsClient::new))
+            .map(|u| channel("--holds-url", u, tls.as_ref()).map(HoldsClient::new))
             .transpose()?,
         payments: config
             .payments_url
             .as_ref()
-            .map(|u| channel("--payments-url", u).map(PaymentsClient::new))
+            .map(|u| channel("--payments-url", u, tls.as_ref()).map(PaymentsClient::new))
             .transpose()?,
     };
     let pool = stadium_db::connect(
@@ -223,7 +226,7 @@ pub async fn serve_parts(
                 clients::seat_report::spawn(reporter, interval, background.stop())
             });
     background.keep("seat report", reporter);
-    let served = GrpcServer::new(config.common.server_options(SERVICE_NAME))
+    let served = GrpcServer::new(config.common.server_options(SERVICE_NAME)?)
         .add_service(api_behind_its_gate(parts.api, parts.auth))
         .serve(listener, shutdown)
         .await;

@@ -13,10 +13,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use stadium_kit::caller::{Caller, ServiceRecognition};
 use stadium_tokens::{
-    AdminVerifier, AdmissionClaims, AdmissionVerifier, FanSessionVerifier, TokenError,
+    Access, AdminVerifier, AdmissionClaims, AdmissionVerifier, FanSessionVerifier, TokenError,
     VerificationKeys, audience,
 };
+use tonic::{Request, Status};
 
 use crate::domain::{EventId, FanId};
 use crate::error::Error;
@@ -78,7 +80,9 @@ impl AdmissionKeys {
             min_refresh_interval,
             fetches: AtomicU64::new(0),
         };
-        if let Err(error) = keys.refresh(Instant::now()).await {
+        // Not counted against the refresh interval: when the waiting room is not up yet,
+        // the first unknown kid fetches at once.
+        if let Err(error) = keys.load().await {
             tracing::warn!(%error, "admission keys not loaded yet; will fetch on first use");
         }
         Ok(keys)
@@ -99,6 +103,11 @@ impl AdmissionKeys {
             return Ok(());
         }
         *last = Some(Instant::now());
+        self.load().await
+    }
+
+    /// Fetches the key set and verifies with it from now on.
+    async fn load(&self) -> Result<(), Error> {
         self.fetches.fetch_add(1, Ordering::Relaxed);
         let json = self.source.fetch().await.map_err(Error::KeysUnavailable)?;
         let keys = VerificationKeys::from_jwks_json(&json)
@@ -136,6 +145,7 @@ pub struct Authenticator {
     fan: FanSessionVerifier,
     admin: AdminVerifier,
     admission: AdmissionKeys,
+    services: ServiceRecognition,
 }
 
 /// A verified fan session and admission token for one event.
@@ -151,7 +161,8 @@ pub struct AdmittedFan {
 
 impl Authenticator {
     /// An authenticator trusting `identity` keys for fan sessions and admin tokens from
-    /// `identity_issuer`, and `admission` for admission tokens.
+    /// `identity_issuer`, `admission` for admission tokens, and recognising calling
+    /// services as `services` says.
     ///
     /// # Errors
     /// [`TokenError::InvalidInput`] for an empty issuer.
@@ -159,11 +170,24 @@ impl Authenticator {
         identity: VerificationKeys,
         identity_issuer: &str,
         admission: AdmissionKeys,
+        services: ServiceRecognition,
     ) -> Result<Self, TokenError> {
         Ok(Self {
             fan: FanSessionVerifier::new(identity.clone(), identity_issuer, audience::HOLDS)?,
             admin: AdminVerifier::new(identity, identity_issuer, audience::HOLDS)?,
             admission,
+            services,
+        })
+    }
+
+    /// The caller of a service-role RPC, if `access` lets them make it (see
+    /// [`ServiceRecognition::caller`]).
+    ///
+    /// # Errors
+    /// The refusal's status (`UNAUTHENTICATED`, `PERMISSION_DENIED`/`ROLE_REQUIRED`).
+    pub fn caller<T>(&self, request: &Request<T>, access: Access) -> Result<Caller, Status> {
+        self.services.caller(request, access, |token| {
+            self.admin.verify(token, SystemTime::now())
         })
     }
 
@@ -340,8 +364,8 @@ mod tests {
         }
         assert_eq!(
             *source.calls.lock().unwrap(),
-            1,
-            "no fetch within the interval"
+            2,
+            "the fetch at start, then one fetch within the interval"
         );
     }
 }

@@ -61,8 +61,11 @@ pub async fn build(config: &Config) -> Result<Parts, StartError> {
     {
         (Some(json), _) => Arc::new(auth::StaticJwks(json.clone())),
         (None, Some(url)) => {
-            let channel = tonic::transport::Endpoint::from_shared(url.clone())
-                .map_err(|e| StartError::Config(format!("--waiting-room-url: {e}")))?
+            let tls = config.common.tls.load()?;
+            let uri: tonic::codegen::http::Uri = url
+                .parse()
+                .map_err(|e| StartError::Config(format!("--waiting-room-url: {e}")))?;
+            let channel = stadium_kit::tls::endpoint("--waiting-room-url", &uri, tls.as_ref())?
                 .connect_timeout(Duration::from_secs(2))
                 .connect_lazy();
             Arc::new(clients::waiting_room::WaitingRoomJwks::new(
@@ -94,8 +97,13 @@ pub async fn build_with_source(
     )
     .await
     .map_err(|e| StartError::Config(e.to_string()))?;
-    let auth = auth::Authenticator::new(identity, &config.identity_issuer, admission)
-        .map_err(|e| StartError::Config(e.to_string()))?;
+    let auth = auth::Authenticator::new(
+        identity,
+        &config.identity_issuer,
+        admission,
+        config.common.service_recognition(),
+    )
+    .map_err(|e| StartError::Config(e.to_string()))?;
 
     let pool = stadium_db::connect(
         &config.database_url,
@@ -163,7 +171,7 @@ pub async fn serve_parts(
     });
     background.keep("sweeper", sweeper);
     let api = grpc::HoldsApi::new(parts.service, parts.auth);
-    let served = GrpcServer::new(config.common.server_options("holds"))
+    let served = GrpcServer::new(config.common.server_options("holds")?)
         .add_service(BodyLimit::new(HoldsServer::new(api), MAX_CALL_BYTES))
         .serve(listener, shutdown)
         .await;

@@ -6,6 +6,7 @@ use secrecy::{ExposeSecret, SecretString};
 use stadium_kit::StartError;
 use stadium_kit::args::{CommonArgs, grpc_url};
 use stadium_kit::mode::{Convenience, development_issuer};
+use stadium_kit::tls::SERVICE_TOKEN;
 use stadium_tokens::{DevIssuer, Role};
 
 use crate::service::Settings;
@@ -53,15 +54,16 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..), value_name = "MS")]
     pub holds_timeout_ms: u64,
 
-    /// The payments service's own admin token (role `service`), sent to holds for
-    /// `ConfirmHold` and `ReleaseSeats`. Never logged.
+    /// Development only, without TLS: an admin token (role `service`, `sub` payments)
+    /// standing for this service at holds and the waiting room. With TLS the client
+    /// certificate names the service and no token is sent. Never logged.
     #[arg(
         long,
         env = "SERVICE_TOKEN",
         hide_env_values = true,
         value_name = "JWT"
     )]
-    pub service_token: SecretString,
+    pub service_token: Option<SecretString>,
 
     /// The identity provider's JWK Set (JSON): verifies fan sessions and admin tokens.
     #[arg(long, env = "IDENTITY_JWKS", value_name = "JSON")]
@@ -178,6 +180,9 @@ impl Config {
                 "a generated ticket signing key (tickets stop verifying at restart)",
                 "--ticket-signing-seed",
             ));
+        }
+        if self.service_token.is_some() {
+            uses.push(SERVICE_TOKEN);
         }
         uses
     }

@@ -120,10 +120,15 @@ pub async fn build_with_metrics(
     if config.migrate {
         stadium_db::migrate(&pool).await?;
     }
-    let channel = tonic::transport::Endpoint::from(config.holds_url.clone())
+    let tls = config.common.tls.load()?;
+    let channel = stadium_kit::tls::endpoint("--holds-url", &config.holds_url, tls.as_ref())?
         .connect_timeout(Duration::from_secs(2))
         .connect_lazy();
-    let bearer = stadium_kit::outbound::Bearer::new(config.service_token.expose_secret())
+    let bearer = config
+        .service_token
+        .as_ref()
+        .map(|token| stadium_kit::outbound::Bearer::new(token.expose_secret()))
+        .transpose()
         .map_err(|e| StartError::Config(format!("--service-token: {e}")))?;
     let holds = clients::holds::HoldsGateway::new(
         channel,
@@ -144,7 +149,7 @@ pub async fn build_with_metrics(
             .to_vec(),
     );
     if let Some(url) = &config.waiting_room_url {
-        let channel = tonic::transport::Endpoint::from(url.clone())
+        let channel = stadium_kit::tls::endpoint("--waiting-room-url", url, tls.as_ref())?
             .connect_timeout(Duration::from_secs(2))
             .connect_lazy();
         core = core.with_admission_reporter(clients::waiting_room::AdmissionReporter::new(
@@ -173,7 +178,8 @@ pub async fn serve(
 ) -> Result<(), StartError> {
     let provider: Arc<dyn PaymentProvider> = match &config.provider_url {
         Some(url) => {
-            let channel = tonic::transport::Endpoint::from(url.clone())
+            let tls = config.common.tls.load()?;
+            let channel = stadium_kit::tls::endpoint("--provider-url", url, tls.as_ref())?
                 .connect_timeout(Duration::from_secs(2))
                 .connect_lazy();
             Arc::new(provider::remote::RemoteProvider::new(channel))
@@ -216,7 +222,7 @@ pub async fn serve_parts(
     };
     let api = grpc::PaymentsApi::new(parts.core.clone(), parts.auth.clone());
     let flows = config.flow_timeout();
-    let server = GrpcServer::new(config.common.server_options(SERVICE_NAME))
+    let server = GrpcServer::new(config.common.server_options(SERVICE_NAME)?)
         .with_method_timeout(grpc::CONFIRM_PATH, flows)
         .with_method_timeout(grpc::REFUND_ORDER_PATH, flows)
         .add_service(BodyLimit::new(PaymentsServer::new(api), MAX_CALL_BYTES))

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use clap::Parser as _;
-use stadium_kit::testing::{assert_serving, connect, loopback_listener, refused_start};
+use stadium_kit::testing::{
+    assert_serving, assert_serving_over, connect, loopback_listener, refused_start,
+};
 use stadium_proto::common::v1::Money;
 use stadium_proto::payments::v1::simulated_provider_client::SimulatedProviderClient;
 use stadium_proto::payments::v1::{SimChargeRequest, SimFaults, SimLedgerRequest};
@@ -74,7 +76,6 @@ fn payments(jwks: &str) -> tokio::process::Command {
     command
         .env_remove("STADIUM_MODE")
         .env("HOLDS_URL", "http://127.0.0.1:1")
-        .env("SERVICE_TOKEN", "t")
         .env("IDENTITY_JWKS", jwks)
         .env("PROVIDER_NOTICE_SECRET", "s")
         .env("RECONCILE_INTERVAL_MS", "0")
@@ -94,25 +95,35 @@ async fn production_refuses_the_simulated_provider_and_generated_keys() {
         "--provider-url",
         "--ticket-signing-seed",
         "--identity-issuer",
+        "--tls-cert-file",
     ] {
         assert!(stderr.contains(flag), "{flag} missing: {stderr}");
     }
+    let mut with_token = payments(&jwks);
+    with_token
+        .env("DATABASE_URL", &db.url)
+        .env("SERVICE_TOKEN", "t");
+    let stderr = refused_start(with_token).await;
+    assert!(stderr.contains("--service-token"), "{stderr}");
     let mut sim = tokio::process::Command::new(env!("CARGO_BIN_EXE_sim-provider"));
     sim.env_remove("STADIUM_MODE")
         .env("PROVIDER_NOTICE_SECRET", "s");
     let stderr = refused_start(sim).await;
     assert!(stderr.contains("simulated payment provider"), "{stderr}");
 
+    let certificates = stadium_testkit::TestCertificates::new();
     let addr = loopback_listener().await.1;
     let _served = payments(&jwks)
         .env("DATABASE_URL", &db.url)
         .env("IDENTITY_ISSUER", "https://login.example")
-        .env("PROVIDER_URL", "http://127.0.0.1:1")
+        .env("HOLDS_URL", "https://127.0.0.1:1")
+        .env("PROVIDER_URL", "https://127.0.0.1:1")
         .env("TICKET_SIGNING_SEED", "ab".repeat(32))
+        .envs(certificates.env("payments"))
         .args(["--listen", &addr.to_string()])
         .spawn()
         .expect("starting payments");
-    assert_serving(addr).await;
+    assert_serving_over(addr, Some(&certificates.tls("a-client"))).await;
 }
 
 fn eur(amount_minor: i64) -> Option<Money> {

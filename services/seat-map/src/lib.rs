@@ -107,7 +107,7 @@ pub async fn serve_parts(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    GrpcServer::new(config.common.server_options("seat-map"))
+    GrpcServer::new(config.common.server_options("seat-map")?)
         .add_service(BodyLimit::new(
             SeatMapServer::new(grpc::SeatMapApi::new(parts.service, parts.fans)),
             MAX_CALL_BYTES,

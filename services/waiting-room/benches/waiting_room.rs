@@ -69,6 +69,8 @@ async fn start() -> Bench {
             service_name: "waiting-room",
             request_timeout: Duration::from_secs(30),
             grace_period: Duration::from_secs(1),
+            tls: None,
+            health_addr: None,
         },
     };
     let (listener, addr) = stadium_kit::testing::loopback_listener().await;

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stadium_kit::auth::bearer_token;
+use stadium_kit::caller::ServiceRecognition;
 use stadium_tokens::{Access, AdminVerifier, AdmissionVerifier, FanSessionVerifier, TokenError};
-use tonic::Status;
 use tonic::metadata::MetadataMap;
+use tonic::{Request, Status};
 
 use crate::clock::{Clock, unix_ms};
 use crate::domain::{EventId, FanId};
@@ -28,6 +29,7 @@ pub struct Authenticator {
     admins: AdminVerifier,
     admissions: AdmissionVerifier,
     clock: Arc<dyn Clock>,
+    services: ServiceRecognition,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -38,12 +40,14 @@ impl std::fmt::Debug for Authenticator {
 
 impl Authenticator {
     /// Checks fan sessions with `sessions`, admin tokens with `admins` and admission
-    /// tokens with `admissions`, at the time `clock` gives.
+    /// tokens with `admissions`, at the time `clock` gives; recognises calling services
+    /// as `services` says.
     pub fn new(
         sessions: FanSessionVerifier,
         admins: AdminVerifier,
         admissions: AdmissionVerifier,
         clock: Arc<dyn Clock>,
+        services: ServiceRecognition,
     ) -> Self {
         Self {
             sessions,
@@ -54,6 +58,7 @@ impl Authenticator {
             admins,
             admissions,
             clock,
+            services,
         }
     }
 
@@ -93,11 +98,10 @@ impl Authenticator {
     /// # Errors
     /// `UNAUTHENTICATED` for a missing or refused token; `PERMISSION_DENIED`
     /// (`ROLE_REQUIRED`).
-    pub fn admin(&self, metadata: &MetadataMap, access: Access) -> Result<(), Status> {
-        let token = bearer_token(metadata)?;
-        self.admins
-            .verify_access(token, access, self.clock.now())
-            .map_err(Error::from)?;
+    pub fn admin<T>(&self, request: &Request<T>, access: Access) -> Result<(), Status> {
+        self.services.caller(request, access, |token| {
+            self.admins.verify(token, self.clock.now())
+        })?;
         Ok(())
     }
 

@@ -204,7 +204,7 @@ impl Config {
             session_issuer: self.session_issuer,
             admin_issuer: self.admin_issuer,
             clock: Arc::new(SystemClock),
-            server: self.common.server_options("waiting-room"),
+            server: self.common.server_options("waiting-room")?,
         })
     }
 }
@@ -259,8 +259,24 @@ MC4CAQAwBQYDK2VwBCIEIFXqinG18VxWdv5qzsWOtIZty4cO24jCY1Q0l/KMLC/w
         let jwks = jwks.to_str().unwrap();
         let secret = "ab".repeat(32);
         let key = format!("--admission-key-pem={TEST_KEY_PEM}");
+        let tls = stadium_kit::dev_pki::DevPki::generate()
+            .unwrap()
+            .write(&dir.join("tls"), "waiting-room")
+            .unwrap();
+        let file = |path: Option<std::path::PathBuf>| path.unwrap().display().to_string();
+        let (cert, tls_key, ca) = (
+            file(tls.tls_cert_file),
+            file(tls.tls_key_file),
+            file(tls.tls_ca_file),
+        );
         let config = Config::try_parse_from([
             "waiting-room",
+            "--tls-cert-file",
+            &cert,
+            "--tls-key-file",
+            &tls_key,
+            "--tls-ca-file",
+            &ca,
             &key,
             "--ticket-secrets",
             &secret,

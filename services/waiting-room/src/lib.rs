@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use stadium_kit::StartError;
 use stadium_kit::body_limit::{BodyLimit, MAX_CALL_BYTES};
+use stadium_kit::caller::ServiceRecognition;
 use stadium_kit::server::{GrpcServer, ServerOptions};
 use stadium_proto::waiting_room::v1::waiting_room_server::WaitingRoomServer;
 use stadium_tokens::{
@@ -146,6 +147,7 @@ pub async fn build(settings: &Settings) -> Result<Parts, StartError> {
         )?,
         AdmissionVerifier::for_ring(&settings.admission_keys, &settings.issuer, audience::HOLDS)?,
         clock,
+        ServiceRecognition::for_transport(settings.server.tls.is_some()),
     );
     Ok(Parts {
         service: Arc::new(service),

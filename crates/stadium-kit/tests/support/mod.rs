@@ -107,6 +107,8 @@ pub fn options(request_timeout: Duration, grace_period: Duration) -> ServerOptio
         service_name: "kit-test",
         request_timeout,
         grace_period,
+        tls: None,
+        health_addr: None,
     }
 }
 

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use sqlx::PgPool;
-use stadium_kit::outbound::{Bearer, authorized};
+use stadium_kit::outbound::{Bearer, as_service};
 use stadium_proto::box_office::v1::PushOutcome;
 use stadium_proto::waiting_room::v1::{
     ConfigureEventRequest, SaleState, SetAdmissionRateRequest,
@@ -64,7 +64,7 @@ const DEADLINE: Duration = Duration::from_secs(5);
 /// Pushes event settings to the waiting room (or says why it did not).
 #[derive(Clone)]
 pub struct Pusher {
-    target: Option<(WaitingRoomClient<Channel>, Bearer)>,
+    target: Option<(WaitingRoomClient<Channel>, Option<Bearer>)>,
     pool: PgPool,
     attempts: u32,
     shutdown: CancellationToken,
@@ -87,11 +87,12 @@ enum Attempt {
 }
 
 impl Pusher {
-    /// A pusher to `channel` presenting `token` (role `service`), or one that skips
+    /// A pusher to `channel` presenting `token` (role `service`, development only;
+    /// `None` when the client certificate names the box office), or one that skips
     /// every push when `target` is `None`. Background retries stop when `shutdown` is
     /// cancelled.
     pub fn new(
-        target: Option<(Channel, Bearer)>,
+        target: Option<(Channel, Option<Bearer>)>,
         pool: PgPool,
         attempts: u32,
         shutdown: CancellationToken,
@@ -194,7 +195,11 @@ impl Pusher {
         let mut client = client.clone();
         let result = match kind {
             PushKind::Configure => {
-                let request = authorized(configure_request(&event, state), token, Some(DEADLINE));
+                let request = as_service(
+                    configure_request(&event, state),
+                    token.as_ref(),
+                    Some(DEADLINE),
+                );
                 client.configure_event(request).await.map(drop)
             }
             PushKind::Rate => {
@@ -202,7 +207,7 @@ impl Pusher {
                     event_id: event.event_id.to_string(),
                     fans_per_minute: event.settings.admission_rate_per_min,
                 };
-                let request = authorized(request, token, Some(DEADLINE));
+                let request = as_service(request, token.as_ref(), Some(DEADLINE));
                 client.set_admission_rate(request).await.map(drop)
             }
         };

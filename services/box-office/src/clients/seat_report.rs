@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use stadium_kit::outbound::{Bearer, authorized};
+use stadium_kit::outbound::{Bearer, as_service};
 use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
 use stadium_proto::waiting_room::v1::{InventoryReport, ReportInventoryRequest};
 use tokio::task::JoinHandle;
@@ -27,7 +27,7 @@ const REPORT_DEADLINE: Duration = Duration::from_secs(2);
 pub struct Reporter {
     office: BoxOfficeService,
     client: WaitingRoomClient<Channel>,
-    token: Bearer,
+    token: Option<Bearer>,
 }
 
 impl std::fmt::Debug for Reporter {
@@ -38,8 +38,9 @@ impl std::fmt::Debug for Reporter {
 
 impl Reporter {
     /// A reporter reading through `office` and calling the waiting room on `channel`
-    /// with `token` (an admin token with role `service`).
-    pub fn new(office: BoxOfficeService, channel: Channel, token: Bearer) -> Self {
+    /// with `token` (an admin token with role `service`, development only; `None` when
+    /// the client certificate names the box office).
+    pub fn new(office: BoxOfficeService, channel: Channel, token: Option<Bearer>) -> Self {
         Self {
             office,
             client: WaitingRoomClient::new(channel),
@@ -66,7 +67,7 @@ impl Reporter {
                     max_seats_per_claim: counts.max_seats_per_claim,
                 }),
             };
-            let request = authorized(request, &self.token, Some(REPORT_DEADLINE));
+            let request = as_service(request, self.token.as_ref(), Some(REPORT_DEADLINE));
             self.client
                 .clone()
                 .report_inventory(request)

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use stadium_kit::auth::bearer_token;
+use stadium_kit::caller::service;
 use stadium_proto::holds::v1::{
     BlockSeatsRequest, BlockSeatsResponse, ClaimBestAvailableRequest, ClaimBestAvailableResponse,
     ClaimCompRequest, ClaimCompResponse, ClaimSeatsRequest, ClaimSeatsResponse, ConfirmHoldRequest,
@@ -31,11 +32,12 @@ use convert::{
 };
 
 /// StartPayment and ConfirmHold: the payments service.
-const PAYMENTS: Access = Access::any_of(&[Role::Service]);
+const PAYMENTS: Access = Access::any_of(&[]).or_services(&[service::PAYMENTS]);
 /// BlockSeats: box-office staff.
 const BLOCKS: Access = Access::any_of(&[Role::BoxOffice]);
 /// ClaimComp and ReleaseSeats: staff, or payments acting for them (a refund).
-const BOX_OFFICE_OR_SERVICE: Access = Access::any_of(&[Role::BoxOffice, Role::Service]);
+const BOX_OFFICE_OR_PAYMENTS: Access =
+    Access::any_of(&[Role::BoxOffice]).or_services(&[service::PAYMENTS]);
 /// SweepExpired: operators.
 const SWEEP: Access = Access::any_of(&[Role::Sre]);
 
@@ -220,7 +222,7 @@ impl Holds for HoldsApi {
         &self,
         request: Request<StartPaymentRequest>,
     ) -> Result<Response<StartPaymentResponse>, Status> {
-        self.admin(&request, PAYMENTS)?;
+        self.auth.caller(&request, PAYMENTS)?;
         let body = request.get_ref();
         let key = hold_key(&body.hold_key)?;
         let fan = identifier("fan_id", &body.fan_id, 200)?;
@@ -238,7 +240,7 @@ impl Holds for HoldsApi {
         &self,
         request: Request<ConfirmHoldRequest>,
     ) -> Result<Response<ConfirmHoldResponse>, Status> {
-        self.admin(&request, PAYMENTS)?;
+        self.auth.caller(&request, PAYMENTS)?;
         let body = request.get_ref();
         let key = hold_key(&body.hold_key)?;
         let fan = identifier("fan_id", &body.fan_id, 200)?;
@@ -278,7 +280,7 @@ impl Holds for HoldsApi {
         &self,
         request: Request<ClaimCompRequest>,
     ) -> Result<Response<ClaimCompResponse>, Status> {
-        let admin = self.admin(&request, BOX_OFFICE_OR_SERVICE)?;
+        let caller = self.auth.caller(&request, BOX_OFFICE_OR_PAYMENTS)?;
         let body = request.into_inner();
         let (event, section, seats) = admin_seats(&body.event_id, body.section_id, &body.seat_ids)?;
         let recipient = text("recipient", &body.recipient, 200)?;
@@ -287,7 +289,7 @@ impl Holds for HoldsApi {
             section,
             seats,
             claimant: Claimant::Comp {
-                admin: admin.registered.sub,
+                admin: caller.name().to_owned(),
                 recipient,
             },
             request: None,
@@ -303,10 +305,10 @@ impl Holds for HoldsApi {
         &self,
         request: Request<ReleaseSeatsRequest>,
     ) -> Result<Response<ReleaseSeatsResponse>, Status> {
-        let admin = self.admin(&request, BOX_OFFICE_OR_SERVICE)?;
+        let caller = self.auth.caller(&request, BOX_OFFICE_OR_PAYMENTS)?;
         let key = hold_key(&request.get_ref().hold_key)?;
-        tracing::info!(admin = %admin.registered.sub, hold_key = %key, reason = %request.get_ref().reason, "releasing seats");
-        let scope = if admin.has_role(Role::Service) {
+        tracing::info!(caller = %caller.name(), hold_key = %key, reason = %request.get_ref().reason, "releasing seats");
+        let scope = if caller.is_service(service::PAYMENTS) {
             crate::store::ReleaseScope::Any
         } else {
             crate::store::ReleaseScope::BlocksOnly

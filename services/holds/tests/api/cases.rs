@@ -141,7 +141,7 @@ async fn c03_lapsed_hold_is_reclaimed_without_the_sweeper() {
     assert_eq!(held_b.seat_ids, five);
     assert_eq!(app.parts.service.metrics().totals().expired_lazily, 2);
 
-    let service = app.issuers.admin(&[Role::Service]);
+    let service = app.issuers.service("payments");
     let confirm = app
         .client()
         .confirm_hold(bearer(

@@ -75,7 +75,7 @@ async fn hold_release_reclaim_and_confirm() {
     other.claim(a.id, &[a.seats[10]]).await.unwrap();
     let held = fan.claim(a.id, &[a.seats[11], a.seats[12]]).await.unwrap();
 
-    let service = app.issuers.admin(&[Role::Service]);
+    let service = app.issuers.service("payments");
     let confirm = ConfirmHoldRequest {
         hold_key: held.hold_key.clone(),
         fan_id: "fan-1".into(),
@@ -127,7 +127,7 @@ async fn hold_release_reclaim_and_confirm() {
     );
     assert_eq!(active_counts(app.pool(), &event).await, (1, 2, 0));
     // ... payments does, after the refund; the seats are free again.
-    let payments = app.issuers.admin(&[Role::Service]);
+    let payments = app.issuers.service("payments");
     let ended = app
         .client()
         .release_seats(bearer(
@@ -271,7 +271,7 @@ async fn partly_reclaimed_hold_is_not_half_booked() {
     let mut second = app.fan("fan-2", &event);
     second.claim(a.id, &[a.seats[70]]).await.unwrap();
 
-    let service = app.issuers.admin(&[Role::Service]);
+    let service = app.issuers.service("payments");
     let status = app
         .client()
         .confirm_hold(bearer(

@@ -41,7 +41,7 @@ async fn start(
         window_ms,
     };
     app.client()
-        .start_payment(bearer(request, &app.issuers.admin(&[Role::Service])))
+        .start_payment(bearer(request, &app.issuers.service("payments")))
         .await
         .map(|r| r.into_inner())
 }
@@ -136,7 +136,7 @@ async fn a_started_payment_keeps_the_hold_for_its_window_at_the_claimed_price() 
                 hold_key: held.hold_key.clone(),
                 fan_id: "fan-1".into(),
             },
-            &app.issuers.admin(&[Role::Service]),
+            &app.issuers.service("payments"),
         ))
         .await
         .unwrap()
@@ -405,7 +405,7 @@ async fn release_and_start_payment_racing_leave_one_outcome_on_every_row() {
         let mut fan = app.fan(&name, &event);
         let seats = [a.seats[2 * round], a.seats[2 * round + 1]];
         let key = fan.claim(a.id, &seats).await.unwrap().hold_key;
-        let service = app.issuers.admin(&[Role::Service]);
+        let service = app.issuers.service("payments");
         let results = all_at_once(2, |i| {
             let mut client = app.client();
             let (key, name, session, service) = (

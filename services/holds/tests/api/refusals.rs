@@ -284,7 +284,7 @@ async fn refused_claims_write_nothing() {
         reason(&status, Code::PermissionDenied),
         Reason::RoleRequired
     );
-    let service = app.issuers.admin(&[Role::Service]);
+    let service = app.issuers.service("payments");
     let status = app
         .client()
         .confirm_hold(bearer(

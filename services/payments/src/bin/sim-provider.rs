@@ -64,7 +64,7 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("binding {addr}"))?;
     tracing::info!(%addr, "simulated payment provider listening");
     let served = serve(
-        args.common.server_options("sim-provider"),
+        args.common.server_options("sim-provider")?,
         server,
         listener,
         stadium_kit::shutdown::shutdown_on_signals(),

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use stadium_kit::Reason;
-use stadium_kit::outbound::{Bearer, authorized};
+use stadium_kit::outbound::{Bearer, as_service, authorized};
 use stadium_proto::holds::v1::{
     ClaimCompRequest, ConfirmHoldRequest, Hold, HoldStatus, ReleaseSeatsRequest,
     StartPaymentRequest, holds_client::HoldsClient,
@@ -47,7 +47,7 @@ pub enum Booking {
 #[derive(Debug, Clone)]
 pub struct HoldsGateway {
     client: HoldsClient<Channel>,
-    service_token: Bearer,
+    service_token: Option<Bearer>,
     timeout: Duration,
 }
 
@@ -93,8 +93,9 @@ pub fn view(hold: Option<Hold>) -> Result<HoldView, Error> {
 
 impl HoldsGateway {
     /// A gateway over `channel`, calling as the service with `service_token` (an admin
-    /// token with role `service`), each call bounded by `timeout`.
-    pub fn new(channel: Channel, service_token: Bearer, timeout: Duration) -> Self {
+    /// token with role `service`, development only; `None` when the client certificate
+    /// names payments), each call bounded by `timeout`.
+    pub fn new(channel: Channel, service_token: Option<Bearer>, timeout: Duration) -> Self {
         Self {
             client: HoldsClient::new(channel),
             service_token,
@@ -115,13 +116,13 @@ impl HoldsGateway {
         fan: &str,
         window: Duration,
     ) -> Result<PaymentStart, Error> {
-        let request = authorized(
+        let request = as_service(
             StartPaymentRequest {
                 hold_key: key.to_string(),
                 fan_id: fan.to_owned(),
                 window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
             },
-            &self.service_token,
+            self.service_token.as_ref(),
             Some(self.timeout),
         );
         let status = match self.client.clone().start_payment(request).await {
@@ -153,12 +154,12 @@ impl HoldsGateway {
     /// [`Error::Dependency`] for anything but a booking or a definite "gone" (holds
     /// unreachable, our token refused): the payment must then stay pending.
     pub async fn confirm(&self, key: HoldKey, fan: &str) -> Result<Booking, Error> {
-        let request = authorized(
+        let request = as_service(
             ConfirmHoldRequest {
                 hold_key: key.to_string(),
                 fan_id: fan.to_owned(),
             },
-            &self.service_token,
+            self.service_token.as_ref(),
             Some(self.timeout),
         );
         match self.client.clone().confirm_hold(request).await {
@@ -180,12 +181,12 @@ impl HoldsGateway {
     /// # Errors
     /// [`Error::Dependency`].
     pub async fn release(&self, key: HoldKey, why: &str) -> Result<(), Error> {
-        let request = authorized(
+        let request = as_service(
             ReleaseSeatsRequest {
                 hold_key: key.to_string(),
                 reason: why.to_owned(),
             },
-            &self.service_token,
+            self.service_token.as_ref(),
             Some(self.timeout),
         );
         match self.client.clone().release_seats(request).await {

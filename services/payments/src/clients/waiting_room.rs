@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use stadium_kit::outbound::{Bearer, authorized};
+use stadium_kit::outbound::{Bearer, as_service};
 use stadium_proto::waiting_room::v1::CompleteAdmissionRequest;
 use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
 use tonic::transport::Channel;
@@ -18,14 +18,15 @@ use tonic::transport::Channel;
 #[derive(Debug, Clone)]
 pub struct AdmissionReporter {
     client: WaitingRoomClient<Channel>,
-    service_token: Bearer,
+    service_token: Option<Bearer>,
     timeout: Duration,
 }
 
 impl AdmissionReporter {
     /// Reports over `channel`, as the service with `service_token` (an admin token
-    /// with role `service`), each call bounded by `timeout`.
-    pub fn new(channel: Channel, service_token: Bearer, timeout: Duration) -> Self {
+    /// with role `service`, development only; `None` when the client certificate names
+    /// payments), each call bounded by `timeout`.
+    pub fn new(channel: Channel, service_token: Option<Bearer>, timeout: Duration) -> Self {
         Self {
             client: WaitingRoomClient::new(channel),
             service_token,
@@ -36,13 +37,13 @@ impl AdmissionReporter {
     /// Reports in the background that `fan_id` is done with event `event_id`.
     pub fn fan_done(&self, event_id: i64, fan_id: &str) {
         let mut client = self.client.clone();
-        let request = authorized(
+        let request = as_service(
             CompleteAdmissionRequest {
                 admission_token: String::new(),
                 event_id: event_id.to_string(),
                 fan_id: fan_id.to_owned(),
             },
-            &self.service_token,
+            self.service_token.as_ref(),
             Some(self.timeout),
         );
         tokio::spawn(async move {

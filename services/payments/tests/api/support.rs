@@ -140,6 +140,8 @@ impl Stack {
                     service_name: "sim-provider",
                     request_timeout: Duration::from_secs(60),
                     grace_period: Duration::from_secs(1),
+                    tls: None,
+                    health_addr: None,
                 },
                 server,
                 listener,

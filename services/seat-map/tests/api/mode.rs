@@ -5,6 +5,7 @@
 async fn production_refuses_the_development_issuer_and_serves_a_real_one() {
     stadium_testkit::binary::assert_production_refuses_the_development_issuer(
         env!("CARGO_BIN_EXE_seat-map"),
+        "seat-map",
         &[],
         &[],
     )

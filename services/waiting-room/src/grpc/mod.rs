@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
+use stadium_kit::caller::service;
 use stadium_proto::waiting_room::v1 as pb;
 use stadium_proto::waiting_room::v1::waiting_room_server::WaitingRoom;
 use stadium_tokens::{Access, Role};
@@ -21,12 +22,17 @@ use crate::service::WaitingRoomService;
 
 /// Roles allowed to steer admission.
 const STEER: Access = Access::any_of(&[Role::BoxOffice, Role::Sre]);
-/// Roles allowed to configure an event's queue (the box office's service identity too).
-const CONFIGURE: Access = Access::any_of(&[Role::BoxOffice, Role::Sre, Role::Service]);
-/// Roles that may report a fan's completion without the fan's admission token.
-const REPORT_COMPLETION: Access = Access::any_of(&[Role::Service]);
-/// Roles that may report an event's seat inventory.
-const REPORT_INVENTORY: Access = Access::any_of(&[Role::Service, Role::BoxOffice]);
+/// Who may set an event's admission rate: staff, and the box office pushing a sale's rate.
+const SET_RATE: Access =
+    Access::any_of(&[Role::BoxOffice, Role::Sre]).or_services(&[service::BOX_OFFICE]);
+/// Who may configure an event's queue: staff, and the box office pushing a sale's settings.
+const CONFIGURE: Access =
+    Access::any_of(&[Role::BoxOffice, Role::Sre]).or_services(&[service::BOX_OFFICE]);
+/// Who may report a fan's completion without the fan's admission token: payments.
+const REPORT_COMPLETION: Access = Access::any_of(&[]).or_services(&[service::PAYMENTS]);
+/// Who may report an event's seat inventory: staff, and the box office's reporter.
+const REPORT_INVENTORY: Access =
+    Access::any_of(&[Role::BoxOffice]).or_services(&[service::BOX_OFFICE]);
 
 /// The gRPC face of [`WaitingRoomService`]; cheap to clone.
 #[derive(Debug, Clone)]
@@ -176,7 +182,7 @@ impl WaitingRoom for WaitingRoomApi {
         let body = request.get_ref();
         let (event, fan) = if body.admission_token.is_empty() {
             // A service reporting for a fan (payments, once the order is paid).
-            self.auth.admin(request.metadata(), REPORT_COMPLETION)?;
+            self.auth.admin(&request, REPORT_COMPLETION)?;
             let event = convert::event_id(&body.event_id)?;
             let fan =
                 FanId::parse(&body.fan_id).map_err(|problem| Error::invalid("fan_id", problem))?;
@@ -194,7 +200,7 @@ impl WaitingRoom for WaitingRoomApi {
         &self,
         request: Request<pb::ConfigureEventRequest>,
     ) -> Result<Response<pb::ConfigureEventResponse>, Status> {
-        self.auth.admin(request.metadata(), CONFIGURE)?;
+        self.auth.admin(&request, CONFIGURE)?;
         let (event, settings) =
             convert::settings(request.get_ref(), self.service.default_admission_ttl())?;
         let snap = self.service.configure(&event, &settings).await?;
@@ -209,7 +215,7 @@ impl WaitingRoom for WaitingRoomApi {
         &self,
         request: Request<pb::SetAdmissionRateRequest>,
     ) -> Result<Response<pb::SetAdmissionRateResponse>, Status> {
-        self.auth.admin(request.metadata(), STEER)?;
+        self.auth.admin(&request, SET_RATE)?;
         let req = request.get_ref();
         let event = convert::event_id(&req.event_id)?;
         let rate = convert::fans_per_minute(req.fans_per_minute)?;
@@ -225,7 +231,7 @@ impl WaitingRoom for WaitingRoomApi {
         &self,
         request: Request<pb::PauseAdmissionRequest>,
     ) -> Result<Response<pb::PauseAdmissionResponse>, Status> {
-        self.auth.admin(request.metadata(), STEER)?;
+        self.auth.admin(&request, STEER)?;
         let event = convert::event_id(&request.get_ref().event_id)?;
         let snap = self.service.set_paused(&event, true).await?;
         tracing::info!(event_id = %event, "admission paused");
@@ -239,7 +245,7 @@ impl WaitingRoom for WaitingRoomApi {
         &self,
         request: Request<pb::ResumeAdmissionRequest>,
     ) -> Result<Response<pb::ResumeAdmissionResponse>, Status> {
-        self.auth.admin(request.metadata(), STEER)?;
+        self.auth.admin(&request, STEER)?;
         let event = convert::event_id(&request.get_ref().event_id)?;
         let snap = self.service.set_paused(&event, false).await?;
         tracing::info!(event_id = %event, "admission resumed");
@@ -252,7 +258,7 @@ impl WaitingRoom for WaitingRoomApi {
         &self,
         request: Request<pb::GetQueueStatsRequest>,
     ) -> Result<Response<pb::GetQueueStatsResponse>, Status> {
-        self.auth.admin(request.metadata(), STEER)?;
+        self.auth.admin(&request, STEER)?;
         let event = convert::event_id(&request.get_ref().event_id)?;
         let snap = self.service.snapshot(&event).await?;
         Ok(Response::new(convert::stats(&event, &snap)))
@@ -263,7 +269,7 @@ impl WaitingRoom for WaitingRoomApi {
         &self,
         request: Request<pb::ReportInventoryRequest>,
     ) -> Result<Response<pb::ReportInventoryResponse>, Status> {
-        self.auth.admin(request.metadata(), REPORT_INVENTORY)?;
+        self.auth.admin(&request, REPORT_INVENTORY)?;
         let now_ms = self.service.clock().now_ms();
         let (event, inventory) = convert::inventory(request.get_ref(), now_ms)?;
         let (recorded, snap) = self.service.report_inventory(&event, &inventory).await?;

@@ -225,7 +225,7 @@ async fn the_cap_holds_the_frontier_until_fans_are_done() {
     };
     let err = room
         .client(0)
-        .complete_admission(bearer(bad_fan, &room.admin(&[Role::Service])))
+        .complete_admission(bearer(bad_fan, &room.service("payments")))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
@@ -235,7 +235,7 @@ async fn the_cap_holds_the_frontier_until_fans_are_done() {
         "refused reports change nothing"
     );
     room.client(0)
-        .complete_admission(bearer(for_fan_2, &room.admin(&[Role::Service])))
+        .complete_admission(bearer(for_fan_2, &room.service("payments")))
         .await
         .expect("complete");
     room.clock.advance(Duration::from_secs(1));

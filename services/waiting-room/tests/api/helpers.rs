@@ -137,6 +137,8 @@ impl Room {
                     service_name: "waiting-room",
                     request_timeout: Duration::from_secs(60),
                     grace_period: Duration::from_secs(1),
+                    tls: None,
+                    health_addr: None,
                 },
             };
             let (listener, addr) = stadium_kit::testing::loopback_listener().await;
@@ -184,6 +186,15 @@ impl Room {
         self.dev
             .admin("ops", roles, self.clock.now())
             .expect("admin")
+            .token
+    }
+
+    /// A development token standing for the service called `service` (role
+    /// `service`, `sub` = the name).
+    pub fn service(&self, service: &str) -> String {
+        self.dev
+            .admin(service, &[Role::Service], self.clock.now())
+            .expect("service token")
             .token
     }
 

@@ -35,7 +35,7 @@ async fn send(
     request: pb::ReportInventoryRequest,
 ) -> Result<pb::GetQueueStatsResponse, tonic::Status> {
     room.client(1)
-        .report_inventory(bearer(request, &room.admin(&[Role::Service])))
+        .report_inventory(bearer(request, &room.service("box-office")))
         .await
         .map(|r| r.into_inner().stats.expect("stats"))
 }
@@ -47,7 +47,7 @@ async fn complete(room: &Room, fan: &str) {
         ..Default::default()
     };
     room.client(0)
-        .complete_admission(bearer(request, &room.admin(&[Role::Service])))
+        .complete_admission(bearer(request, &room.service("payments")))
         .await
         .expect("complete");
 }

@@ -1,7 +1,7 @@
 //! The binary in production mode: it refuses generated keys and the development
 //! issuer, and serves once keys, secrets and a real issuer are configured.
 
-use stadium_kit::testing::{assert_serving, loopback_listener, refused_start};
+use stadium_kit::testing::{assert_serving_over, loopback_listener, refused_start};
 use tokio::process::Command;
 
 /// A test-only Ed25519 key (PKCS#8 PEM).
@@ -40,12 +40,15 @@ async fn production_refuses_generated_keys_and_serves_configured_ones() {
         "--session-jwks-file",
         "--session-issuer",
         "--admin-issuer",
+        "--tls-cert-file",
     ] {
         assert!(stderr.contains(flag), "{flag} missing: {stderr}");
     }
 
+    let certificates = stadium_testkit::TestCertificates::new();
     let addr = loopback_listener().await.1;
     let _served = waiting_room(&redis_url)
+        .envs(certificates.env("waiting-room"))
         .env("WAITING_ROOM_ADMISSION_KEY_PEM", TEST_KEY_PEM)
         .env("WAITING_ROOM_TICKET_SECRETS", "ab".repeat(32))
         .env("SESSION_JWKS_FILE", jwks)
@@ -55,5 +58,5 @@ async fn production_refuses_generated_keys_and_serves_configured_ones() {
         .args(["--listen", &addr.to_string()])
         .spawn()
         .expect("starting the waiting room");
-    assert_serving(addr).await;
+    assert_serving_over(addr, Some(&certificates.tls("a-client"))).await;
 }
