@@ -53,8 +53,9 @@ pub enum LogFormat {
 /// export, request timeout, shutdown grace period).
 #[derive(Debug, Clone, clap::Args)]
 pub struct CommonArgs {
-    /// `production` refuses generated keys, the development issuer and the simulated
-    /// payment provider; `development` (local runs, tests) takes them, logged at WARN.
+    /// `production` refuses every development convenience (generated keys, the
+    /// development issuer, a simulated payment provider, plaintext without TLS, a
+    /// service token); `development` (local runs, tests) takes them, logged at WARN.
     #[arg(long, env = "STADIUM_MODE", value_enum, default_value_t = Mode::Production)]
     pub mode: Mode,
 
@@ -195,7 +196,7 @@ impl CommonArgs {
             service_name,
             request_timeout: self.request_timeout(),
             grace_period: self.grace_period(),
-            tls: self.tls.load()?,
+            tls: self.tls.load(service_name)?,
             health_addr: self.health_listen,
         })
     }

@@ -151,6 +151,6 @@ mod tests {
         );
         let dir = tempfile::tempdir().unwrap();
         let args = pki.write(dir.path(), "holds").unwrap();
-        assert!(args.load().unwrap().is_some());
+        assert!(args.load("holds").unwrap().is_some());
     }
 }

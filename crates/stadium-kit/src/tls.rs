@@ -12,7 +12,10 @@
 
 use std::path::{Path, PathBuf};
 
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
+use rustls_pki_types::pem::PemObject;
+use tonic::transport::{
+    Certificate, CertificateDer, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig,
+};
 
 use crate::StartError;
 use crate::mode::Convenience;
@@ -20,7 +23,7 @@ use crate::mode::Convenience;
 /// Serving and calling without TLS (and service calls recognised by role-service
 /// tokens, see [`crate::caller`]).
 pub const PLAINTEXT: Convenience = Convenience::new(
-    "plaintext gRPC without TLS, services recognised by role-service tokens",
+    "plaintext gRPC (no TLS; services then recognised by role-service tokens)",
     "--tls-cert-file, --tls-key-file and --tls-ca-file",
 );
 
@@ -56,22 +59,31 @@ pub struct TlsArgs {
 pub struct Tls {
     identity: Identity,
     ca: Certificate,
+    cert_pem: Vec<u8>,
+    ca_pem: Vec<u8>,
 }
 
 impl TlsArgs {
-    /// The files of these flags, read; `None` when none is set (plaintext).
+    /// The files of these flags, read and checked, for the service called `service`;
+    /// `None` when none is set (plaintext).
     ///
     /// # Errors
-    /// [`StartError::Config`] naming the flag when only some are set or a file cannot be
-    /// read.
-    pub fn load(&self) -> Result<Option<Tls>, StartError> {
+    /// [`StartError::Config`] naming the flag and file when only some are set, a file
+    /// cannot be read, holds no certificate or key, the key does not match the
+    /// certificate, or the certificate names another service than `service` (a
+    /// swapped Secret would otherwise let one service act as another).
+    pub fn load(&self, service: &str) -> Result<Option<Tls>, StartError> {
         match (&self.tls_cert_file, &self.tls_key_file, &self.tls_ca_file) {
             (None, None, None) => Ok(None),
-            (Some(cert), Some(key), Some(ca)) => Ok(Some(Tls::from_pem(
-                read("--tls-cert-file", cert)?,
-                read("--tls-key-file", key)?,
-                read("--tls-ca-file", ca)?,
-            ))),
+            (Some(cert), Some(key), Some(ca)) => {
+                let tls = Tls::from_pem(
+                    read("--tls-cert-file", cert)?,
+                    read("--tls-key-file", key)?,
+                    read("--tls-ca-file", ca)?,
+                );
+                tls.check(service, cert, key, ca)?;
+                Ok(Some(tls))
+            }
             _ => Err(StartError::Config(
                 "--tls-cert-file, --tls-key-file and --tls-ca-file go together: set all three, or none for plaintext (development only)".into(),
             )),
@@ -88,9 +100,50 @@ impl Tls {
     /// TLS material from PEM text: the certificate chain, its key, the authority.
     pub fn from_pem(cert: impl AsRef<[u8]>, key: impl AsRef<[u8]>, ca: impl AsRef<[u8]>) -> Self {
         Self {
-            identity: Identity::from_pem(cert, key),
-            ca: Certificate::from_pem(ca),
+            identity: Identity::from_pem(&cert, key),
+            ca: Certificate::from_pem(&ca),
+            cert_pem: cert.as_ref().to_vec(),
+            ca_pem: ca.as_ref().to_vec(),
         }
+    }
+
+    /// Checks, before anything is served, what the TLS stack would only find at the
+    /// first handshake or with a misleading message: a certificate and an authority in
+    /// their files, a key matching the certificate, and the certificate naming
+    /// `service`.
+    fn check(&self, service: &str, cert: &Path, key: &Path, ca: &Path) -> Result<(), StartError> {
+        let wrong = |flag: &str, path: &Path, why: &dyn std::fmt::Display| {
+            StartError::Config(format!("{flag} {}: {why}", path.display()))
+        };
+        let leaf = CertificateDer::pem_slice_iter(&self.cert_pem)
+            .next()
+            .and_then(Result::ok)
+            .ok_or_else(|| wrong("--tls-cert-file", cert, &"no PEM certificate in it"))?;
+        if CertificateDer::pem_slice_iter(&self.ca_pem)
+            .next()
+            .and_then(Result::ok)
+            .is_none()
+        {
+            return Err(wrong("--tls-ca-file", ca, &"no PEM certificate in it"));
+        }
+        let named = crate::caller::certificate_service(&leaf);
+        if named.as_deref() != Some(service) {
+            let names = named.map_or("no stadium service".to_owned(), |n| {
+                crate::caller::spiffe_id(&n)
+            });
+            return Err(wrong(
+                "--tls-cert-file",
+                cert,
+                &format!(
+                    "names {names}, not {}: each service needs its own certificate",
+                    crate::caller::spiffe_id(service)
+                ),
+            ));
+        }
+        tonic::transport::Server::builder()
+            .tls_config(self.server_config())
+            .map_err(|e| wrong("--tls-key-file", key, &describe(&e)))?;
+        Ok(())
     }
 
     /// The server side: this certificate, callers' certificates verified against the
@@ -109,6 +162,18 @@ impl Tls {
             .ca_certificate(self.ca.clone())
             .identity(self.identity.clone())
     }
+}
+
+/// An error and its causes, `: `-joined (tonic's own text is "transport error").
+fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// The endpoint of another service at `uri` (the value of `flag`): `https://` with
@@ -140,23 +205,73 @@ mod tests {
 
     #[test]
     fn the_three_files_go_together() {
-        assert!(TlsArgs::default().load().unwrap().is_none());
+        assert!(TlsArgs::default().load("holds").unwrap().is_none());
         let partial = TlsArgs {
             tls_cert_file: Some("cert.pem".into()),
             ..TlsArgs::default()
         };
-        let error = partial.load().unwrap_err().to_string();
+        let error = partial.load("holds").unwrap_err().to_string();
         assert!(error.contains("go together"), "{error}");
         let missing = TlsArgs {
             tls_cert_file: Some("/nonexistent/cert.pem".into()),
             tls_key_file: Some("/nonexistent/key.pem".into()),
             tls_ca_file: Some("/nonexistent/ca.pem".into()),
         };
-        let error = missing.load().unwrap_err().to_string();
+        let error = missing.load("holds").unwrap_err().to_string();
         assert!(
             error.contains("--tls-cert-file /nonexistent/cert.pem"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn refuses_unusable_files_before_serving_naming_the_flag() {
+        let pki = crate::dev_pki::DevPki::generate().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let args = pki.write(&dir.path().join("holds"), "holds").unwrap();
+        assert!(args.load("holds").unwrap().is_some());
+        let error = args.load("payments").unwrap_err().to_string();
+        assert!(
+            error.contains("names spiffe://stadium/holds, not spiffe://stadium/payments"),
+            "{error}"
+        );
+
+        let other = pki.write(&dir.path().join("other"), "holds").unwrap();
+        let mismatched = TlsArgs {
+            tls_key_file: other.tls_key_file.clone(),
+            ..args.clone()
+        };
+        let error = mismatched.load("holds").unwrap_err().to_string();
+        assert!(error.contains("--tls-key-file"), "{error}");
+
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "").unwrap();
+        for (flag, broken) in [
+            (
+                "--tls-cert-file",
+                TlsArgs {
+                    tls_cert_file: Some(empty.clone()),
+                    ..args.clone()
+                },
+            ),
+            (
+                "--tls-key-file",
+                TlsArgs {
+                    tls_key_file: Some(empty.clone()),
+                    ..args.clone()
+                },
+            ),
+            (
+                "--tls-ca-file",
+                TlsArgs {
+                    tls_ca_file: Some(empty.clone()),
+                    ..args.clone()
+                },
+            ),
+        ] {
+            let error = broken.load("holds").unwrap_err().to_string();
+            assert!(error.contains(flag), "{flag}: {error}");
+        }
     }
 
     #[test]

@@ -78,18 +78,23 @@ pub enum AccessRefused {
     Token(#[from] TokenError),
     /// The token verifies but grants no role the call accepts, and the caller is no
     /// service it accepts.
-    #[error("this call needs one of the roles {}{}", .0, services_clause(*.0))]
+    #[error("this call needs {}", needs(*.0))]
     RoleRequired(Access),
 }
 
-fn services_clause(access: Access) -> String {
-    if access.services.is_empty() {
-        String::new()
-    } else {
+/// What a refused caller needed: the roles, the services, or both.
+fn needs(access: Access) -> String {
+    let roles = (!access.roles.is_empty()).then(|| format!("one of the roles {access}"));
+    let services = (!access.services.is_empty()).then(|| {
         format!(
-            " or a service certificate of {}",
-            access.services.join(", ")
+            "the service certificate of {}",
+            access.services.join(" or ")
         )
+    });
+    match (roles, services) {
+        (Some(roles), Some(services)) => format!("{roles}, or {services}"),
+        (Some(one), None) | (None, Some(one)) => one,
+        (None, None) => "a permission nobody has".to_owned(),
     }
 }
 
@@ -114,7 +119,11 @@ mod tests {
         assert!(!Access::any_of(&[Role::Service]).allows_service("payments"));
         assert_eq!(
             AccessRefused::RoleRequired(REFUND).to_string(),
-            "this call needs one of the roles box_office or a service certificate of payments"
+            "this call needs one of the roles box_office, or the service certificate of payments"
+        );
+        assert_eq!(
+            AccessRefused::RoleRequired(Access::any_of(&[]).or_services(&["payments"])).to_string(),
+            "this call needs the service certificate of payments"
         );
     }
 }

@@ -98,7 +98,7 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
         .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
     let auth = auth::Authenticator::new(keys, &config.identity_issuer)
         .map_err(|e| StartError::Config(format!("--identity-issuer: {e}")))?;
-    let tls = config.common.tls.load()?;
+    let tls = config.common.tls.load(SERVICE_NAME)?;
     let waiting_room = match (&config.waiting_room_url, &config.service_token) {
         (Some(url), token) => {
             let bearer = token

@@ -61,7 +61,7 @@ pub async fn build(config: &Config) -> Result<Parts, StartError> {
     {
         (Some(json), _) => Arc::new(auth::StaticJwks(json.clone())),
         (None, Some(url)) => {
-            let tls = config.common.tls.load()?;
+            let tls = config.common.tls.load("holds")?;
             let uri: tonic::codegen::http::Uri = url
                 .parse()
                 .map_err(|e| StartError::Config(format!("--waiting-room-url: {e}")))?;

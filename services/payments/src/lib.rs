@@ -120,7 +120,7 @@ pub async fn build_with_metrics(
     if config.migrate {
         stadium_db::migrate(&pool).await?;
     }
-    let tls = config.common.tls.load()?;
+    let tls = config.common.tls.load(SERVICE_NAME)?;
     let channel = stadium_kit::tls::endpoint("--holds-url", &config.holds_url, tls.as_ref())?
         .connect_timeout(Duration::from_secs(2))
         .connect_lazy();
@@ -178,7 +178,7 @@ pub async fn serve(
 ) -> Result<(), StartError> {
     let provider: Arc<dyn PaymentProvider> = match &config.provider_url {
         Some(url) => {
-            let tls = config.common.tls.load()?;
+            let tls = config.common.tls.load(SERVICE_NAME)?;
             let channel = stadium_kit::tls::endpoint("--provider-url", url, tls.as_ref())?
                 .connect_timeout(Duration::from_secs(2))
                 .connect_lazy();
