@@ -173,24 +173,16 @@ impl GrpcServer {
         let health_service = tonic_health::pb::health_server::HealthServer::new(
             tonic_health::server::HealthService::from_health_reporter(health.clone()),
         );
-        let probes = match options.health_addr {
-            Some(health_addr) => {
-                let listener = TcpListener::bind(health_addr)
+        let probe_listener = match options.health_addr {
+            Some(health_addr) => Some(
+                TcpListener::bind(health_addr)
                     .await
-                    .map_err(KitError::Listener)?;
-                tracing::info!(%health_addr, "serving gRPC health in plaintext for probes");
-                let stop = shutdown.clone();
-                let server = Server::builder()
-                    .add_service(health_service.clone())
-                    .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
-                        stop.cancelled().await;
-                    });
-                Some(tokio::spawn(server))
-            }
+                    .map_err(KitError::Listener)?,
+            ),
             None => None,
         };
         let mut routes = routes;
-        routes.add_service(health_service);
+        routes.add_service(health_service.clone());
         let mut names = services.clone();
         names.extend([
             tonic_health::pb::health_server::SERVICE_NAME,
@@ -247,11 +239,21 @@ impl GrpcServer {
             }
         };
 
-        tracing::info!(service = options.service_name, %addr, tls = tls.is_some(), "serving gRPC");
         let mut builder = Server::builder();
         if let Some(tls) = &tls {
             builder = builder.tls_config(tls.server_config())?;
         }
+        // The probe port answers until the main server has drained, so probes read
+        // NOT_SERVING during the drain instead of a refused connection.
+        let probes = probe_listener.map(|listener| {
+            tracing::info!(addr = ?listener.local_addr().ok(), "serving gRPC health in plaintext for probes");
+            tokio::spawn(
+                Server::builder()
+                    .add_service(health_service.clone())
+                    .serve_with_incoming(TcpListenerStream::new(listener)),
+            )
+        });
+        tracing::info!(service = options.service_name, %addr, tls = tls.is_some(), "serving gRPC");
         let server = builder
             .layer(layers)
             .add_routes(routes)
@@ -259,18 +261,20 @@ impl GrpcServer {
         tokio::pin!(server);
 
         let grace = options.grace_period;
-        tokio::select! {
-            result = &mut server => result?,
+        let served = tokio::select! {
+            result = &mut server => result,
             () = async { shutdown.cancelled().await; tokio::time::sleep(grace).await } => {
                 tracing::warn!(
                     grace_period_ms = grace.as_millis(),
                     "grace period over with connections still open; stopping anyway"
                 );
+                Ok(())
             }
-        }
+        };
         if let Some(probes) = probes {
             probes.abort();
         }
+        served?;
         tracing::info!(service = options.service_name, "stopped");
         Ok(())
     }
