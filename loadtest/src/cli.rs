@@ -35,23 +35,28 @@ pub enum Command {
 /// The five service endpoints.
 #[derive(Debug, Clone, Args)]
 pub struct TargetArgs {
-    /// Waiting room gRPC URL.
+    /// Waiting room gRPC URL; several, comma-separated: one URL per replica, calls
+    /// are balanced across them.
     #[arg(
         long,
         env = "WAITING_ROOM_URL",
         default_value = "http://127.0.0.1:50051"
     )]
     pub waiting_room: String,
-    /// Seat map gRPC URL.
+    /// Seat map gRPC URL; several, comma-separated: one URL per replica, calls
+    /// are balanced across them.
     #[arg(long, env = "SEAT_MAP_URL", default_value = "http://127.0.0.1:50052")]
     pub seat_map: String,
-    /// Holds gRPC URL.
+    /// Holds gRPC URL; several, comma-separated: one URL per replica, calls
+    /// are balanced across them.
     #[arg(long, env = "HOLDS_URL", default_value = "http://127.0.0.1:50053")]
     pub holds: String,
-    /// Payments gRPC URL.
+    /// Payments gRPC URL; several, comma-separated: one URL per replica, calls
+    /// are balanced across them.
     #[arg(long, env = "PAYMENTS_URL", default_value = "http://127.0.0.1:50054")]
     pub payments: String,
-    /// Box office gRPC URL.
+    /// Box office gRPC URL; several, comma-separated: one URL per replica, calls
+    /// are balanced across them.
     #[arg(long, env = "BOX_OFFICE_URL", default_value = "http://127.0.0.1:50055")]
     pub box_office: String,
     /// The certificate authority (PEM file) that `https://` services' certificates are

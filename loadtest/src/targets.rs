@@ -15,7 +15,9 @@ use crate::error::{LoadtestError, Result};
 /// Largest message the load test accepts (a 500,000-seat layout is tens of MB).
 const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
 
-/// The gRPC endpoints of one deployment, as URLs such as `http://127.0.0.1:50051`.
+/// The gRPC endpoints of one deployment, as URLs such as `http://127.0.0.1:50051`. Each
+/// target may list several URLs, comma-separated, one per replica: calls to it are
+/// balanced across them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Targets {
     /// Waiting room service URL.
@@ -54,7 +56,8 @@ impl Targets {
     /// Clients of the five services. Nothing is dialled yet: each channel connects on
     /// its first call (and reconnects after a failure), so a service may start later.
     ///
-    /// Errors: [`LoadtestError::InvalidTarget`] naming the first URL that does not parse.
+    /// Errors: [`LoadtestError::InvalidTarget`] naming the target and the first of its
+    /// URLs that does not parse.
     pub fn clients(&self) -> Result<Clients> {
         let ca = self.ca_pem.as_deref();
         Ok(Clients {
@@ -78,9 +81,24 @@ const CONNECTION_WINDOW: u32 = 8 << 20;
 /// HTTP/2 stream flow-control window of every channel, bytes.
 const STREAM_WINDOW: u32 = 1 << 20;
 
-/// A lazily connected channel to `url`; an `https://` one verifies the server against
-/// `ca` (PEM).
-fn channel(name: &'static str, url: &str, ca: Option<&str>) -> Result<Channel> {
+/// A lazily connected channel to the target `name` at `urls`, comma-separated URLs of
+/// its replicas: one endpoint each, with the same settings, and calls balanced across
+/// them ([`Channel::balance_list`]) when there are several.
+fn channel(name: &'static str, urls: &str, ca: Option<&str>) -> Result<Channel> {
+    let mut endpoints = urls
+        .split(',')
+        .map(|url| endpoint(name, url, ca))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(if endpoints.len() == 1 {
+        endpoints.remove(0).connect_lazy()
+    } else {
+        Channel::balance_list(endpoints.into_iter())
+    })
+}
+
+/// The endpoint of one replica of the target `name` at `url`; an `https://` one
+/// verifies the server against `ca` (PEM).
+fn endpoint(name: &'static str, url: &str, ca: Option<&str>) -> Result<Endpoint> {
     let invalid = |reason: String| LoadtestError::InvalidTarget {
         name,
         url: url.to_owned(),
@@ -101,18 +119,15 @@ fn channel(name: &'static str, url: &str, ca: Option<&str>) -> Result<Channel> {
         // CANCELLED on every call in flight).
         .initial_connection_window_size(CONNECTION_WINDOW)
         .initial_stream_window_size(STREAM_WINDOW);
-    let endpoint = match (url.starts_with("https://"), ca) {
+    match (url.starts_with("https://"), ca) {
         (true, Some(ca)) => endpoint
             .tls_config(ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca)))
-            .map_err(|e| invalid(e.to_string()))?,
-        (true, None) => {
-            return Err(invalid(
-                "an https:// target needs the certificate authority to verify it".into(),
-            ));
-        }
-        (false, _) => endpoint,
-    };
-    Ok(endpoint.connect_lazy())
+            .map_err(|e| invalid(e.to_string())),
+        (true, None) => Err(invalid(
+            "an https:// target needs the certificate authority to verify it".into(),
+        )),
+        (false, _) => Ok(endpoint),
+    }
 }
 
 #[cfg(test)]
@@ -142,5 +157,38 @@ mod tests {
             err,
             LoadtestError::InvalidTarget { name: "holds", .. }
         ));
+        let err = targets("http://127.0.0.1:3,127.0.0.1:4")
+            .clients()
+            .unwrap_err();
+        assert!(
+            matches!(&err, LoadtestError::InvalidTarget { name: "holds", url, .. } if url == "127.0.0.1:4"),
+            "{err}"
+        );
+    }
+
+    /// A two-URL target dials both replicas: the balancer connects to every replica
+    /// on its first call.
+    #[tokio::test]
+    async fn a_two_url_target_dials_both_replicas() {
+        use stadium_kit::testing::loopback_listener;
+        use stadium_proto::holds::v1::ReleaseHoldRequest;
+
+        let (first, first_addr) = loopback_listener().await;
+        let (second, second_addr) = loopback_listener().await;
+        let mut holds = targets(&format!("http://{first_addr},http://{second_addr}"))
+            .clients()
+            .unwrap()
+            .holds;
+        // No server answers on these listeners, so the call waits; it only makes the
+        // balancer dial.
+        let call =
+            tokio::spawn(async move { holds.release_hold(ReleaseHoldRequest::default()).await });
+        let both = async { tokio::join!(first.accept(), second.accept()) };
+        let (a, b) = tokio::time::timeout(Duration::from_secs(30), both)
+            .await
+            .expect("both replicas dialled");
+        a.unwrap();
+        b.unwrap();
+        call.abort();
     }
 }

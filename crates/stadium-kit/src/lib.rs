@@ -11,6 +11,7 @@
 //!   of a service's error to a status, and the rows every service shares;
 //! - [`auth`]: the bearer token of a request;
 //! - [`tls`]: TLS on every listener, mutual TLS between services ([`Tls`](tls::Tls));
+//! - [`balance`]: one channel balancing calls over every replica of another service;
 //! - [`caller`]: who calls a service-role RPC: a service by certificate, staff by token;
 //! - [`dev_pki`]: a certificate authority generated for a development run;
 //! - [`body_limit`]: request size limits per method ([`BodyLimit`](body_limit::BodyLimit));
@@ -25,6 +26,7 @@
 pub mod args;
 pub mod auth;
 pub mod background;
+pub mod balance;
 pub mod body_limit;
 pub mod caller;
 pub mod dev_pki;

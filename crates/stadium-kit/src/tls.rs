@@ -177,7 +177,8 @@ fn describe(error: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The endpoint of another service at `uri` (the value of `flag`): `https://` with
-/// [`Tls::client_config`] when this service has TLS, `http://` when it has none.
+/// [`Tls::client_config`] when this service has TLS, `http://` when it has none. For a
+/// service with several replicas, [`crate::balance::channel`] builds one per URL.
 ///
 /// # Errors
 /// [`StartError::Config`] naming `flag` when the scheme does not match (an `http://`

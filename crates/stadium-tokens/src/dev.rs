@@ -20,6 +20,7 @@ pub const DEV_ISSUER: &str = "stadium-dev";
 pub struct DevIssuer {
     fan: FanSessionIssuer,
     admin: AdminIssuer,
+    issuer: String,
 }
 
 impl DevIssuer {
@@ -36,6 +37,15 @@ impl DevIssuer {
     ///
     /// Errors: none in practice ([`TokenError::InvalidKey`] if key setup failed).
     pub fn from_seed(seed: &[u8; 32]) -> Result<Self, TokenError> {
+        Self::from_seed_as(seed, DEV_ISSUER)
+    }
+
+    /// As [`from_seed`](Self::from_seed), minting tokens with `iss` = `issuer`: a
+    /// stand-in for a real login in a production-mode run on one machine, where
+    /// services refuse the development issuer's name.
+    ///
+    /// Errors: [`TokenError::InvalidInput`] for an empty `issuer`.
+    pub fn from_seed_as(seed: &[u8; 32], issuer: &str) -> Result<Self, TokenError> {
         let probe = Ed25519Key::from_seed("dev", seed)?;
         let thumb = probe
             .public_jwk()
@@ -44,9 +54,15 @@ impl DevIssuer {
         let kid = format!("dev-{}", thumb.get(..12).unwrap_or(&thumb));
         let ring = SigningKeyRing::new(Ed25519Key::from_seed(kid, seed)?);
         Ok(DevIssuer {
-            fan: FanSessionIssuer::new(ring.clone(), DEV_ISSUER)?,
-            admin: AdminIssuer::new(ring, DEV_ISSUER)?,
+            fan: FanSessionIssuer::new(ring.clone(), issuer)?,
+            admin: AdminIssuer::new(ring, issuer)?,
+            issuer: issuer.to_owned(),
         })
+    }
+
+    /// The `iss` of the tokens it mints.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
     }
 
     /// A fan session for `fan_id`, valid from `now` for one hour.
@@ -99,13 +115,38 @@ impl DevIssuer {
     ///
     /// Errors: [`TokenError::InvalidInput`] for an empty `audience`.
     pub fn fan_session_verifier(&self, audience: &str) -> Result<FanSessionVerifier, TokenError> {
-        FanSessionVerifier::new(self.verification_keys(), DEV_ISSUER, audience)
+        FanSessionVerifier::new(self.verification_keys(), &self.issuer, audience)
     }
 
     /// A verifier of this issuer's admin tokens for the service named `audience`.
     ///
     /// Errors: [`TokenError::InvalidInput`] for an empty `audience`.
     pub fn admin_verifier(&self, audience: &str) -> Result<AdminVerifier, TokenError> {
-        AdminVerifier::new(self.verification_keys(), DEV_ISSUER, audience)
+        AdminVerifier::new(self.verification_keys(), &self.issuer, audience)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stand_in_issuer_mints_under_its_own_name() {
+        let seed = [7u8; 32];
+        let stand_in = DevIssuer::from_seed_as(&seed, "https://login.example").unwrap();
+        assert_eq!(stand_in.issuer(), "https://login.example");
+        let token = stand_in
+            .fan_session("fan-1", SystemTime::now())
+            .unwrap()
+            .token;
+        let own = stand_in
+            .fan_session_verifier(crate::audience::HOLDS)
+            .unwrap();
+        assert!(own.verify(&token, SystemTime::now()).is_ok());
+        // Same key, development name: the token's iss does not match.
+        let dev = DevIssuer::from_seed(&seed).unwrap();
+        let dev_verifier = dev.fan_session_verifier(crate::audience::HOLDS).unwrap();
+        assert!(dev_verifier.verify(&token, SystemTime::now()).is_err());
+        assert!(DevIssuer::from_seed_as(&seed, "").is_err());
     }
 }

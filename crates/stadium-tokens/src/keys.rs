@@ -150,6 +150,22 @@ impl Ed25519Key {
         self.encoding.as_bytes().to_vec()
     }
 
+    /// The private key as one PEM `PRIVATE KEY` block (RFC 7468 §10), the form
+    /// [`SigningKeyRing::from_pkcs8_pems`] reads. Handle as a secret.
+    pub fn to_pkcs8_pem(&self) -> String {
+        use base64::Engine as _;
+        let body = base64::engine::general_purpose::STANDARD.encode(self.to_pkcs8_der());
+        let lines: Vec<&str> = body
+            .as_bytes()
+            .chunks(64)
+            .map(|line| std::str::from_utf8(line).unwrap_or_default())
+            .collect();
+        format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            lines.join("\n")
+        )
+    }
+
     /// The public JWK: `kty` OKP, `crv` Ed25519, `x` (base64url), `kid`, `alg` EdDSA, `use` sig.
     pub fn public_jwk(&self) -> Jwk {
         public_jwk(&self.kid, &self.public)
@@ -560,14 +576,6 @@ mod tests {
         assert_eq!(key.kid(), "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
     }
 
-    fn pem_of(key: &Ed25519Key) -> String {
-        use base64::engine::general_purpose::STANDARD;
-        format!(
-            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
-            STANDARD.encode(key.to_pkcs8_der())
-        )
-    }
-
     #[test]
     fn a_ring_loads_from_pem_blocks_in_order() {
         let (a, b) = (
@@ -575,7 +583,8 @@ mod tests {
             Ed25519Key::generate("b").unwrap(),
         );
         let ring =
-            SigningKeyRing::from_pkcs8_pems(&format!("{}\n{}", pem_of(&b), pem_of(&a))).unwrap();
+            SigningKeyRing::from_pkcs8_pems(&format!("{}\n{}", b.to_pkcs8_pem(), a.to_pkcs8_pem()))
+                .unwrap();
         let kid_a = thumbprint_kid(&a.public_key()).unwrap();
         let kid_b = thumbprint_kid(&b.public_key()).unwrap();
         assert_eq!(ring.current_kid(), kid_b, "the first block signs");
@@ -585,10 +594,10 @@ mod tests {
         for bad in [
             String::new(),
             "junk".to_owned(),
-            format!("{}{}", pem_of(&a), pem_of(&a)),
-            format!("junk {}", pem_of(&a)),
-            format!("{} junk", pem_of(&a)),
-            pem_of(&a).replace("-----END PRIVATE KEY-----", ""),
+            format!("{}{}", a.to_pkcs8_pem(), a.to_pkcs8_pem()),
+            format!("junk {}", a.to_pkcs8_pem()),
+            format!("{} junk", a.to_pkcs8_pem()),
+            a.to_pkcs8_pem().replace("-----END PRIVATE KEY-----", ""),
         ] {
             assert!(SigningKeyRing::from_pkcs8_pems(&bad).is_err(), "{bad:?}");
         }

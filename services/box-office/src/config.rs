@@ -42,17 +42,23 @@ pub struct Config {
 
     /// gRPC address of the waiting room, told about every sale change
     /// (`ConfigureEvent`, `SetAdmissionRate`). Unset: changes are stored and the push is
-    /// reported as skipped.
-    #[arg(long, env = "WAITING_ROOM_URL", value_parser = grpc_url, value_name = "URL")]
-    pub waiting_room_url: Option<http::Uri>,
+    /// reported as skipped. Comma-separated, one URL per replica; calls are balanced
+    /// across them.
+    #[arg(long, env = "WAITING_ROOM_URL", value_parser = grpc_url, value_name = "URL",
+          value_delimiter = ',', action = clap::ArgAction::Set)]
+    pub waiting_room_url: Vec<http::Uri>,
 
-    /// gRPC address of the holds service (BlockSeats, ReleaseSeats).
-    #[arg(long, env = "HOLDS_URL", value_parser = grpc_url, value_name = "URL")]
-    pub holds_url: Option<http::Uri>,
+    /// gRPC address of the holds service (BlockSeats, ReleaseSeats). Comma-separated,
+    /// one URL per replica; calls are balanced across them.
+    #[arg(long, env = "HOLDS_URL", value_parser = grpc_url, value_name = "URL",
+          value_delimiter = ',', action = clap::ArgAction::Set)]
+    pub holds_url: Vec<http::Uri>,
 
-    /// gRPC address of the payments service (IssueComp, RefundOrder).
-    #[arg(long, env = "PAYMENTS_URL", value_parser = grpc_url, value_name = "URL")]
-    pub payments_url: Option<http::Uri>,
+    /// gRPC address of the payments service (IssueComp, RefundOrder). Comma-separated,
+    /// one URL per replica; calls are balanced across them.
+    #[arg(long, env = "PAYMENTS_URL", value_parser = grpc_url, value_name = "URL",
+          value_delimiter = ',', action = clap::ArgAction::Set)]
+    pub payments_url: Vec<http::Uri>,
 
     /// Development only, without TLS: an admin token (role `service`, `sub` box-office)
     /// standing for the box office when it pushes sale settings and seat counts to the
@@ -161,7 +167,7 @@ mod tests {
         let c = parse(&["--service-token", "tok-secret"]).unwrap();
         assert_eq!(c.canary_interval(), Some(Duration::from_secs(60)));
         assert_eq!(c.inventory_interval(), Some(Duration::from_secs(1)));
-        assert!(c.waiting_room_url.is_none());
+        assert!(c.waiting_room_url.is_empty());
         assert_eq!(
             c.service_token.as_ref().unwrap().expose_secret(),
             "tok-secret"
@@ -182,9 +188,19 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.inventory_interval(), None);
-        assert_eq!(c.holds_url.as_ref().and_then(|u| u.host()), Some("holds"));
+        let hosts: Vec<_> = c.holds_url.iter().map(http::Uri::host).collect();
+        assert_eq!(hosts, [Some("holds")]);
+        assert!(c.payments_url.is_empty());
         assert_eq!(c.canary_interval(), None);
         assert!(parse(&["--payments-url", "payments:50054"]).is_err());
+        assert!(parse(&["--payments-url", "http://payments-0:50054,payments-1:50054"]).is_err());
+        let c = parse(&[
+            "--payments-url",
+            "http://payments-0:50054,http://payments-1:50054",
+        ])
+        .unwrap();
+        let hosts: Vec<_> = c.payments_url.iter().map(http::Uri::host).collect();
+        assert_eq!(hosts, [Some("payments-0"), Some("payments-1")]);
         assert!(parse(&["--push-attempts", "0"]).is_err());
         assert!(Config::try_parse_from(["box-office"]).is_err());
     }

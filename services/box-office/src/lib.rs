@@ -79,11 +79,26 @@ pub struct Parts {
     pub reporter: Option<clients::seat_report::Reporter>,
 }
 
-fn channel(flag: &str, uri: &http::Uri, tls: Option<&Tls>) -> Result<Channel, StartError> {
-    Ok(stadium_kit::tls::endpoint(flag, uri, tls)?
-        .connect_timeout(Duration::from_secs(2))
-        .timeout(Duration::from_secs(5))
-        .connect_lazy())
+/// A channel to the service at `uris` (the values of `flag`), balanced over its
+/// replicas (see [`stadium_kit::balance::channel`]).
+fn channel(flag: &str, uris: &[http::Uri], tls: Option<&Tls>) -> Result<Channel, StartError> {
+    stadium_kit::balance::channel(flag, uris, tls, |endpoint| {
+        endpoint
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(Duration::from_secs(5))
+    })
+}
+
+/// As [`channel`], `None` when the flag is unset (no URL).
+fn optional_channel(
+    flag: &str,
+    uris: &[http::Uri],
+    tls: Option<&Tls>,
+) -> Result<Option<Channel>, StartError> {
+    if uris.is_empty() {
+        return Ok(None);
+    }
+    channel(flag, uris, tls).map(Some)
 }
 
 /// Connects to the database and builds the service from `config`; background work
@@ -99,36 +114,29 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
     let auth = auth::Authenticator::new(keys, &config.identity_issuer)
         .map_err(|e| StartError::Config(format!("--identity-issuer: {e}")))?;
     let tls = config.common.tls.load(SERVICE_NAME)?;
-    let waiting_room = match (&config.waiting_room_url, &config.service_token) {
-        (Some(url), token) => {
-            let bearer = token
-                .as_ref()
-                .map(|token| Bearer::new(token.expose_secret()))
-                .transpose()
-                .map_err(|e| StartError::Config(format!("--service-token: {e}")))?;
-            if bearer.is_none() && tls.is_none() {
-                return Err(StartError::Config(
-                    "--waiting-room-url needs TLS (--tls-cert-file, --tls-key-file, --tls-ca-file) or, in development, --service-token".into(),
-                ));
-            }
-            Some((channel("--waiting-room-url", url, tls.as_ref())?, bearer))
+    let waiting_room = if config.waiting_room_url.is_empty() {
+        tracing::warn!("no --waiting-room-url: sale changes are stored but not pushed");
+        None
+    } else {
+        let bearer = config
+            .service_token
+            .as_ref()
+            .map(|token| Bearer::new(token.expose_secret()))
+            .transpose()
+            .map_err(|e| StartError::Config(format!("--service-token: {e}")))?;
+        if bearer.is_none() && tls.is_none() {
+            return Err(StartError::Config(
+                "--waiting-room-url needs TLS (--tls-cert-file, --tls-key-file, --tls-ca-file) or, in development, --service-token".into(),
+            ));
         }
-        (None, _) => {
-            tracing::warn!("no --waiting-room-url: sale changes are stored but not pushed");
-            None
-        }
+        let urls = &config.waiting_room_url;
+        Some((channel("--waiting-room-url", urls, tls.as_ref())?, bearer))
     };
     let upstream = clients::upstream::Upstream {
-        holds: config
-            .holds_url
-            .as_ref()
-            .map(|u| channel("--holds-url", u, tls.as_ref()).map(HoldsClient::new))
-            .transpose()?,
-        payments: config
-            .payments_url
-            .as_ref()
-            .map(|u| channel("--payments-url", u, tls.as_ref()).map(PaymentsClient::new))
-            .transpose()?,
+        holds: optional_channel("--holds-url", &config.holds_url, tls.as_ref())?
+            .map(HoldsClient::new),
+        payments: optional_channel("--payments-url", &config.payments_url, tls.as_ref())?
+            .map(PaymentsClient::new),
     };
     let pool = stadium_db::connect(
         config.database_url.expose_secret(),

@@ -3,9 +3,10 @@
 use std::time::Duration;
 
 use stadium_kit::StartError;
-use stadium_kit::args::CommonArgs;
+use stadium_kit::args::{CommonArgs, grpc_url};
 use stadium_kit::mode::{Convenience, development_issuer};
 use stadium_tokens::{DevIssuer, SigningKeyRing};
+use tonic::codegen::http;
 
 /// Configuration of one holds process.
 #[derive(Clone, clap::Parser)]
@@ -40,8 +41,10 @@ pub struct Config {
     pub migrate: bool,
 
     /// The waiting room's gRPC URL; admission keys come from its `GetSigningKeys`.
-    #[arg(long, env = "WAITING_ROOM_URL", value_name = "URL")]
-    pub waiting_room_url: Option<String>,
+    /// Comma-separated, one URL per replica; calls are balanced across them.
+    #[arg(long, env = "WAITING_ROOM_URL", value_name = "URL", value_parser = grpc_url,
+          value_delimiter = ',', action = clap::ArgAction::Set)]
+    pub waiting_room_url: Vec<http::Uri>,
 
     /// A fixed JWK Set (JSON) for admission tokens instead of fetching from the waiting
     /// room (local runs and tests).
@@ -189,7 +192,7 @@ impl Config {
     /// # Errors
     /// A message naming the missing flags.
     pub fn validate(&self) -> Result<(), String> {
-        if self.waiting_room_url.is_none() && self.admission_jwks.is_none() {
+        if self.waiting_room_url.is_empty() && self.admission_jwks.is_none() {
             return Err("admission keys need --waiting-room-url or --admission-jwks".into());
         }
         Ok(())
@@ -232,9 +235,39 @@ mod tests {
     }
 
     #[test]
+    fn the_waiting_room_url_lists_its_replicas() {
+        let c = parse(&["--waiting-room-url", "http://wr-0:50051,http://wr-1:50051"]).unwrap();
+        let hosts: Vec<_> = c.waiting_room_url.iter().map(|u| u.host()).collect();
+        assert_eq!(hosts, [Some("wr-0"), Some("wr-1")]);
+        assert!(c.validate().is_ok());
+        // A later flag replaces an earlier one (wrappers append overrides).
+        let c = parse(&[
+            "--waiting-room-url",
+            "http://wr-0:50051,http://wr-1:50051",
+            "--waiting-room-url",
+            "http://wr-2:50051",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.waiting_room_url,
+            ["http://wr-2:50051".parse::<http::Uri>().unwrap()]
+        );
+        assert!(parse(&["--waiting-room-url", "http://wr-0:50051,wr-1:50051"]).is_err());
+    }
+
+    #[test]
     fn bad_values_are_refused() {
         assert!(parse(&["--sweep-batch", "0"]).is_err());
-        assert!(parse(&["--waiting-room-url", "a", "--admission-jwks", "{}"]).is_err());
+        assert!(parse(&["--waiting-room-url", "a"]).is_err());
+        assert!(
+            parse(&[
+                "--waiting-room-url",
+                "http://wr:1",
+                "--admission-jwks",
+                "{}"
+            ])
+            .is_err()
+        );
         assert!(Config::try_parse_from(["holds"]).is_err());
     }
 }

@@ -57,23 +57,21 @@ pub struct Parts {
 /// [`StartError::Migrate`].
 pub async fn build(config: &Config) -> Result<Parts, StartError> {
     config.validate().map_err(StartError::Config)?;
-    let source: Arc<dyn auth::JwksSource> = match (&config.admission_jwks, &config.waiting_room_url)
-    {
-        (Some(json), _) => Arc::new(auth::StaticJwks(json.clone())),
-        (None, Some(url)) => {
+    let source: Arc<dyn auth::JwksSource> = match &config.admission_jwks {
+        Some(json) => Arc::new(auth::StaticJwks(json.clone())),
+        None => {
             let tls = config.common.tls.load("holds")?;
-            let uri: tonic::codegen::http::Uri = url
-                .parse()
-                .map_err(|e| StartError::Config(format!("--waiting-room-url: {e}")))?;
-            let channel = stadium_kit::tls::endpoint("--waiting-room-url", &uri, tls.as_ref())?
-                .connect_timeout(Duration::from_secs(2))
-                .connect_lazy();
+            let channel = stadium_kit::balance::channel(
+                "--waiting-room-url",
+                &config.waiting_room_url,
+                tls.as_ref(),
+                |endpoint| endpoint.connect_timeout(Duration::from_secs(2)),
+            )?;
             Arc::new(clients::waiting_room::WaitingRoomJwks::new(
                 channel,
                 Duration::from_secs(2),
             ))
         }
-        (None, None) => return Err(StartError::Config("no admission key source".into())),
     };
     build_with_source(config, source).await
 }

@@ -38,16 +38,20 @@ pub struct Config {
     pub migrate: bool,
 
     /// gRPC address of the holds service, which books a paid hold (`ConfirmHold`),
-    /// e.g. `http://127.0.0.1:50053`.
-    #[arg(long, env = "HOLDS_URL", value_parser = grpc_url, value_name = "URL")]
-    pub holds_url: http::Uri,
+    /// e.g. `http://127.0.0.1:50053`. Comma-separated, one URL per replica; calls are
+    /// balanced across them.
+    #[arg(long, env = "HOLDS_URL", value_parser = grpc_url, value_name = "URL",
+          value_delimiter = ',', action = clap::ArgAction::Set, required = true)]
+    pub holds_url: Vec<http::Uri>,
 
     /// gRPC address of the waiting room, told when a fan's order is paid so an
     /// event's cap on active admitted fans gets the place back
     /// (`CompleteAdmission`, best effort). Unset: not told; places return when
-    /// admission tokens expire.
-    #[arg(long, env = "WAITING_ROOM_URL", value_parser = grpc_url, value_name = "URL")]
-    pub waiting_room_url: Option<http::Uri>,
+    /// admission tokens expire. Comma-separated, one URL per replica; calls are
+    /// balanced across them.
+    #[arg(long, env = "WAITING_ROOM_URL", value_parser = grpc_url, value_name = "URL",
+          value_delimiter = ',', action = clap::ArgAction::Set)]
+    pub waiting_room_url: Vec<http::Uri>,
 
     /// Longest wait for one holds (or waiting-room) call, in milliseconds.
     #[arg(long, env = "HOLDS_TIMEOUT_MS", default_value_t = 3000,
@@ -93,9 +97,11 @@ pub struct Config {
     pub provider_notice_secret: SecretString,
 
     /// gRPC address of a standalone simulated provider (`sim-provider`) to charge
-    /// through, e.g. `http://127.0.0.1:51054`. Unset: an in-process simulated provider.
-    #[arg(long, env = "PROVIDER_URL", value_parser = grpc_url, value_name = "URL")]
-    pub provider_url: Option<http::Uri>,
+    /// through, e.g. `http://127.0.0.1:51054`. Comma-separated, one URL per replica;
+    /// calls are balanced across them. Unset: an in-process simulated provider.
+    #[arg(long, env = "PROVIDER_URL", value_parser = grpc_url, value_name = "URL",
+          value_delimiter = ',', action = clap::ArgAction::Set)]
+    pub provider_url: Vec<http::Uri>,
 
     /// Latency the in-process simulated provider adds to every call, in milliseconds.
     #[arg(
@@ -169,7 +175,7 @@ impl Config {
             development_issuer(&self.identity_issuer, "--identity-issuer")
                 .into_iter()
                 .collect();
-        if self.provider_url.is_none() {
+        if self.provider_url.is_empty() {
             uses.push(Convenience::new(
                 "the in-process simulated payment provider, which approves every test card",
                 "--provider-url",
@@ -322,7 +328,10 @@ mod tests {
     #[test]
     fn parses_its_flags_and_hides_secrets() {
         let config = parse(&["--ticket-signing-seed", &"ab".repeat(32)]).unwrap();
-        assert_eq!(config.holds_url.host(), Some("holds"));
+        assert_eq!(config.holds_url.len(), 1);
+        assert_eq!(config.holds_url[0].host(), Some("holds"));
+        assert!(config.waiting_room_url.is_empty());
+        assert!(config.provider_url.is_empty());
         assert_eq!(config.ticket_seed().unwrap(), Some([0xab; 32]));
         assert_eq!(config.reconcile_interval(), Some(Duration::from_secs(5)));
         assert_eq!(config.flow_timeout(), Duration::from_secs(21));
@@ -331,6 +340,28 @@ mod tests {
         for secret in ["secret@db", "service.jwt.sig", "notice-secret", "abab"] {
             assert!(!debug.contains(secret), "{secret} printed");
         }
+    }
+
+    #[test]
+    fn service_urls_list_their_replicas() {
+        let with_holds = |holds: &'static str| {
+            let mut args = REQUIRED;
+            args[4] = holds;
+            Config::try_parse_from(args)
+        };
+        let config = with_holds("http://holds-0:50053,http://holds-1:50053").unwrap();
+        let hosts: Vec<_> = config.holds_url.iter().map(http::Uri::host).collect();
+        assert_eq!(hosts, [Some("holds-0"), Some("holds-1")]);
+        assert!(with_holds("http://holds-0:50053,holds-1:50053").is_err());
+        assert!(
+            parse(&["--holds-url", "http://holds-1:50053"]).is_err(),
+            "given twice"
+        );
+
+        let config = parse(&["--provider-url", "http://sim-0:51054,http://sim-1:51054"]).unwrap();
+        assert_eq!(config.provider_url.len(), 2);
+        let instead: Vec<_> = config.conveniences().iter().map(|c| c.instead).collect();
+        assert!(!instead.contains(&"--provider-url"), "{instead:?}");
     }
 
     #[test]

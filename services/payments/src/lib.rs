@@ -121,9 +121,7 @@ pub async fn build_with_metrics(
         stadium_db::migrate(&pool).await?;
     }
     let tls = config.common.tls.load(SERVICE_NAME)?;
-    let channel = stadium_kit::tls::endpoint("--holds-url", &config.holds_url, tls.as_ref())?
-        .connect_timeout(Duration::from_secs(2))
-        .connect_lazy();
+    let holds_channel = channel("--holds-url", &config.holds_url, tls.as_ref())?;
     let bearer = config
         .service_token
         .as_ref()
@@ -131,7 +129,7 @@ pub async fn build_with_metrics(
         .transpose()
         .map_err(|e| StartError::Config(format!("--service-token: {e}")))?;
     let holds = clients::holds::HoldsGateway::new(
-        channel,
+        holds_channel,
         bearer.clone(),
         Duration::from_millis(config.holds_timeout_ms),
     );
@@ -148,12 +146,10 @@ pub async fn build_with_metrics(
             .as_bytes()
             .to_vec(),
     );
-    if let Some(url) = &config.waiting_room_url {
-        let channel = stadium_kit::tls::endpoint("--waiting-room-url", url, tls.as_ref())?
-            .connect_timeout(Duration::from_secs(2))
-            .connect_lazy();
+    if !config.waiting_room_url.is_empty() {
+        let waiting_room = channel("--waiting-room-url", &config.waiting_room_url, tls.as_ref())?;
         core = core.with_admission_reporter(clients::waiting_room::AdmissionReporter::new(
-            channel,
+            waiting_room,
             bearer,
             Duration::from_millis(config.holds_timeout_ms),
         ));
@@ -161,6 +157,18 @@ pub async fn build_with_metrics(
     Ok(Parts {
         core: Arc::new(core),
         auth: Arc::new(auth),
+    })
+}
+
+/// A channel to the service at `uris` (the values of `flag`), balanced over its
+/// replicas (see [`stadium_kit::balance::channel`]).
+fn channel(
+    flag: &str,
+    uris: &[http::Uri],
+    tls: Option<&stadium_kit::tls::Tls>,
+) -> Result<tonic::transport::Channel, StartError> {
+    stadium_kit::balance::channel(flag, uris, tls, |endpoint| {
+        endpoint.connect_timeout(Duration::from_secs(2))
     })
 }
 
@@ -176,22 +184,17 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let provider: Arc<dyn PaymentProvider> = match &config.provider_url {
-        Some(url) => {
-            let tls = config.common.tls.load(SERVICE_NAME)?;
-            let channel = stadium_kit::tls::endpoint("--provider-url", url, tls.as_ref())?
-                .connect_timeout(Duration::from_secs(2))
-                .connect_lazy();
-            Arc::new(provider::remote::RemoteProvider::new(channel))
-        }
-        None => {
-            let sim = SimulatedProvider::new();
-            sim.set_faults(Faults {
-                latency: Duration::from_millis(config.sim_provider_latency_ms),
-                ..Faults::default()
-            });
-            Arc::new(sim)
-        }
+    let provider: Arc<dyn PaymentProvider> = if config.provider_url.is_empty() {
+        let sim = SimulatedProvider::new();
+        sim.set_faults(Faults {
+            latency: Duration::from_millis(config.sim_provider_latency_ms),
+            ..Faults::default()
+        });
+        Arc::new(sim)
+    } else {
+        let tls = config.common.tls.load(SERVICE_NAME)?;
+        let remote = channel("--provider-url", &config.provider_url, tls.as_ref())?;
+        Arc::new(provider::remote::RemoteProvider::new(remote))
     };
     let parts = build(&config, provider).await?;
     serve_parts(&config, parts, listener, shutdown).await
