@@ -117,6 +117,9 @@ impl Ctx {
         match result {
             Ok(response) => Ok(response.into_inner()),
             Err(status) => {
+                // A replica killed mid-call cuts the connection: that is UNAVAILABLE
+                // (retried), not a fault the service answered.
+                let status = stadium_kit::status::transport_failure_as_unavailable(status);
                 self.stats.error(rpc, &status);
                 Err(status)
             }

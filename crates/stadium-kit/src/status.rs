@@ -94,6 +94,30 @@ pub fn error_info(status: &Status) -> Option<ErrorInfo> {
     status.get_details_error_info()
 }
 
+/// `status` as a caller should read it: a call whose connection failed before the
+/// server answered (the server process died mid-call, the network cut) becomes
+/// UNAVAILABLE, as gRPC's HTTP/2 mapping asks (grpc/grpc `doc/PROTOCOL-HTTP2.md`,
+/// "Errors"); tonic reports an I/O failure under HTTP/2 as UNKNOWN ("h2 protocol
+/// error"). Such a status is told apart by being UNKNOWN *and made on this side from an
+/// error* (it has a `source`): an UNKNOWN the server sent arrives without one and is
+/// returned as it is, as is every other status.
+///
+/// The call may or may not have run on the server: only an idempotent call may be
+/// repeated on this UNAVAILABLE.
+pub fn transport_failure_as_unavailable(status: Status) -> Status {
+    if status.code() == Code::Unknown && std::error::Error::source(&status).is_some() {
+        Status::unavailable(bounded(
+            format!(
+                "the connection failed before an answer: {}",
+                status.message()
+            ),
+            MAX_MESSAGE_BYTES,
+        ))
+    } else {
+        status
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +174,15 @@ mod tests {
         assert!(status.details().len() < 64 * 1024);
         assert_eq!(bounded("short", 10), "short");
         assert_eq!(bounded("abcdef", 4), "a…");
+    }
+
+    #[test]
+    fn an_unknown_the_server_sent_stays_unknown() {
+        let sent = transport_failure_as_unavailable(Status::unknown("boom"));
+        assert_eq!(sent.code(), Code::Unknown);
+        assert_eq!(sent.message(), "boom");
+        let refused = transport_failure_as_unavailable(Status::not_found("no hold"));
+        assert_eq!(refused.code(), Code::NotFound);
     }
 
     #[test]
