@@ -1,9 +1,14 @@
-//! The all-in-one runner: the five stadium services in one process on loopback ports,
-//! over the given PostgreSQL/Redis or a private pair started from the machine's
-//! binaries, and the on-sale scenario run against them.
+//! The runner: the five stadium services in one process on loopback ports, or as
+//! replicas in processes of their own started from the Kubernetes manifests, over the
+//! given PostgreSQL/Redis or a private pair started from the machine's binaries; and
+//! the on-sale scenario run against them.
 
+pub mod deployment;
 pub mod onsale;
+pub mod replicas;
 pub mod stack;
+mod stores;
 
+pub use deployment::Deployment;
 pub use onsale::{DatabaseCheck, FloorOutcome, OnSaleConfig};
 pub use stack::{Endpoints, PaymentTiming, Stack, StackOptions};

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use stadium_runner::onsale::FloorConfig;
+use stadium_runner::replicas::{self, ProcessOptions, ProcessStack, ReplicaCounts};
 use stadium_runner::{OnSaleConfig, Stack, StackOptions};
 use stadium_tokens::Role;
 
@@ -54,6 +55,8 @@ enum Command {
         stores: StoreArgs,
         #[command(flatten)]
         sale: SaleArgs,
+        #[command(flatten)]
+        processes: ProcessArgs,
     },
 }
 
@@ -118,6 +121,26 @@ struct SaleArgs {
     floor_clients: u16,
 }
 
+/// The services as separate processes instead of in this one.
+#[derive(clap::Args)]
+struct ProcessArgs {
+    /// Run the services as separate processes, several replicas each (3 waiting
+    /// rooms, 2 seat maps, 2 holds, 2 payments, 1 box office), started from the
+    /// Kubernetes manifests in production mode over mutual TLS, balanced on the client
+    /// side; payments charge one shared simulated provider process.
+    #[arg(long)]
+    replicas: bool,
+    /// With --replicas: once a fifth of the seats is sold, kill one replica of each
+    /// service with SIGKILL and restart it; the run fails unless every one comes back
+    /// and the sale still ends clean.
+    #[arg(long, requires = "replicas")]
+    kill_mid_sale: bool,
+    /// With --replicas: the folder of the service binaries; unset: beside this program
+    /// (build them with `cargo build --release --bins`).
+    #[arg(long, value_name = "DIR", requires = "replicas")]
+    bin_dir: Option<PathBuf>,
+}
+
 fn seed(hex_seed: Option<&str>) -> anyhow::Result<Option<[u8; 32]>> {
     hex_seed
         .map(|s| {
@@ -149,7 +172,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn onsale(stores: StoreArgs, sale: SaleArgs) -> anyhow::Result<bool> {
+async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> anyhow::Result<bool> {
     anyhow::ensure!(
         (0.0..=1.0).contains(&sale.best_available_share),
         "--best-available-share {} is not within 0..=1",
@@ -161,7 +184,6 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs) -> anyhow::Result<bool> {
     };
     let mut svg_file = create(&sale.report_svg)?;
     let mut json_file = sale.report_json.as_ref().map(create).transpose()?;
-    let stack = Stack::start(options(stores, None)?).await?;
     let config = OnSaleConfig {
         venue: sale.venue,
         seats: sale.seats,
@@ -179,10 +201,39 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs) -> anyhow::Result<bool> {
             clients: usize::from(sale.floor_clients),
         }),
     };
-    let outcome = stadium_runner::onsale::run(&stack, &config).await;
-    stack.stop().await?;
-    let (report, check, floor) = outcome?;
+    let outcome = if processes.replicas {
+        anyhow::ensure!(
+            stores.dev_issuer_seed.is_none(),
+            "--dev-issuer-seed: replicas run in production mode, which trusts no development issuer"
+        );
+        let bin_dir = match processes.bin_dir {
+            Some(dir) => dir,
+            None => replicas::binaries_beside_this_program()?,
+        };
+        let mut stack = ProcessStack::start(ProcessOptions {
+            database_url: stores.database_url,
+            redis_url: stores.redis_url,
+            replicas: ReplicaCounts::default(),
+            bin_dir,
+        })
+        .await?;
+        println!("replicas: logs in {}", stack.dir.join("logs").display());
+        let deployment = stack.deployment();
+        let disrupt = processes.kill_mid_sale.then_some(&mut stack);
+        let outcome = stadium_runner::onsale::run(&deployment, &config, disrupt).await;
+        stack.stop().await;
+        outcome
+    } else {
+        let stack = Stack::start(options(stores, None)?).await?;
+        let outcome = stadium_runner::onsale::run(&stack.deployment(), &config, None).await;
+        stack.stop().await?;
+        outcome
+    };
+    let (report, check, floor, disruption) = outcome?;
     println!("{}", report.to_text());
+    if let Some(disruption) = &disruption {
+        println!("{}", disruption.to_text());
+    }
     println!("{}", check.to_text());
     println!("{}", floor.to_text(report.sold_out_after_s));
     svg_file
@@ -194,7 +245,7 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs) -> anyhow::Result<bool> {
             .with_context(|| format!("write {}", path.display()))?;
         println!("report: {}", path.display());
     }
-    Ok(report.is_ok() && check.is_ok())
+    Ok(report.is_ok() && check.is_ok() && disruption.is_none_or(|d| d.is_ok()))
 }
 
 /// Runs a command; `Ok(false)` when an on-sale found a violation or a disagreement.
@@ -206,7 +257,11 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         otlp_endpoint: std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok(),
     })?;
     match cli.command {
-        Command::Onsale { stores, sale } => onsale(stores, sale).await,
+        Command::Onsale {
+            stores,
+            sale,
+            processes,
+        } => onsale(stores, sale, processes).await,
         Command::Up { stores, base_port } => {
             let stop = stadium_kit::shutdown::shutdown_on_signals();
             let mut stack = Stack::start(options(stores, base_port)?).await?;

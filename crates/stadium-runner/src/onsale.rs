@@ -1,4 +1,4 @@
-//! The on-sale against a running [`Stack`]: set the event up through the box office,
+//! The on-sale against a running [`Deployment`]: set the event up through the box office,
 //! let simulated fans buy through the other four services, then hold the report up
 //! against the database itself.
 
@@ -10,8 +10,10 @@ use anyhow::Context;
 use loadtest::floor::sellout::{SelloutFloor, SelloutFloorOptions, sellout_floor};
 use loadtest::{Credentials, EventOptions, OnSaleOptions, RunReport, VenueSource};
 use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
 
-use crate::stack::Stack;
+use crate::Deployment;
+use crate::replicas::{ProcessStack, Restart};
 
 /// What to sell and to how many fans.
 #[derive(Debug, Clone)]
@@ -150,18 +152,123 @@ impl DatabaseCheck {
     }
 }
 
-/// Runs the on-sale against `stack`, checks the result against its database, then
-/// measures the floor when `config` asks for it.
+/// Replicas killed with SIGKILL in the middle of the sale and restarted: when, and how
+/// long each took to serve again.
+#[derive(Debug, Clone, Default)]
+pub struct Disruption {
+    /// Seats sold when the kills came, of the venue's seats.
+    pub sold_at_kill: (i64, i64),
+    /// Each replica killed, and when it served again.
+    pub restarts: Vec<Restart>,
+    /// Why the kills did not happen mid-sale or a replica did not come back.
+    pub failure: Option<String>,
+}
+
+impl Disruption {
+    /// True when every kill came mid-sale and every replica served again.
+    pub fn is_ok(&self) -> bool {
+        self.failure.is_none() && !self.restarts.is_empty()
+    }
+
+    /// A few readable lines for the terminal.
+    pub fn to_text(&self) -> String {
+        let mut out = "Replicas killed mid-sale (SIGKILL, then restarted)\n".to_owned();
+        if let Some(failure) = &self.failure {
+            out.push_str(&format!("  FAILED: {failure}\n"));
+            return out;
+        }
+        let (sold, seats) = self.sold_at_kill;
+        out.push_str(&format!(
+            "  killed when {sold} of {seats} seats were sold\n"
+        ));
+        for restart in &self.restarts {
+            out.push_str(&format!(
+                "  {:<16} serving again {:.1} s after the kill\n",
+                restart.replica,
+                restart.serving_again_after.as_secs_f64()
+            ));
+        }
+        out
+    }
+}
+
+/// Share of the seats sold at which [`disrupt_mid_sale`] kills: a fifth.
+const KILL_AT_SOLD_DIVISOR: i64 = 5;
+
+/// Waits until a fifth of the newest event's seats (an event made after
+/// `events_before`) are sold, then kills one replica of each service and restarts them.
+/// Gives up when `sale_over` is cancelled first.
+async fn disrupt_mid_sale(
+    stack: &mut ProcessStack,
+    pool: &PgPool,
+    events_before: i64,
+    sale_over: &CancellationToken,
+) -> Disruption {
+    loop {
+        tokio::select! {
+            () = sale_over.cancelled() => return Disruption {
+                failure: Some("the sale ended before a fifth of the seats was sold".into()),
+                ..Disruption::default()
+            },
+            () = tokio::time::sleep(Duration::from_millis(200)) => {}
+        }
+        let sold = sqlx::query_as::<_, (i64, i64)>(
+            "SELECT (SELECT count(*) FROM holds.seat_holds h
+                      WHERE h.event_id = e.event_id AND h.status = 'booked' AND h.kind = 'fan'),
+                    (SELECT count(*) FROM catalog.event_seats s WHERE s.event_id = e.event_id)
+               FROM catalog.events e WHERE e.event_id > $1 ORDER BY e.event_id DESC LIMIT 1",
+        )
+        .bind(events_before)
+        .fetch_optional(pool)
+        .await;
+        let (sold, seats) = match sold {
+            Ok(Some(counts)) => counts,
+            Ok(None) => continue,
+            Err(e) => {
+                return Disruption {
+                    failure: Some(format!("reading the sale's progress: {e}")),
+                    ..Disruption::default()
+                };
+            }
+        };
+        if seats == 0 || sold * KILL_AT_SOLD_DIVISOR < seats {
+            continue;
+        }
+        if sold >= seats {
+            return Disruption {
+                failure: Some(format!("the sale sold out ({sold} seats) before the kills")),
+                ..Disruption::default()
+            };
+        }
+        return match stack.kill_one_of_each().await {
+            Ok(restarts) => Disruption {
+                sold_at_kill: (sold, seats),
+                restarts,
+                failure: None,
+            },
+            Err(e) => Disruption {
+                sold_at_kill: (sold, seats),
+                failure: Some(format!("{e:#}")),
+                ..Disruption::default()
+            },
+        };
+    }
+}
+
+/// Runs the on-sale against `deployment`, checks the result against its database, then
+/// measures the floor when `config` asks for it. With `disrupt`, one replica of each of
+/// its services is killed (SIGKILL) and restarted once a fifth of the seats is sold.
 ///
 /// # Errors
 /// Setting the event up, the run itself, or the database check failed to run (a
 /// violated invariant is not an error: it is in the returned check and report).
 pub async fn run(
-    stack: &Stack,
+    deployment: &Deployment,
     config: &OnSaleConfig,
-) -> anyhow::Result<(RunReport, DatabaseCheck, FloorOutcome)> {
-    let targets = stack.endpoints.targets();
-    let creds = Credentials::new(Arc::clone(&stack.issuer));
+    disrupt: Option<&mut ProcessStack>,
+) -> anyhow::Result<(RunReport, DatabaseCheck, FloorOutcome, Option<Disruption>)> {
+    let targets = deployment.endpoints.targets();
+    let creds = Credentials::new(Arc::clone(&deployment.issuer));
     let venue = match &config.venue {
         Some(path) => VenueSource::from_file(path)?,
         None => VenueSource::generated(config.seats, config.sections)?,
@@ -179,16 +286,34 @@ pub async fn run(
         best_available_share: config.best_available_share,
         ..OnSaleOptions::default()
     };
-    let report = loadtest::run_scenario(
-        &targets,
-        &creds,
-        venue,
-        &event_options,
-        &options,
-        config.progress,
-    )
-    .await?;
-    let pool = stadium_db::connect(&stack.database_url, &Default::default()).await?;
+    let pool = stadium_db::connect(&deployment.database_url, &Default::default()).await?;
+    let events_before: i64 =
+        sqlx::query_scalar("SELECT coalesce(max(event_id), 0)::bigint FROM catalog.events")
+            .fetch_one(&pool)
+            .await
+            .context("read the last event id")?;
+    let sale_over = CancellationToken::new();
+    let sale = async {
+        let report = loadtest::run_scenario(
+            &targets,
+            &creds,
+            venue,
+            &event_options,
+            &options,
+            config.progress,
+        )
+        .await;
+        sale_over.cancel();
+        report
+    };
+    let disruption = async {
+        match disrupt {
+            Some(stack) => Some(disrupt_mid_sale(stack, &pool, events_before, &sale_over).await),
+            None => None,
+        }
+    };
+    let (report, disruption) = tokio::join!(sale, disruption);
+    let report = report?;
     let check = check_database(&pool, &report).await?;
     pool.close().await;
     let floor = match &config.floor {
@@ -197,16 +322,16 @@ pub async fn run(
             let options = SelloutFloorOptions {
                 pgbench: floor.pgbench.clone(),
                 clients: floor.clients,
-                window_ms: stack.payment_timing.window_ms,
-                lease_ms: stack.payment_timing.lease_ms,
+                window_ms: deployment.payment_timing.window_ms,
+                lease_ms: deployment.payment_timing.lease_ms,
             };
-            match sellout_floor(&stack.database_url, report.orders_paid, &options).await {
+            match sellout_floor(&deployment.database_url, report.orders_paid, &options).await {
                 Ok(measured) => FloorOutcome::Measured(measured),
                 Err(e) => FloorOutcome::Failed(e.to_string()),
             }
         }
     };
-    Ok((report, check, floor))
+    Ok((report, check, floor, disruption))
 }
 
 /// Counts the event's seats by state in the database and compares them with the

@@ -8,6 +8,8 @@ use anyhow::{Context, anyhow};
 use stadium_kit::caller::service;
 use stadium_kit::dev_pki::DevPki;
 use stadium_localstack::LocalStack;
+
+use crate::stores::Stores;
 use stadium_tokens::DevIssuer;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
@@ -162,6 +164,16 @@ fn parse<C: clap::Parser>(pki: &DevPki, dir: &std::path::Path, args: &[&str]) ->
 }
 
 impl Stack {
+    /// The deployment an on-sale runs against.
+    pub fn deployment(&self) -> crate::Deployment {
+        crate::Deployment {
+            endpoints: self.endpoints.clone(),
+            database_url: self.database_url.clone(),
+            issuer: Arc::clone(&self.issuer),
+            payment_timing: self.payment_timing,
+        }
+    }
+
     /// Starts the stores (when no URL is given), applies migrations and starts the five
     /// services.
     ///
@@ -169,39 +181,12 @@ impl Stack {
     /// A store that cannot start (the message names the package to install when a
     /// binary is missing), a migration, or a service that fails to start.
     pub async fn start(options: StackOptions) -> anyhow::Result<Stack> {
-        let local = if options.database_url.is_none() || options.redis_url.is_none() {
-            // It logs where it runs; it is removed at exit (also on Ctrl-C, via stop or drop).
-            Some(LocalStack::start().await?)
-        } else {
-            None
-        };
-        let database_url = options
-            .database_url
-            .clone()
-            .or_else(|| local.as_ref().map(|l| l.database_url().to_owned()))
-            .context("database URL")?;
-        let redis_url = options
-            .redis_url
-            .clone()
-            .or_else(|| local.as_ref().map(|l| l.redis_url().to_owned()))
-            .context("redis URL")?;
-
-        let pool = stadium_db::connect(&database_url, &Default::default())
-            .await
-            .context("connect to PostgreSQL")?;
-        stadium_db::migrate(&pool)
-            .await
-            .context("apply migrations")?;
-        // Event ids restart in a new database while Redis may keep an old queue: the
-        // database's oid in the key prefix keeps the two from meeting.
-        let database_oid = sqlx::query_scalar!(
-            r#"SELECT oid::bigint AS "oid!" FROM pg_database WHERE datname = current_database()"#,
-        )
-        .fetch_one(&pool)
-        .await
-        .context("read the database's oid")?;
-        let key_prefix = format!("stadium:wr:{database_oid}:");
-        pool.close().await;
+        let Stores {
+            database_url,
+            redis_url,
+            key_prefix,
+            local,
+        } = Stores::open(options.database_url.clone(), options.redis_url.clone()).await?;
 
         let seed = options.dev_issuer_seed.unwrap_or_else(rand::random);
         let issuer = DevIssuer::from_seed(&seed)?;

@@ -6,33 +6,14 @@
 
 use std::time::Duration;
 
+#[path = "support/arena.rs"]
+mod arena;
 mod support;
 
+use arena::arena_csv;
 use stadium_runner::onsale::FloorConfig;
 use stadium_runner::{FloorOutcome, OnSaleConfig};
 use support::stack_on_fresh_database;
-
-/// A 500-seat arena as a CSV manifest: 4 sections × 5 rows × 25 seats, the front two
-/// rows of each section in category A.
-fn arena_csv() -> tempfile::NamedTempFile {
-    let mut csv = String::from("section,row,seat,category,x,y\n");
-    for section in 1..=4 {
-        for row in 1..=5 {
-            for seat in 1..=25 {
-                let category = if row <= 2 { "A" } else { "B" };
-                let x = section * 40 + seat;
-                let y = row * 2;
-                csv.push_str(&format!("S{section},{row},{seat},{category},{x},{y}\n"));
-            }
-        }
-    }
-    let file = tempfile::Builder::new()
-        .suffix(".csv")
-        .tempfile()
-        .expect("temp file");
-    std::fs::write(file.path(), csv).expect("write manifest");
-    file
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_small_on_sale_sells_each_seat_once_and_the_report_matches_the_database() {
@@ -55,9 +36,9 @@ async fn a_small_on_sale_sells_each_seat_once_and_the_report_matches_the_databas
             clients: 4,
         }),
     };
-    let outcome = stadium_runner::onsale::run(&stack, &config).await;
+    let outcome = stadium_runner::onsale::run(&stack.deployment(), &config, None).await;
     stack.stop().await.expect("clean stop");
-    let (report, check, floor) = outcome.expect("the on-sale runs");
+    let (report, check, floor, _) = outcome.expect("the on-sale runs");
     println!(
         "{}\n{}\n{}",
         report.to_text(),

@@ -1,0 +1,100 @@
+//! The replica run (issue 14, point 6): the services as separate processes started
+//! from the Kubernetes manifests — 3 waiting rooms, 2 seat maps, 2 holds, 2 payments,
+//! a box office and one shared simulated provider — in production mode over mutual
+//! TLS, balanced on the client side. About 2,000 fans buy 500 seats through them while
+//! one replica of every service is killed with SIGKILL a fifth of the way into the sale
+//! and restarted; then the stored data is checked as after any on-sale.
+
+use std::time::Duration;
+
+#[path = "support/arena.rs"]
+mod arena;
+
+use stadium_runner::OnSaleConfig;
+use stadium_runner::replicas::{self, ProcessOptions, ProcessStack, ReplicaCounts};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_on_sale_through_replicas_ends_clean_with_one_of_each_killed_mid_sale() {
+    let db = stadium_testkit::fresh_database().await;
+    let bin_dir = replicas::binaries_beside_this_program()
+        .expect("the service binaries are built with the tests (cargo test --workspace)");
+    let mut stack = ProcessStack::start(ProcessOptions {
+        database_url: Some(db.url.clone()),
+        redis_url: Some(stadium_testkit::redis_url().await),
+        replicas: ReplicaCounts::default(),
+        bin_dir,
+    })
+    .await
+    .expect("every replica starts in production mode");
+    let logs = stack.dir.join("logs");
+    let manifest = arena::arena_csv();
+    let config = OnSaleConfig {
+        venue: Some(manifest.path().to_owned()),
+        seats: 500,
+        sections: 4,
+        fans: 2_000,
+        admission_rate: 30_000,
+        hold_ttl: Duration::from_secs(20),
+        onsale_lead: Duration::from_secs(2),
+        time_scale: 10.0,
+        best_available_share: 0.8,
+        seed: 11,
+        progress: false,
+        floor: None,
+    };
+    let deployment = stack.deployment();
+    let outcome = stadium_runner::onsale::run(&deployment, &config, Some(&mut stack)).await;
+    let mut modes = Vec::new();
+    for entry in std::fs::read_dir(&logs).expect("the run's logs") {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        modes.push((name, text.contains("starting in production mode")));
+    }
+    stack.stop().await;
+    let (report, check, _, disruption) = outcome.expect("the on-sale runs");
+    let disruption = disruption.expect("kills were asked for");
+    println!(
+        "{}\n{}\n{}",
+        report.to_text(),
+        disruption.to_text(),
+        check.to_text()
+    );
+
+    // Every service replica ran in production mode; the provider stand-in is the one
+    // development process.
+    for (log, production) in &modes {
+        assert_eq!(*production, !log.starts_with("sim-provider"), "{log}");
+    }
+    assert_eq!(modes.len(), 11, "{modes:?}");
+    assert!(disruption.is_ok(), "{}", disruption.to_text());
+    let mut killed: Vec<&str> = disruption
+        .restarts
+        .iter()
+        .map(|r| r.replica.as_str())
+        .collect();
+    killed.sort_unstable();
+    assert_eq!(
+        killed,
+        [
+            "box-office#0",
+            "holds#0",
+            "payments#0",
+            "seat-map#0",
+            "waiting-room#0"
+        ]
+    );
+    let (sold, seats) = disruption.sold_at_kill;
+    assert!(0 < sold && sold < seats, "killed at {sold} of {seats}");
+
+    assert_eq!(check.seats_claimed_twice, 0, "a seat has two active claims");
+    assert_eq!(check.payments_per_hold_over_one, 0, "a hold was paid twice");
+    assert_eq!(check.tickets, check.sold, "one valid ticket per sold seat");
+    assert_eq!(check.sold, check.seats, "the on-sale sold out");
+    assert_eq!(
+        report.unexpected_refunds, 0,
+        "a timely payment was refunded"
+    );
+    assert!(check.is_ok(), "{:?}", check.disagreements);
+    assert!(report.is_ok(), "{}", report.to_text());
+}
