@@ -69,6 +69,10 @@ pub enum Error {
     /// reconciler finishes it.
     #[error("payment provider unavailable: {0}")]
     ProviderUnavailable(String),
+    /// The payment was charged through a provider this process is not configured with:
+    /// it is left for a process that has it (the provider's name).
+    #[error("payment provider {0} is not configured in this process")]
+    ProviderNotConfigured(crate::provider::ProviderName),
     /// A seat of the hold had no price when it was claimed.
     #[error("a seat of the hold has no price")]
     PriceMissing,
@@ -131,7 +135,9 @@ impl ServiceError for Error {
             Self::IdempotencyKeyReused => (Code::FailedPrecondition, Reason::IdempotencyKeyReused),
             Self::PaymentDeclined(_) => (Code::FailedPrecondition, Reason::PaymentDeclined),
             Self::PaymentAbandoned => (Code::FailedPrecondition, Reason::PaymentAbandoned),
-            Self::ProviderUnavailable(_) => (Code::Unavailable, Reason::ProviderUnavailable),
+            Self::ProviderUnavailable(_) | Self::ProviderNotConfigured(_) => {
+                (Code::Unavailable, Reason::ProviderUnavailable)
+            }
             Self::PriceMissing => (Code::FailedPrecondition, Reason::PriceMissing),
             Self::OrderNotFound => (Code::NotFound, Reason::OrderNotFound),
             Self::NotRefundable(_) => (Code::FailedPrecondition, Reason::NotRefundable),
@@ -178,11 +184,16 @@ impl ServiceError for Error {
                 | Self::CorruptRow(_)
                 | Self::Dependency { .. }
                 | Self::ProviderUnavailable(_)
+                | Self::ProviderNotConfigured(_)
         )
     }
 
     fn public_message(&self) -> Option<String> {
-        matches!(self, Self::ProviderUnavailable(_)).then(|| {
+        matches!(
+            self,
+            Self::ProviderUnavailable(_) | Self::ProviderNotConfigured(_)
+        )
+        .then(|| {
             "the payment provider did not answer; the payment will be completed or refunded \
              automatically"
                 .to_owned()

@@ -14,8 +14,9 @@
 //!
 //! Layout: [`config`] (flags), [`grpc`] (the tonic service), [`domain`] (ids, states,
 //! ticket codes), [`store`] (SQL), [`service`] (the flows), [`clients`] (holds, the
-//! waiting room), [`provider`] (the provider trait and the simulated provider), [`auth`],
-//! [`reconciler`], [`metrics`], [`error`] (the one error table).
+//! waiting room), [`provider`] (the provider trait, the simulated provider and the
+//! Stripe adapter), [`webhook`] (Stripe's webhooks over HTTP), [`auth`], [`reconciler`],
+//! [`metrics`], [`error`] (the one error table).
 
 pub mod auth;
 pub mod clients;
@@ -28,6 +29,7 @@ pub mod provider;
 pub mod reconciler;
 pub mod service;
 pub mod store;
+pub mod webhook;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +43,7 @@ use stadium_tokens::VerificationKeys;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-pub use config::Config;
+pub use config::{Config, ProviderChoice};
 pub use error::Error;
 
 use crate::domain::ticket_code::TicketSigner;
@@ -90,6 +92,7 @@ pub async fn build_with_metrics(
     metrics: Arc<metrics::Metrics>,
 ) -> Result<Parts, StartError> {
     config.common.admit(SERVICE_NAME, &config.conveniences())?;
+    config.check_provider()?;
     let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
         .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
     let auth = auth::Authenticator::new(identity, &config.identity_issuer)
@@ -173,18 +176,40 @@ fn channel(
 }
 
 /// Serves the payments API on `listener` until `shutdown` is cancelled, then drains
-/// in-flight requests (at most `--grace-period-ms`) and returns. Charges go to the
-/// standalone simulated provider at `--provider-url`, else to an in-process one (latency
-/// from `--sim-provider-latency-ms`).
+/// in-flight requests (at most `--grace-period-ms`) and returns. Charges go to Stripe
+/// with `--provider stripe`; else to the standalone simulated provider at
+/// `--provider-url`, else to an in-process one (latency from
+/// `--sim-provider-latency-ms`).
 ///
 /// # Errors
-/// As [`build`]; [`StartError::Server`].
+/// As [`build`] and [`provider`]; [`StartError::Server`].
 pub async fn serve(
     config: Config,
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let provider: Arc<dyn PaymentProvider> = if config.provider_url.is_empty() {
+    let provider = provider(&config)?;
+    let parts = build(&config, provider).await?;
+    serve_parts(&config, parts, listener, shutdown).await
+}
+
+/// The provider the flags choose (see [`serve`]).
+///
+/// # Errors
+/// [`StartError::Config`] for unusable provider flags or an unreadable secret file.
+pub fn provider(config: &Config) -> Result<Arc<dyn PaymentProvider>, StartError> {
+    config.check_provider()?;
+    if config.provider == ProviderChoice::Stripe {
+        let stripe = provider::stripe::StripeProvider::new(
+            &config.stripe_api_url,
+            &config.stripe_secret_key()?,
+            Duration::from_millis(config.provider_timeout_ms),
+        )
+        .map_err(|e| StartError::Config(format!("--stripe-api-url: {e}")))?;
+        tracing::info!(api = %config.stripe_api_url, "charging through stripe");
+        return Ok(Arc::new(stripe));
+    }
+    Ok(if config.provider_url.is_empty() {
         let sim = SimulatedProvider::new();
         sim.set_faults(Faults {
             latency: Duration::from_millis(config.sim_provider_latency_ms),
@@ -195,17 +220,17 @@ pub async fn serve(
         let tls = config.common.tls.load(SERVICE_NAME)?;
         let remote = channel("--provider-url", &config.provider_url, tls.as_ref())?;
         Arc::new(provider::remote::RemoteProvider::new(remote))
-    };
-    let parts = build(&config, provider).await?;
-    serve_parts(&config, parts, listener, shutdown).await
+    })
 }
 
 /// As [`serve`] with parts already built. The reconciler runs inside this future (one
 /// pass at start, then every `--reconcile-interval-ms`), so dropping the future stops
-/// it too; on shutdown it is cancelled before the server drains.
+/// it too; on shutdown it is cancelled before the server drains. With
+/// `--webhook-listen`, Stripe's webhooks are served there too, until shutdown.
 ///
 /// # Errors
-/// [`StartError::Server`].
+/// [`StartError::Config`] for an unreadable webhook secret; [`StartError::Server`]
+/// (the webhook address not bound, or its listener failing).
 pub async fn serve_parts(
     config: &Config,
     parts: Parts,
@@ -230,6 +255,30 @@ pub async fn serve_parts(
         .with_method_timeout(grpc::REFUND_ORDER_PATH, flows)
         .add_service(BodyLimit::new(PaymentsServer::new(api), MAX_CALL_BYTES))
         .serve(listener, shutdown.clone());
-    let (served, ()) = tokio::join!(server, reconciler);
+    let webhooks = match config.webhook_listen {
+        Some(addr) => {
+            let hooks = webhook::StripeWebhooks::new(
+                parts.core.clone(),
+                config.stripe_webhook_secret()?,
+                config.stripe_webhook_tolerance(),
+            );
+            let listener = TcpListener::bind(addr)
+                .await
+                .map_err(|e| StartError::Server(stadium_kit::KitError::Listener(e)))?;
+            Some((listener, hooks))
+        }
+        None => None,
+    };
+    let webhooks = async {
+        let Some((listener, hooks)) = webhooks else {
+            return;
+        };
+        if let Err(error) = webhook::serve(listener, hooks, shutdown.clone()).await {
+            // The API keeps serving: the reconciler still finishes every payment
+            // without webhooks; but a person must look.
+            tracing::error!(%error, "stripe webhooks stopped");
+        }
+    };
+    let (served, (), ()) = tokio::join!(server, reconciler, webhooks);
     served.map_err(StartError::from)
 }

@@ -44,12 +44,12 @@ impl Metrics {
                 .build(),
             reconciler: meter
                 .u64_counter("payments.reconciler.actions")
-                .with_description("reconciler actions (captured, refunded, failed, skipped, error)")
+                .with_description("reconciler actions (captured, refunded, failed, skipped, error, other_provider)")
                 .with_unit("{action}")
                 .build(),
             notices: meter
                 .u64_counter("payments.notices")
-                .with_description("provider notices by outcome (applied, duplicate)")
+                .with_description("provider notices by outcome (applied, duplicate, deferred, noted, rejected, refused)")
                 .with_unit("{notice}")
                 .build(),
             provider_latency: meter

@@ -5,13 +5,19 @@
 //! the first call's result and moves no money again. Payments uses the hold key for the
 //! charge and `refund:<hold key>` for the refund (see [`crate::domain::HoldKey`]).
 //!
-//! Notice signatures: hex HMAC-SHA256, keyed with the secret shared with the provider,
+//! Implementations: [`sim`] (in process), [`remote`] (the simulator in another process,
+//! over gRPC) and [`stripe`] (Stripe's PaymentIntents API over HTTPS). Each payment
+//! records the [`ProviderName`] it was charged through (`payments.payments.provider`),
+//! and only that provider is ever asked about it.
+//!
+//! Notice signatures (the gRPC `ProviderNotice` path): hex HMAC-SHA256, keyed with the secret shared with the provider,
 //! over the UTF-8 text `notice_id \n kind \n idempotency_key \n provider_charge_id \n
 //! amount_minor \n currency` (kind as in [`NoticeKind::as_str`], amount in decimal).
 
 pub mod remote;
 pub mod server;
 pub mod sim;
+pub mod stripe;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -81,9 +87,48 @@ pub enum ProviderError {
     Rejected(String),
 }
 
+/// Which provider a payment was charged through, as `payments.payments.provider`
+/// stores it (the column's check constraint lists the same names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderName {
+    /// The simulated provider, in process or standalone (`sim`): one ledger per
+    /// simulator, so either face of it is the same provider to a payment.
+    Sim,
+    /// Stripe's PaymentIntents API (`stripe`).
+    Stripe,
+}
+
+impl ProviderName {
+    /// The stored name: `sim` or `stripe`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sim => "sim",
+            Self::Stripe => "stripe",
+        }
+    }
+
+    /// Parses a stored name; `None` for any other text.
+    pub fn from_db(text: &str) -> Option<Self> {
+        match text {
+            "sim" => Some(Self::Sim),
+            "stripe" => Some(Self::Stripe),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A payment provider. Implementations must honour idempotency keys.
 #[tonic::async_trait]
 pub trait PaymentProvider: Send + Sync + std::fmt::Debug + 'static {
+    /// Which provider this is; recorded on every payment charged through it.
+    fn name(&self) -> ProviderName;
+
     /// Charges `request.amount`.
     ///
     /// # Errors
@@ -186,6 +231,14 @@ impl Notice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn provider_names_round_trip() {
+        for name in [ProviderName::Sim, ProviderName::Stripe] {
+            assert_eq!(ProviderName::from_db(name.as_str()), Some(name));
+        }
+        assert_eq!(ProviderName::from_db("paypal"), None);
+    }
 
     #[test]
     fn notice_signatures_cover_every_field() {

@@ -13,7 +13,8 @@ use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use super::{
-    ChargeOutcome, ChargeRequest, LedgerRecord, PaymentProvider, ProviderError, RefundRequest,
+    ChargeOutcome, ChargeRequest, LedgerRecord, PaymentProvider, ProviderError, ProviderName,
+    RefundRequest,
 };
 use crate::domain::Money;
 
@@ -65,6 +66,10 @@ fn outcome(charge: SimChargeResponse) -> ChargeOutcome {
 
 #[tonic::async_trait]
 impl PaymentProvider for RemoteProvider {
+    fn name(&self) -> ProviderName {
+        ProviderName::Sim
+    }
+
     async fn charge(&self, request: &ChargeRequest) -> Result<ChargeOutcome, ProviderError> {
         let answer = self
             .client

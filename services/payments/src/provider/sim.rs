@@ -14,7 +14,7 @@ use tokio::sync::{Notify, watch};
 
 use super::{
     ChargeOutcome, ChargeRequest, LedgerRecord, Notice, NoticeKind, PaymentProvider, ProviderError,
-    RefundRequest,
+    ProviderName, RefundRequest,
 };
 use crate::domain::Money;
 
@@ -185,6 +185,10 @@ enum AfterCharge {
 
 #[tonic::async_trait]
 impl PaymentProvider for SimulatedProvider {
+    fn name(&self) -> ProviderName {
+        ProviderName::Sim
+    }
+
     async fn charge(&self, request: &ChargeRequest) -> Result<ChargeOutcome, ProviderError> {
         self.before_call().await?;
         let gate = self.gate.lock().unwrap_or_else(|p| p.into_inner()).clone();

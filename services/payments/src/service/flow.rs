@@ -1,5 +1,6 @@
 //! Confirm: intent, charge, booking, capture or refund.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stadium_db::{RetryPolicy, retry_transient};
@@ -9,7 +10,7 @@ use super::PaymentsService;
 use crate::clients::holds::{Booking, PaymentStart};
 use crate::domain::{HoldKey, Order, Payment, PaymentStatus, RefundReason, method_digest};
 use crate::error::Error;
-use crate::provider::{ChargeOutcome, ChargeRequest, RefundRequest};
+use crate::provider::{ChargeOutcome, ChargeRequest, PaymentProvider, ProviderName, RefundRequest};
 use crate::store::{self, BookedSeat, Lease, NewPayment, NoticeMark};
 
 /// How often a duplicate looks again while the first request runs.
@@ -74,7 +75,7 @@ impl PaymentsService {
             amount,
             method_digest: Some(method_digest(method)),
         };
-        let Some(payment) = store::insert_intent(&self.pool, &new, lease).await? else {
+        let Some(payment) = self.record_intent(&new, lease).await? else {
             let existing = self
                 .payment_by_hold(key)
                 .await?
@@ -83,7 +84,30 @@ impl PaymentsService {
         };
         self.metrics.confirm("new");
         tracing::info!(payment_id = %payment.id, amount_minor = payment.amount.amount_minor, "payment intent recorded");
-        self.charge_and_book(payment, method, lease).await
+        self.charge_and_book(payment, method, lease, self.provider.clone())
+            .await
+    }
+
+    /// Records the intent (see [`store::insert_intent`]) with the provider this process
+    /// charges through: the simulator is the column's default, so its intent is the one
+    /// statement; any other provider's name is written in the intent's transaction, so
+    /// no payment is ever recorded under a provider it was not charged through.
+    async fn record_intent(
+        &self,
+        new: &NewPayment,
+        lease: Lease,
+    ) -> Result<Option<Payment>, Error> {
+        let name = self.provider.name();
+        if name == ProviderName::Sim {
+            return store::insert_intent(&self.pool, new, lease).await;
+        }
+        let mut tx = self.pool.begin().await?;
+        let payment = store::insert_intent(&mut *tx, new, lease).await?;
+        if let Some(payment) = &payment {
+            store::record_provider(&mut tx, payment.id, name).await?;
+        }
+        tx.commit().await?;
+        Ok(payment)
     }
 
     pub(super) async fn payment_by_hold(&self, key: HoldKey) -> Result<Option<Payment>, Error> {
@@ -147,6 +171,8 @@ impl PaymentsService {
                 "{MAX_CHARGE_ATTEMPTS} payment methods were declined for this hold"
             )));
         }
+        // A new attempt goes to the payment's own provider.
+        let provider = self.provider_for(declined.id).await?;
         // The hold must still be alive: holds answers HOLD_EXPIRED (nothing charged) once
         // the payment window that the first attempt opened has passed.
         self.holds
@@ -168,7 +194,7 @@ impl PaymentsService {
             Some(payment) => {
                 self.metrics.confirm("new_attempt");
                 tracing::info!(payment_id = %payment.id, attempt = payment.charge_attempt, "declined payment: new attempt with another method");
-                self.charge_and_book(payment, method, lease).await
+                self.charge_and_book(payment, method, lease, provider).await
             }
             // Another Confirm started an attempt first: its outcome, if it is this method's.
             None => {
@@ -240,7 +266,13 @@ impl PaymentsService {
     ) -> Result<Order, Error> {
         match (payment.status, method) {
             (PaymentStatus::RefundPending, _) => self.finish_refund(payment, lease, None).await,
-            (_, Some(method)) => self.charge_and_book(payment, method, lease).await,
+            (_, Some(method)) => match self.provider_for(payment.id).await {
+                Ok(provider) => self.charge_and_book(payment, method, lease, provider).await,
+                Err(error) => {
+                    self.give_back(payment.id, lease).await;
+                    Err(error)
+                }
+            },
             (_, None) => {
                 let id = payment.id;
                 self.resolve_pending(payment, lease).await?;
@@ -249,11 +281,13 @@ impl PaymentsService {
         }
     }
 
+    /// Charges `payment` through `provider` (the payment's own) and books it.
     async fn charge_and_book(
         &self,
         payment: Payment,
         method: &str,
         lease: Lease,
+        provider: Arc<dyn PaymentProvider>,
     ) -> Result<Order, Error> {
         let request = ChargeRequest {
             idempotency_key: payment.charge_key(),
@@ -261,7 +295,7 @@ impl PaymentsService {
             method_token: method.to_owned(),
         };
         match self
-            .provider_call("charge", self.provider.charge(&request))
+            .provider_call("charge", provider.charge(&request))
             .await
         {
             Ok(ChargeOutcome::Succeeded { charge_id }) => {
@@ -437,6 +471,8 @@ impl PaymentsService {
         payment: &Payment,
         notice: Option<&NoticeMark>,
     ) -> Result<(), Error> {
+        // Before anything moves: the refund goes to the payment's own provider.
+        let provider = self.provider_for(payment.id).await?;
         let reason = payment.refund_reason.unwrap_or(RefundReason::HoldExpired);
         if reason != RefundReason::HoldExpired {
             self.holds
@@ -453,7 +489,7 @@ impl PaymentsService {
             amount: payment.amount.clone(),
         };
         let refund_id = self
-            .provider_call("refund", self.provider.refund(&request))
+            .provider_call("refund", provider.refund(&request))
             .await
             .map_err(|e| Error::ProviderUnavailable(e.to_string()))?;
         let mut tx = self.pool.begin().await?;

@@ -23,6 +23,7 @@ use sqlx::PgPool;
 use crate::clients::holds::HoldsGateway;
 use crate::clients::waiting_room::AdmissionReporter;
 use crate::domain::ticket_code::TicketSigner;
+use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::provider::{PaymentProvider, ProviderError};
 
@@ -114,6 +115,30 @@ impl PaymentsService {
     /// The database pool.
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Counts a provider notice delivery with `outcome` in `payments.notices` (for
+    /// deliveries refused before they reach [`PaymentsService::apply_notice`]).
+    pub fn count_notice(&self, outcome: &'static str) {
+        self.metrics.notice(outcome);
+    }
+
+    /// The provider payment `id` was charged through, if this process has it: each
+    /// payment is only ever asked about, refunded or charged again at its own provider.
+    ///
+    /// # Errors
+    /// [`Error::ProviderNotConfigured`] when the payment's provider is another;
+    /// [`Error::OrderNotFound`] when there is no such payment; [`Error::Database`].
+    async fn provider_for(&self, id: uuid::Uuid) -> Result<Arc<dyn PaymentProvider>, Error> {
+        let name = {
+            let mut conn = self.pool.acquire().await?;
+            crate::store::provider_of(&mut conn, id).await?
+        };
+        match name {
+            Some(name) if name == self.provider.name() => Ok(self.provider.clone()),
+            Some(name) => Err(Error::ProviderNotConfigured(name)),
+            None => Err(Error::OrderNotFound),
+        }
     }
 
     /// Runs a provider call under the timeout, recording its latency.

@@ -37,6 +37,16 @@ impl PaymentsService {
         if !notice.verify(&self.notice_secret, signature) {
             return Err(Error::NoticeSignatureInvalid);
         }
+        self.apply_notice(notice).await
+    }
+
+    /// Applies a provider notice whose authenticity the caller has checked (the gRPC
+    /// path by the notice's HMAC in [`PaymentsService::provider_notice`], Stripe's
+    /// webhook by its `Stripe-Signature`).
+    ///
+    /// # Errors
+    /// [`Error::Database`].
+    pub async fn apply_notice(&self, notice: &Notice) -> Result<NoticeOutcome, Error> {
         let mark = NoticeMark {
             notice_id: notice.notice_id.clone(),
             kind: notice.kind,

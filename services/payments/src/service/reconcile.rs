@@ -4,6 +4,11 @@
 //! in case their charge lands late. Work is taken in the order of each payment's next
 //! visit time, and a visit that leaves a payment unfinished pushes it back with backoff,
 //! so payments that cannot finish yet never starve the others.
+//!
+//! Only a payment's own provider is asked about it: a payment charged through a
+//! provider this process does not have is left alone (counted as `other_provider` in
+//! `payments.reconciler.actions`, logged, and visited again with backoff), for a
+//! process configured with that provider.
 
 use std::time::Duration;
 
@@ -31,6 +36,8 @@ pub struct ReconcileReport {
     pub skipped: u32,
     /// Payments whose completion failed this time (provider or holds unreachable).
     pub errors: u32,
+    /// Payments charged through a provider this process does not have: left alone.
+    pub other_provider: u32,
 }
 
 impl ReconcileReport {
@@ -69,6 +76,11 @@ impl PaymentsService {
                     self.metrics.reconciled(action);
                     report.count(action);
                 }
+                Err(Error::ProviderNotConfigured(provider)) => {
+                    self.metrics.reconciled("other_provider");
+                    report.other_provider += 1;
+                    tracing::warn!(payment_id = %id, %provider, "payment of a provider not configured here: left for a process that has it");
+                }
                 Err(error) => {
                     self.metrics.reconciled("error");
                     report.errors += 1;
@@ -85,6 +97,9 @@ impl PaymentsService {
     /// One payment of the scan: an abandoned one against the provider's record, an
     /// unfinished one under a lease. Returns the action taken.
     async fn visit(&self, id: uuid::Uuid) -> Result<&'static str, Error> {
+        // Another provider's payment: not even leased, so its own process is not kept
+        // waiting.
+        self.provider_for(id).await?;
         let lease = Lease::new(self.settings.lease);
         let taken = {
             let mut conn = self.pool.acquire().await?;
@@ -114,9 +129,10 @@ impl PaymentsService {
         payment: Payment,
         lease: Lease,
     ) -> Result<&'static str, Error> {
+        let provider = self.provider_for(payment.id).await?;
         let key = payment.charge_key();
         let record = self
-            .provider_call("lookup", self.provider.lookup(&key))
+            .provider_call("lookup", provider.lookup(&key))
             .await
             .map_err(|error| Error::ProviderUnavailable(error.to_string()))?;
         match record {
@@ -159,11 +175,15 @@ impl PaymentsService {
         payment: Payment,
         lease: Lease,
     ) -> Result<&'static str, Error> {
+        let provider = match self.provider_for(payment.id).await {
+            Ok(provider) => provider,
+            Err(error) => {
+                self.give_back(payment.id, lease).await;
+                return Err(error);
+            }
+        };
         let key = payment.charge_key();
-        let record = match self
-            .provider_call("lookup", self.provider.lookup(&key))
-            .await
-        {
+        let record = match self.provider_call("lookup", provider.lookup(&key)).await {
             Ok(record) => record,
             Err(error) => {
                 self.give_back(payment.id, lease).await;

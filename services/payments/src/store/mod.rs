@@ -1,4 +1,4 @@
-//! PostgreSQL access for payments (`payments.payments`, `payments.tickets`,
+//! PostgreSQL access for payments (`payments.payments` with the provider of each, `payments.tickets`,
 //! `payments.provider_notices`; an event's currency from the catalog). Every function
 //! takes an executor or `&mut PgConnection`; the caller owns the transaction, and the
 //! hot path's steps are each one statement run as its own transaction. Every state change is a conditional `UPDATE … WHERE status = …`, so of
@@ -9,6 +9,7 @@ mod catalog;
 mod leases;
 mod notices;
 mod payments;
+mod providers;
 pub mod statements;
 mod tickets;
 mod transitions;
@@ -19,6 +20,7 @@ pub use notices::{NoticeMark, mark_notice, notice_seen};
 pub use payments::{
     Cursor, NewPayment, by_hold_key, by_id, insert_comp, insert_intent, list_for_fan,
 };
+pub use providers::{provider_of, record_provider};
 pub use tickets::{BookedSeat, ticket_valid, tickets};
 pub use transitions::{
     begin_refund, capture, finish_refund, mark_abandoned, mark_declined, next_attempt,

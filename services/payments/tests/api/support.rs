@@ -38,6 +38,9 @@ pub const SECTION_SEATS: i32 = 100;
 pub struct PaymentsServer {
     pub parts: payments::Parts,
     pub channel: Channel,
+    /// Its Stripe webhook endpoint (`http://127.0.0.1:<port>/webhooks/stripe`), when it
+    /// charges through Stripe.
+    pub webhook_url: Option<String>,
     shutdown: CancellationToken,
     task: JoinHandle<Result<(), stadium_kit::StartError>>,
 }
@@ -58,6 +61,9 @@ pub struct Options {
     pub count_round_trips: bool,
     /// Payments' `--request-timeout-ms` (its budget for every RPC but the flows).
     pub request_timeout_ms: u64,
+    /// Charge through Stripe's API at this base URL (a fake's) instead of the
+    /// simulator, and serve Stripe's webhooks.
+    pub stripe_api_url: Option<String>,
 }
 
 impl Default for Options {
@@ -69,6 +75,7 @@ impl Default for Options {
             meter: None,
             count_round_trips: false,
             request_timeout_ms: 60_000,
+            stripe_api_url: None,
         }
     }
 }
@@ -130,31 +137,39 @@ impl Stack {
         let sim = SimulatedProvider::new();
         let seed = hex_seed();
         let holds_url = format!("http://{addr}");
-        let (provider, provider_channel): (Arc<dyn PaymentProvider>, _) = if options.remote_provider
-        {
-            let (listener, addr) = loopback_listener().await;
-            let server = SimServer::new(sim.clone(), NOTICE_SECRET.as_bytes().to_vec());
-            // Stops with holds (same token); it holds no database connection.
-            tokio::spawn(payments::provider::server::serve(
-                stadium_kit::server::ServerOptions {
-                    service_name: "sim-provider",
-                    request_timeout: Duration::from_secs(60),
-                    grace_period: Duration::from_secs(1),
-                    tls: None,
-                    health_addr: None,
-                },
-                server,
-                listener,
-                holds_shutdown.clone(),
-            ));
-            let channel = connect(addr).await;
-            (
-                Arc::new(RemoteProvider::new(channel.clone())),
-                Some(channel),
-            )
-        } else {
-            (Arc::new(sim.clone()), None)
-        };
+        let (provider, provider_channel): (Arc<dyn PaymentProvider>, _) =
+            if let Some(url) = &options.stripe_api_url {
+                let stripe = payments::provider::stripe::StripeProvider::new(
+                    &url.parse().unwrap(),
+                    &secrecy::SecretString::from(crate::fake_stripe::SECRET_KEY),
+                    Duration::from_secs(60),
+                )
+                .unwrap();
+                (Arc::new(stripe), None)
+            } else if options.remote_provider {
+                let (listener, addr) = loopback_listener().await;
+                let server = SimServer::new(sim.clone(), NOTICE_SECRET.as_bytes().to_vec());
+                // Stops with holds (same token); it holds no database connection.
+                tokio::spawn(payments::provider::server::serve(
+                    stadium_kit::server::ServerOptions {
+                        service_name: "sim-provider",
+                        request_timeout: Duration::from_secs(60),
+                        grace_period: Duration::from_secs(1),
+                        tls: None,
+                        health_addr: None,
+                    },
+                    server,
+                    listener,
+                    holds_shutdown.clone(),
+                ));
+                let channel = connect(addr).await;
+                (
+                    Arc::new(RemoteProvider::new(channel.clone())),
+                    Some(channel),
+                )
+            } else {
+                (Arc::new(sim.clone()), None)
+            };
         let payments = start_payments(
             &service_db_url,
             &issuers.identity,
@@ -504,6 +519,18 @@ async fn start_payments(
     let wait = options.duplicate_wait_ms.to_string();
     let connections = if options.count_round_trips { 1 } else { 12 };
     let request_timeout = options.request_timeout_ms.to_string();
+    let key_file = stripe_key_file();
+    let stripe_flags: Vec<&str> = match &options.stripe_api_url {
+        Some(url) => vec![
+            "--provider",
+            "stripe",
+            "--stripe-api-url",
+            url,
+            "--stripe-secret-key-file",
+            &key_file,
+        ],
+        None => Vec::new(),
+    };
     let config = payments::Config::embedded(
         database_url,
         connections,
@@ -522,7 +549,10 @@ async fn start_payments(
             "30000",
             "--request-timeout-ms",
             &request_timeout,
-        ],
+        ]
+        .into_iter()
+        .chain(stripe_flags)
+        .collect::<Vec<_>>(),
     )
     .unwrap();
     let parts = match &options.meter {
@@ -541,12 +571,35 @@ async fn start_payments(
         async move { payments::serve_parts(&config, parts, listener, shutdown).await }
     });
     let channel = connect(addr).await;
+    let webhook_url = match options.stripe_api_url {
+        Some(_) => {
+            let (listener, addr) = loopback_listener().await;
+            let hooks = payments::webhook::StripeWebhooks::new(
+                parts.core.clone(),
+                secrecy::SecretString::from(crate::fake_stripe::WEBHOOK_SECRET),
+                payments::provider::stripe::signature::DEFAULT_TOLERANCE,
+            );
+            tokio::spawn(payments::webhook::serve(listener, hooks, shutdown.clone()));
+            Some(format!("http://{addr}{}", payments::webhook::STRIPE_PATH))
+        }
+        None => None,
+    };
     PaymentsServer {
         parts,
         channel,
+        webhook_url,
         shutdown,
         task,
     }
+}
+
+/// A file holding the fake Stripe's secret key, for `--stripe-secret-key-file` (one per
+/// test process, rewritten by each stack).
+fn stripe_key_file() -> String {
+    let path =
+        std::env::temp_dir().join(format!("payments-tests-stripe-key-{}", std::process::id()));
+    std::fs::write(&path, crate::fake_stripe::SECRET_KEY).unwrap();
+    path.to_str().unwrap().to_owned()
 }
 
 pub async fn confirm_with(
