@@ -4,6 +4,7 @@
 //! the on-sale scenario run against them.
 
 pub mod deployment;
+pub mod faults;
 pub mod onsale;
 pub mod replicas;
 pub mod stack;

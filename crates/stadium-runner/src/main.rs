@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use stadium_runner::faults::Plan;
 use stadium_runner::onsale::FloorConfig;
 use stadium_runner::replicas::{self, ProcessOptions, ProcessStack, ReplicaCounts};
 use stadium_runner::{OnSaleConfig, Stack, StackOptions};
@@ -133,8 +134,15 @@ struct ProcessArgs {
     /// With --replicas: once a fifth of the seats is sold, kill one replica of each
     /// service with SIGKILL and restart it; the run fails unless every one comes back
     /// and the sale still ends clean.
-    #[arg(long, requires = "replicas")]
+    #[arg(long, requires = "replicas", conflicts_with = "faults")]
     kill_mid_sale: bool,
+    /// The fault suite (implies --replicas): as the seats sell, kill holds and then
+    /// payments mid-request, make the provider lose the answers of charges it took
+    /// and stall past payments' timeout, deliver notices twice, out of order and late;
+    /// then compare the provider's ledger with ours. The run fails unless the sale
+    /// recovers from each and ends clean.
+    #[arg(long)]
+    faults: bool,
     /// With --replicas: the folder of the service binaries; unset: beside this program
     /// (build them with `cargo build --release --bins`).
     #[arg(long, value_name = "DIR", requires = "replicas")]
@@ -201,7 +209,7 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
             clients: usize::from(sale.floor_clients),
         }),
     };
-    let outcome = if processes.replicas {
+    let outcome = if processes.replicas || processes.faults {
         anyhow::ensure!(
             stores.dev_issuer_seed.is_none(),
             "--dev-issuer-seed: replicas run in production mode, which trusts no development issuer"
@@ -219,7 +227,12 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
         .await?;
         println!("replicas: logs in {}", stack.dir.join("logs").display());
         let deployment = stack.deployment();
-        let disrupt = processes.kill_mid_sale.then_some(&mut stack);
+        let plan = if processes.faults {
+            Some(Plan::fault_suite(stack.provider_timeout))
+        } else {
+            processes.kill_mid_sale.then(Plan::kill_mid_sale)
+        };
+        let disrupt = plan.as_ref().map(|plan| (&mut stack, plan));
         let outcome = stadium_runner::onsale::run(&deployment, &config, disrupt).await;
         stack.stop().await;
         outcome

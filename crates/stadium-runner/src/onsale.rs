@@ -13,7 +13,8 @@ use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
 use crate::Deployment;
-use crate::replicas::{ProcessStack, Restart};
+use crate::faults::{self, Disruption, Fault, Notices, Plan, ledger};
+use crate::replicas::ProcessStack;
 
 /// What to sell and to how many fans.
 #[derive(Debug, Clone)]
@@ -152,112 +153,10 @@ impl DatabaseCheck {
     }
 }
 
-/// Replicas killed with SIGKILL in the middle of the sale and restarted: when, and how
-/// long each took to serve again.
-#[derive(Debug, Clone, Default)]
-pub struct Disruption {
-    /// Seats sold when the kills came, of the venue's seats.
-    pub sold_at_kill: (i64, i64),
-    /// Each replica killed, and when it served again.
-    pub restarts: Vec<Restart>,
-    /// Why the kills did not happen mid-sale or a replica did not come back.
-    pub failure: Option<String>,
-}
-
-impl Disruption {
-    /// True when every kill came mid-sale and every replica served again.
-    pub fn is_ok(&self) -> bool {
-        self.failure.is_none() && !self.restarts.is_empty()
-    }
-
-    /// A few readable lines for the terminal.
-    pub fn to_text(&self) -> String {
-        let mut out = "Replicas killed mid-sale (SIGKILL, then restarted)\n".to_owned();
-        if let Some(failure) = &self.failure {
-            out.push_str(&format!("  FAILED: {failure}\n"));
-            return out;
-        }
-        let (sold, seats) = self.sold_at_kill;
-        out.push_str(&format!(
-            "  killed when {sold} of {seats} seats were sold\n"
-        ));
-        for restart in &self.restarts {
-            out.push_str(&format!(
-                "  {:<16} serving again {:.1} s after the kill\n",
-                restart.replica,
-                restart.serving_again_after.as_secs_f64()
-            ));
-        }
-        out
-    }
-}
-
-/// Share of the seats sold at which [`disrupt_mid_sale`] kills: a fifth.
-const KILL_AT_SOLD_DIVISOR: i64 = 5;
-
-/// Waits until a fifth of the newest event's seats (an event made after
-/// `events_before`) are sold, then kills one replica of each service and restarts them.
-/// Gives up when `sale_over` is cancelled first.
-async fn disrupt_mid_sale(
-    stack: &mut ProcessStack,
-    pool: &PgPool,
-    events_before: i64,
-    sale_over: &CancellationToken,
-) -> Disruption {
-    loop {
-        tokio::select! {
-            () = sale_over.cancelled() => return Disruption {
-                failure: Some("the sale ended before a fifth of the seats was sold".into()),
-                ..Disruption::default()
-            },
-            () = tokio::time::sleep(Duration::from_millis(200)) => {}
-        }
-        let sold = sqlx::query_as::<_, (i64, i64)>(
-            "SELECT (SELECT count(*) FROM holds.seat_holds h
-                      WHERE h.event_id = e.event_id AND h.status = 'booked' AND h.kind = 'fan'),
-                    (SELECT count(*) FROM catalog.event_seats s WHERE s.event_id = e.event_id)
-               FROM catalog.events e WHERE e.event_id > $1 ORDER BY e.event_id DESC LIMIT 1",
-        )
-        .bind(events_before)
-        .fetch_optional(pool)
-        .await;
-        let (sold, seats) = match sold {
-            Ok(Some(counts)) => counts,
-            Ok(None) => continue,
-            Err(e) => {
-                return Disruption {
-                    failure: Some(format!("reading the sale's progress: {e}")),
-                    ..Disruption::default()
-                };
-            }
-        };
-        if seats == 0 || sold * KILL_AT_SOLD_DIVISOR < seats {
-            continue;
-        }
-        if sold >= seats {
-            return Disruption {
-                failure: Some(format!("the sale sold out ({sold} seats) before the kills")),
-                ..Disruption::default()
-            };
-        }
-        return match stack.kill_one_of_each().await {
-            Ok(restarts) => Disruption {
-                sold_at_kill: (sold, seats),
-                restarts,
-                failure: None,
-            },
-            Err(e) => Disruption {
-                sold_at_kill: (sold, seats),
-                failure: Some(format!("{e:#}")),
-                ..Disruption::default()
-            },
-        };
-    }
-}
-
 /// Runs the on-sale against `deployment`, checks the result against its database, then
-/// measures the floor when `config` asks for it. With `disrupt`, one replica of each of
-/// its services is killed (SIGKILL) and restarted once a fifth of the seats is sold.
+/// measures the floor when `config` asks for it. With `disrupt`, the plan's faults are
+/// injected into the stack's processes as the seats sell (see [`crate::faults`]), and
+/// after the sale the provider's ledger is held up against ours.
 ///
 /// # Errors
 /// Setting the event up, the run itself, or the database check failed to run (a
@@ -265,7 +164,7 @@ async fn disrupt_mid_sale(
 pub async fn run(
     deployment: &Deployment,
     config: &OnSaleConfig,
-    disrupt: Option<&mut ProcessStack>,
+    disrupt: Option<(&mut ProcessStack, &Plan)>,
 ) -> anyhow::Result<(RunReport, DatabaseCheck, FloorOutcome, Option<Disruption>)> {
     let targets = deployment.endpoints.targets();
     let creds = Credentials::new(Arc::clone(&deployment.issuer));
@@ -306,14 +205,32 @@ pub async fn run(
         sale_over.cancel();
         report
     };
+    let mut notices = match &disrupt {
+        Some((stack, _)) => Some(Notices::new(stack)?),
+        None => None,
+    };
+    let late_notices = disrupt.as_ref().is_some_and(|(_, plan)| {
+        plan.faults
+            .iter()
+            .any(|f| matches!(f, Fault::Notices { .. }))
+    });
     let disruption = async {
-        match disrupt {
-            Some(stack) => Some(disrupt_mid_sale(stack, &pool, events_before, &sale_over).await),
-            None => None,
+        match (disrupt, notices.as_mut()) {
+            (Some((stack, plan)), Some(notices)) => {
+                Some(faults::disrupt(stack, plan, &pool, events_before, &sale_over, notices).await)
+            }
+            _ => None,
         }
     };
-    let (report, disruption) = tokio::join!(sale, disruption);
+    let (report, mut disruption) = tokio::join!(sale, disruption);
     let report = report?;
+    if let (Some(disruption), Some(notices)) = (disruption.as_mut(), notices.as_mut()) {
+        if late_notices && let Err(e) = notices.deliver_all_late().await {
+            disruption.failure = Some(format!("late notices: {e:#}"));
+        }
+        let event: i64 = report.event_id.parse().context("the report's event id")?;
+        disruption.ledger = Some(ledger::check(&pool, &mut notices.provider, event).await?);
+    }
     let check = check_database(&pool, &report).await?;
     pool.close().await;
     let floor = match &config.floor {

@@ -5,45 +5,23 @@
 //! one replica of every service is killed with SIGKILL a fifth of the way into the sale
 //! and restarted; then the stored data is checked as after any on-sale.
 
-use std::time::Duration;
-
 #[path = "support/arena.rs"]
 mod arena;
+#[path = "support/replica_sale.rs"]
+mod replica_sale;
 
-use stadium_runner::OnSaleConfig;
-use stadium_runner::replicas::{self, ProcessOptions, ProcessStack, ReplicaCounts};
+use stadium_runner::faults::Plan;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_on_sale_through_replicas_ends_clean_with_one_of_each_killed_mid_sale() {
-    let db = stadium_testkit::fresh_database().await;
-    let bin_dir = replicas::binaries_beside_this_program()
-        .expect("the service binaries are built with the tests (cargo test --workspace)");
-    let mut stack = ProcessStack::start(ProcessOptions {
-        database_url: Some(db.url.clone()),
-        redis_url: Some(stadium_testkit::redis_url().await),
-        replicas: ReplicaCounts::default(),
-        bin_dir,
-    })
-    .await
-    .expect("every replica starts in production mode");
+    let (_db, mut stack) = replica_sale::start().await;
     let logs = stack.dir.join("logs");
     let manifest = arena::arena_csv();
-    let config = OnSaleConfig {
-        venue: Some(manifest.path().to_owned()),
-        seats: 500,
-        sections: 4,
-        fans: 2_000,
-        admission_rate: 30_000,
-        hold_ttl: Duration::from_secs(20),
-        onsale_lead: Duration::from_secs(2),
-        time_scale: 10.0,
-        best_available_share: 0.8,
-        seed: 11,
-        progress: false,
-        floor: None,
-    };
+    let config = replica_sale::config(manifest.path(), 11);
     let deployment = stack.deployment();
-    let outcome = stadium_runner::onsale::run(&deployment, &config, Some(&mut stack)).await;
+    let plan = Plan::kill_mid_sale();
+    let outcome =
+        stadium_runner::onsale::run(&deployment, &config, Some((&mut stack, &plan))).await;
     let mut modes = Vec::new();
     for entry in std::fs::read_dir(&logs).expect("the run's logs") {
         let path = entry.unwrap().path();
@@ -68,11 +46,7 @@ async fn an_on_sale_through_replicas_ends_clean_with_one_of_each_killed_mid_sale
     }
     assert_eq!(modes.len(), 11, "{modes:?}");
     assert!(disruption.is_ok(), "{}", disruption.to_text());
-    let mut killed: Vec<&str> = disruption
-        .restarts
-        .iter()
-        .map(|r| r.replica.as_str())
-        .collect();
+    let mut killed: Vec<&str> = disruption.restarts().map(|r| r.replica.as_str()).collect();
     killed.sort_unstable();
     assert_eq!(
         killed,
@@ -84,7 +58,7 @@ async fn an_on_sale_through_replicas_ends_clean_with_one_of_each_killed_mid_sale
             "waiting-room#0"
         ]
     );
-    let (sold, seats) = disruption.sold_at_kill;
+    let (sold, seats) = disruption.faults[0].sold_at;
     assert!(0 < sold && sold < seats, "killed at {sold} of {seats}");
 
     assert_eq!(check.seats_claimed_twice, 0, "a seat has two active claims");

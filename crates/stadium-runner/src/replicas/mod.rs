@@ -35,7 +35,7 @@ use crate::stores::Stores;
 pub const IDENTITY_ISSUER: &str = "https://login.stadium.test";
 
 /// The services in the order they start (a service's callees before it).
-const SERVICES: [&str; 5] = [
+pub const SERVICES: [&str; 5] = [
     "waiting-room",
     "seat-map",
     "holds",
@@ -151,6 +151,8 @@ pub struct ProcessStack {
     pub issuer: Arc<DevIssuer>,
     /// The payments service's payment window and lease.
     pub payment_timing: PaymentTiming,
+    /// How long payments waits for one provider call (`PROVIDER_TIMEOUT_MS`).
+    pub provider_timeout: Duration,
     /// The run's folder: mounted volumes and one log per replica (`logs/`).
     pub dir: PathBuf,
     replicas: Vec<Replica>,
@@ -437,10 +439,13 @@ impl ProcessStack {
                     env.push(("WAITING_ROOM_KEY_PREFIX".into(), stores.key_prefix.clone()));
                 }
                 if service == "payments" && payment_timing.is_none() {
-                    payment_timing = Some(PaymentTiming {
-                        window_ms: payments_setting(&env, "PAYMENT_WINDOW_MS")?,
-                        lease_ms: payments_setting(&env, "PAYMENT_LEASE_MS")?,
-                    });
+                    payment_timing = Some((
+                        PaymentTiming {
+                            window_ms: payments_setting(&env, "PAYMENT_WINDOW_MS")?,
+                            lease_ms: payments_setting(&env, "PAYMENT_LEASE_MS")?,
+                        },
+                        Duration::from_millis(payments_setting(&env, "PROVIDER_TIMEOUT_MS")?),
+                    ));
                 }
                 replicas.push(Replica::new(
                     service,
@@ -457,6 +462,7 @@ impl ProcessStack {
             }
         }
 
+        let (payment_timing, provider_timeout) = payment_timing.context("no payments replica")?;
         let endpoints = Endpoints {
             ca_pem: pki.ca_pem(),
             waiting_room: urls["waiting-room"].join(","),
@@ -470,7 +476,8 @@ impl ProcessStack {
             database_url: stores.database_url,
             redis_url: stores.redis_url,
             issuer: Arc::new(issuer),
-            payment_timing: payment_timing.context("no payments replica")?,
+            payment_timing,
+            provider_timeout,
             dir: root,
             replicas,
             provider,
@@ -515,11 +522,28 @@ impl ProcessStack {
     /// serve.
     ///
     /// # Errors
-    /// A replica that cannot be signalled, or does not serve again within a minute.
+    /// As [`kill_and_restart`](Self::kill_and_restart).
     pub async fn kill_one_of_each(&mut self) -> anyhow::Result<Vec<Restart>> {
+        self.kill_and_restart(&SERVICES).await
+    }
+
+    /// Kills the first replica of each of `services` at once with SIGKILL (calls in
+    /// flight on it are cut), starts each again on its ports, and waits until all
+    /// serve; each restart says how long after the kill its replica served again.
+    ///
+    /// # Errors
+    /// A replica that cannot be signalled, or does not serve again within a minute.
+    pub async fn kill_and_restart(&mut self, services: &[&str]) -> anyhow::Result<Vec<Restart>> {
         let killed_at = Instant::now();
-        let mut victims: Vec<&mut Replica> =
-            self.replicas.iter_mut().filter(|r| r.index == 0).collect();
+        let mut victims: Vec<&mut Replica> = self
+            .replicas
+            .iter_mut()
+            .filter(|r| r.index == 0 && services.contains(&r.service.as_str()))
+            .collect();
+        anyhow::ensure!(
+            victims.len() == services.len(),
+            "no replica to kill among {services:?}"
+        );
         for replica in &mut victims {
             replica.kill().await?;
             tracing::warn!(replica = %replica.name(), "killed with SIGKILL");
@@ -536,6 +560,12 @@ impl ProcessStack {
             });
         }
         Ok(restarts)
+    }
+
+    /// The simulated provider's gRPC URL (`https://127.0.0.1:<port>`); call it through
+    /// [`Endpoints::endpoint`], which trusts the run's authority.
+    pub fn provider_url(&self) -> &str {
+        &self.provider.url
     }
 
     /// Stops every replica and the provider (SIGTERM, then SIGKILL after a grace

@@ -1,0 +1,309 @@
+//! Faults injected into an on-sale that runs through replicas ([`ProcessStack`]), one
+//! after another as seats sell, each with the time the sale took to recover (from the
+//! injection to the first payment captured after the fault was lifted); after the
+//! sale, the provider's ledger is held up against ours ([`ledger`]).
+//!
+//! `stadium onsale --replicas --kill-mid-sale` runs [`Plan::kill_mid_sale`];
+//! `stadium onsale --faults` runs [`Plan::fault_suite`].
+
+pub mod ledger;
+pub mod notices;
+mod progress;
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use stadium_proto::payments::v1::SimFaults;
+use stadium_proto::payments::v1::simulated_provider_client::SimulatedProviderClient;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+
+use self::ledger::LedgerCheck;
+pub use self::notices::Notices;
+use self::progress::Progress;
+use crate::replicas::{ProcessStack, Restart};
+
+/// How long after a fault is lifted the sale may take to capture a payment again before
+/// the fault counts as not recovered from.
+pub const RECOVERY_PATIENCE: Duration = Duration::from_secs(60);
+
+/// One fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// SIGKILL the first replica of each of these services at once (calls in flight
+    /// are cut) and start it again on its ports, as Kubernetes restarts a container.
+    Kill(Vec<&'static str>),
+    /// The provider answers every call only after `latency` (more than payments waits
+    /// for it), for `lasting`.
+    ProviderSlow {
+        /// Added to every provider call.
+        latency: Duration,
+        /// How long the spike lasts.
+        lasting: Duration,
+    },
+    /// The provider takes the next `charges` new charges, then answers
+    /// DEADLINE_EXCEEDED: the money is taken, payments does not know it.
+    ProviderFailsAfterCharging {
+        /// How many charges.
+        charges: u32,
+    },
+    /// The success notices of the last `orders` charges delivered to payments now,
+    /// newest first and each twice; after the sale, every success notice once more,
+    /// late (refunded payments included).
+    Notices {
+        /// How many charges' notices.
+        orders: usize,
+    },
+}
+
+impl Fault {
+    /// A short name for the report.
+    pub fn name(&self) -> String {
+        match self {
+            Self::Kill(services) => format!(
+                "SIGKILL {}",
+                services
+                    .iter()
+                    .map(|s| format!("{s}#0"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Self::ProviderSlow { latency, lasting } => format!(
+                "provider slow ({} ms a call) for {} s",
+                latency.as_millis(),
+                lasting.as_secs()
+            ),
+            Self::ProviderFailsAfterCharging { charges } => {
+                format!("provider times out after taking {charges} charges")
+            }
+            Self::Notices { orders } => {
+                format!("notices of {orders} charges duplicated and reordered, all late")
+            }
+        }
+    }
+}
+
+/// The faults of one run, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Injected one after another, fault `i` of `n` once `(i + 1) / (n + 2)` of the
+    /// seats are sold (and the previous fault was recovered from).
+    pub faults: Vec<Fault>,
+}
+
+impl Plan {
+    /// One SIGKILL of the first replica of every service at once.
+    pub fn kill_mid_sale() -> Self {
+        Self {
+            faults: vec![Fault::Kill(crate::replicas::SERVICES.to_vec())],
+        }
+    }
+
+    /// The fault suite: holds killed mid-request, payments killed mid-request, a
+    /// provider latency spike past `provider_timeout`, charges whose answer is lost,
+    /// and duplicated, reordered and late notices.
+    pub fn fault_suite(provider_timeout: Duration) -> Self {
+        Self {
+            faults: vec![
+                Fault::Kill(vec!["holds"]),
+                Fault::ProviderFailsAfterCharging { charges: 5 },
+                Fault::Kill(vec!["payments"]),
+                Fault::ProviderSlow {
+                    latency: provider_timeout + Duration::from_secs(1),
+                    lasting: Duration::from_secs(4),
+                },
+                Fault::Notices { orders: 20 },
+            ],
+        }
+    }
+}
+
+/// What one fault did.
+#[derive(Debug, Clone)]
+pub struct FaultOutcome {
+    /// [`Fault::name`].
+    pub fault: String,
+    /// Seats sold when it was injected, of the venue's seats.
+    pub sold_at: (i64, i64),
+    /// From the injection to the first payment captured after the fault was lifted;
+    /// `None` when the sale ended first.
+    pub recovered_after: Option<Duration>,
+    /// Replicas killed and when each served again.
+    pub restarts: Vec<Restart>,
+    /// Why the fault could not be injected or was not recovered from.
+    pub failure: Option<String>,
+}
+
+/// The faults of a run and the ledgers compared after it.
+#[derive(Debug, Clone, Default)]
+pub struct Disruption {
+    /// Each fault, in order.
+    pub faults: Vec<FaultOutcome>,
+    /// Why the plan stopped early (the sale ended first, progress could not be read).
+    pub failure: Option<String>,
+    /// The provider's ledger against ours, after the sale.
+    pub ledger: Option<LedgerCheck>,
+}
+
+impl Disruption {
+    /// True when every fault was injected mid-sale and recovered from, and the
+    /// ledgers agree.
+    pub fn is_ok(&self) -> bool {
+        self.failure.is_none()
+            && !self.faults.is_empty()
+            && self.faults.iter().all(|f| f.failure.is_none())
+            && self.ledger.as_ref().is_some_and(LedgerCheck::is_ok)
+    }
+
+    /// Every replica restarted, in order.
+    pub fn restarts(&self) -> impl Iterator<Item = &Restart> {
+        self.faults.iter().flat_map(|f| &f.restarts)
+    }
+
+    /// A few readable lines for the terminal.
+    pub fn to_text(&self) -> String {
+        let mut out = "Faults injected mid-sale\n".to_owned();
+        for f in &self.faults {
+            let (sold, seats) = f.sold_at;
+            let recovered = match f.recovered_after {
+                Some(after) => format!("recovered in {:.1} s", after.as_secs_f64()),
+                None => "the sale ended before a payment after it".to_owned(),
+            };
+            out.push_str(&format!(
+                "  at {sold:>5} of {seats} sold  {:<58} {recovered}\n",
+                f.fault
+            ));
+            for restart in &f.restarts {
+                out.push_str(&format!(
+                    "      {:<16} serving again {:.1} s after the kill\n",
+                    restart.replica,
+                    restart.serving_again_after.as_secs_f64()
+                ));
+            }
+            if let Some(failure) = &f.failure {
+                out.push_str(&format!("      FAILED: {failure}\n"));
+            }
+        }
+        if let Some(failure) = &self.failure {
+            out.push_str(&format!("  FAILED: {failure}\n"));
+        }
+        if let Some(ledger) = &self.ledger {
+            out.push_str(&ledger.to_text());
+        }
+        out
+    }
+}
+
+/// Injects `plan`'s faults into the sale of the newest event made after
+/// `events_before`, one after another as its seats sell, until done or `sale_over` is
+/// cancelled; `notices` reaches the provider and payments.
+pub(crate) async fn disrupt(
+    stack: &mut ProcessStack,
+    plan: &Plan,
+    pool: &PgPool,
+    events_before: i64,
+    sale_over: &CancellationToken,
+    notices: &mut Notices,
+) -> Disruption {
+    let mut disruption = Disruption::default();
+    let mut provider = notices.provider.clone();
+    let progress = Progress::new(pool, events_before);
+    let n = plan.faults.len() as i64;
+    for (i, fault) in plan.faults.iter().enumerate() {
+        let i = i as i64;
+        let sold_at = match progress
+            .wait_until_sold(|seats| seats * (i + 1) / (n + 2), sale_over)
+            .await
+        {
+            Ok(Some(at)) => at,
+            Ok(None) => {
+                disruption.failure = Some(format!(
+                    "the sale ended before fault {} ({})",
+                    i + 1,
+                    fault.name()
+                ));
+                break;
+            }
+            Err(e) => {
+                disruption.failure = Some(format!("reading the sale's progress: {e:#}"));
+                break;
+            }
+        };
+        let injected = Instant::now();
+        tracing::warn!(fault = %fault.name(), sold = sold_at.0, "injecting");
+        let mut outcome = FaultOutcome {
+            fault: fault.name(),
+            sold_at,
+            recovered_after: None,
+            restarts: Vec::new(),
+            failure: None,
+        };
+        let lifted = inject(fault, stack, &mut provider, notices).await;
+        match lifted {
+            Ok(restarts) => outcome.restarts = restarts,
+            Err(e) => outcome.failure = Some(format!("{e:#}")),
+        }
+        match progress
+            .wait_for_capture(RECOVERY_PATIENCE, sale_over)
+            .await
+        {
+            Ok(Some(_)) => outcome.recovered_after = Some(injected.elapsed()),
+            Ok(None) => {}
+            Err(e) => outcome.failure = Some(format!("{e:#}")),
+        }
+        disruption.faults.push(outcome);
+    }
+    disruption
+}
+
+/// Injects one fault and lifts it; the replicas restarted, if any.
+async fn inject(
+    fault: &Fault,
+    stack: &mut ProcessStack,
+    provider: &mut SimulatedProviderClient<Channel>,
+    notices: &mut Notices,
+) -> anyhow::Result<Vec<Restart>> {
+    match fault {
+        Fault::Kill(services) => stack.kill_and_restart(services).await,
+        Fault::ProviderSlow { latency, lasting } => {
+            set_faults(
+                provider,
+                SimFaults {
+                    latency_ms: latency.as_millis() as u64,
+                    ..SimFaults::default()
+                },
+            )
+            .await?;
+            tokio::time::sleep(*lasting).await;
+            set_faults(provider, SimFaults::default()).await?;
+            Ok(Vec::new())
+        }
+        Fault::ProviderFailsAfterCharging { charges } => {
+            set_faults(
+                provider,
+                SimFaults {
+                    timeout_after_charge: *charges,
+                    ..SimFaults::default()
+                },
+            )
+            .await?;
+            Ok(Vec::new())
+        }
+        Fault::Notices { orders } => {
+            notices.deliver_recent(*orders).await?;
+            Ok(Vec::new())
+        }
+    }
+}
+
+async fn set_faults(
+    provider: &mut SimulatedProviderClient<Channel>,
+    faults: SimFaults,
+) -> anyhow::Result<()> {
+    provider
+        .set_faults(faults)
+        .await
+        .map_err(|s| anyhow::anyhow!("setting the provider's faults: {}", s.message()))?;
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! The sale's progress as the database tells it: seats sold and payments captured for
+//! the newest event, polled while faults are injected.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use sqlx::PgPool;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How often progress is read.
+const POLL_EVERY: Duration = Duration::from_millis(200);
+
+/// Counts for the newest event made after `events_before`.
+pub(crate) struct Progress<'a> {
+    pool: &'a PgPool,
+    events_before: i64,
+}
+
+impl<'a> Progress<'a> {
+    pub(crate) fn new(pool: &'a PgPool, events_before: i64) -> Self {
+        Self {
+            pool,
+            events_before,
+        }
+    }
+
+    /// `(seats sold, seats)` of the sale's event, `None` before it exists.
+    async fn sold(&self) -> anyhow::Result<Option<(i64, i64)>> {
+        sqlx::query_as::<_, (i64, i64)>(
+            "SELECT (SELECT count(*) FROM holds.seat_holds h
+                      WHERE h.event_id = e.event_id AND h.status = 'booked' AND h.kind = 'fan'),
+                    (SELECT count(*) FROM catalog.event_seats s WHERE s.event_id = e.event_id)
+               FROM catalog.events e WHERE e.event_id > $1 ORDER BY e.event_id DESC LIMIT 1",
+        )
+        .bind(self.events_before)
+        .fetch_optional(self.pool)
+        .await
+        .context("reading seats sold")
+    }
+
+    /// Payments captured for the sale's event.
+    async fn captured(&self) -> anyhow::Result<i64> {
+        sqlx::query_scalar(
+            "SELECT count(*) FROM payments.payments
+              WHERE event_id = (SELECT max(event_id) FROM catalog.events WHERE event_id > $1)
+                AND status = 'captured'",
+        )
+        .bind(self.events_before)
+        .fetch_one(self.pool)
+        .await
+        .context("reading payments captured")
+    }
+
+    /// Waits until at least `threshold(seats)` seats are sold and returns
+    /// `(sold, seats)`; `None` when the sale ends or sells out first.
+    ///
+    /// # Errors
+    /// A query failed.
+    pub(crate) async fn wait_until_sold(
+        &self,
+        threshold: impl Fn(i64) -> i64,
+        sale_over: &CancellationToken,
+    ) -> anyhow::Result<Option<(i64, i64)>> {
+        loop {
+            if let Some((sold, seats)) = self.sold().await? {
+                if seats > 0 && sold >= seats {
+                    return Ok(None);
+                }
+                if seats > 0 && sold >= threshold(seats) {
+                    return Ok(Some((sold, seats)));
+                }
+            }
+            tokio::select! {
+                () = sale_over.cancelled() => return Ok(None),
+                () = tokio::time::sleep(POLL_EVERY) => {}
+            }
+        }
+    }
+
+    /// Waits until a payment is captured after this call; `None` when the sale ends
+    /// first.
+    ///
+    /// # Errors
+    /// A query failed, or nothing was captured within `patience`.
+    pub(crate) async fn wait_for_capture(
+        &self,
+        patience: Duration,
+        sale_over: &CancellationToken,
+    ) -> anyhow::Result<Option<()>> {
+        let before = self.captured().await?;
+        let since = Instant::now();
+        loop {
+            if self.captured().await? > before {
+                return Ok(Some(()));
+            }
+            if since.elapsed() > patience {
+                bail!(
+                    "no payment captured within {} s of the fault being lifted",
+                    patience.as_secs()
+                );
+            }
+            tokio::select! {
+                () = sale_over.cancelled() => return Ok(None),
+                () = tokio::time::sleep(POLL_EVERY) => {}
+            }
+        }
+    }
+}

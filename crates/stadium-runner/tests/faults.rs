@@ -1,0 +1,62 @@
+//! The fault suite (issue 15, point 5) at a small size: about 2,000 fans buy 500 seats
+//! through the replicas while holds and then payments are killed mid-request, the
+//! provider loses the answers of charges it took and stalls past payments' timeout,
+//! and notices arrive twice, out of order and late. The sale must recover from each,
+//! sell out with no seat sold twice and no timely payment refunded, and the provider's
+//! ledger must equal ours.
+
+#[path = "support/arena.rs"]
+mod arena;
+#[path = "support/replica_sale.rs"]
+mod replica_sale;
+
+use stadium_runner::faults::Plan;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_sale_recovers_from_every_fault_and_the_ledgers_agree() {
+    let (_db, mut stack) = replica_sale::start().await;
+    let manifest = arena::arena_csv();
+    let config = replica_sale::config(manifest.path(), 13);
+    let deployment = stack.deployment();
+    let plan = Plan::fault_suite(stack.provider_timeout);
+    let outcome =
+        stadium_runner::onsale::run(&deployment, &config, Some((&mut stack, &plan))).await;
+    stack.stop().await;
+    let (report, check, _, disruption) = outcome.expect("the on-sale runs");
+    let disruption = disruption.expect("faults were asked for");
+    println!(
+        "{}\n{}\n{}",
+        report.to_text(),
+        disruption.to_text(),
+        check.to_text()
+    );
+
+    assert_eq!(
+        disruption.faults.len(),
+        plan.faults.len(),
+        "every fault injected"
+    );
+    for fault in &disruption.faults {
+        assert!(
+            fault.failure.is_none(),
+            "{}: {:?}",
+            fault.fault,
+            fault.failure
+        );
+    }
+    let ledger = disruption.ledger.as_ref().expect("the ledgers compared");
+    assert!(ledger.is_ok(), "{}", ledger.to_text());
+    assert!(ledger.charges > 0, "nothing charged");
+    assert!(disruption.is_ok(), "{}", disruption.to_text());
+
+    assert_eq!(check.seats_claimed_twice, 0, "a seat has two active claims");
+    assert_eq!(check.payments_per_hold_over_one, 0, "a hold was paid twice");
+    assert_eq!(check.tickets, check.sold, "one valid ticket per sold seat");
+    assert_eq!(check.sold, check.seats, "the on-sale sold out");
+    assert_eq!(
+        report.unexpected_refunds, 0,
+        "a timely payment was refunded"
+    );
+    assert!(check.is_ok(), "{:?}", check.disagreements);
+    assert!(report.is_ok(), "{}", report.to_text());
+}
