@@ -26,6 +26,15 @@ pub enum DbFailure {
     LockNotAvailable,
     /// 57014 `query_canceled`: `statement_timeout` or a cancel request.
     QueryCanceled,
+    /// The server cannot serve the session now: class 08 (connection exception),
+    /// 57P01 `admin_shutdown`, 57P02 `crash_shutdown`, 57P03 `cannot_connect_now` (a
+    /// restart under way) or 53300 `too_many_connections`. Nothing of the statement
+    /// was committed unless it was a COMMIT whose answer was lost; a new connection
+    /// may succeed.
+    ServerUnavailable {
+        /// The five-character SQLSTATE.
+        code: String,
+    },
     /// Any other database error, with its SQLSTATE.
     Other {
         /// The five-character SQLSTATE.
@@ -52,7 +61,7 @@ impl DbFailure {
             Self::DeadlockDetected => "40P01",
             Self::LockNotAvailable => "55P03",
             Self::QueryCanceled => "57014",
-            Self::Other { code } => code,
+            Self::ServerUnavailable { code } | Self::Other { code } => code,
             Self::NotDatabase => "none",
         }
     }
@@ -82,6 +91,12 @@ pub fn classify(error: &sqlx::Error) -> DbFailure {
         Some("40P01") => DbFailure::DeadlockDetected,
         Some("55P03") => DbFailure::LockNotAvailable,
         Some("57014") => DbFailure::QueryCanceled,
+        Some(code @ ("57P01" | "57P02" | "57P03" | "53300")) => DbFailure::ServerUnavailable {
+            code: code.to_owned(),
+        },
+        Some(code) if code.starts_with("08") => DbFailure::ServerUnavailable {
+            code: code.to_owned(),
+        },
         Some(code) => DbFailure::Other {
             code: code.to_owned(),
         },

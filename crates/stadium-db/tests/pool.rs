@@ -74,3 +74,33 @@ async fn without_seq_scans_a_plan_made_on_an_empty_table_stays_an_index_scan() {
     // The default shows why: the plan kept from the empty table reads every row.
     assert_eq!(seq_scans_after_growth(&db.pool, &db.url, true).await, 1);
 }
+
+/// A session the server ends (as a fast shutdown ends every session, 57P01
+/// `admin_shutdown`) is a server that cannot serve now, not an internal fault: the
+/// services answer it UNAVAILABLE, which clients retry.
+#[tokio::test]
+async fn a_session_ended_by_the_server_is_classified_unavailable() {
+    let db = fresh_database().await;
+    let pool = connect(
+        &db.url,
+        &PoolOptions {
+            max_connections: 1,
+            ..PoolOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let error = sqlx::query("SELECT pg_terminate_backend(pg_backend_pid())")
+        .execute(&pool)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        stadium_db::classify(&error),
+        stadium_db::DbFailure::ServerUnavailable {
+            code: "57P01".into()
+        },
+        "{error}"
+    );
+    // The pool replaces the dead connection: the next statement runs.
+    sqlx::query("SELECT 1").execute(&pool).await.unwrap();
+}

@@ -113,7 +113,8 @@ macro_rules! status_from {
 
 /// The row of a database failure, the same in every service: a lost race
 /// (serialization failure, deadlock) is `ABORTED/CONTENTION`; a statement or lock
-/// timeout `UNAVAILABLE/DATABASE_BUSY`; no answer (connection, pool)
+/// timeout `UNAVAILABLE/DATABASE_BUSY`; no answer (connection, pool) or a server that
+/// cannot serve the session now (shutting down, starting up, out of connections)
 /// `UNAVAILABLE/DATABASE_UNAVAILABLE`; anything else `INTERNAL/INTERNAL`.
 pub fn database_row(failure: &DbFailure) -> Row {
     match failure {
@@ -123,7 +124,9 @@ pub fn database_row(failure: &DbFailure) -> Row {
         DbFailure::QueryCanceled | DbFailure::LockNotAvailable => {
             (Code::Unavailable, Reason::DatabaseBusy)
         }
-        DbFailure::NotDatabase => (Code::Unavailable, Reason::DatabaseUnavailable),
+        DbFailure::NotDatabase | DbFailure::ServerUnavailable { .. } => {
+            (Code::Unavailable, Reason::DatabaseUnavailable)
+        }
         _ => (Code::Internal, Reason::Internal),
     }
 }
