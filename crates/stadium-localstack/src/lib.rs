@@ -138,6 +138,21 @@ pub struct LocalStack {
     redis: Option<tokio::process::Child>,
     watchdog: Option<process::Watchdog>,
     dir: Option<tempfile::TempDir>,
+    postgres_bins: binaries::PostgresBinaries,
+    redis_bin: PathBuf,
+    run_as: Option<process::RunAs>,
+    startup_timeout: Duration,
+}
+
+/// How Redis comes back in [`LocalStack::restart_redis`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedisRestart {
+    /// With its data, as a Redis with persistence does: `SHUTDOWN SAVE` writes a
+    /// snapshot as it stops, and the new server loads it as it starts.
+    KeepingData,
+    /// Empty, as a Redis without persistence (or whose volume was lost) does: killed
+    /// with SIGKILL, no snapshot left behind.
+    LosingData,
 }
 
 impl LocalStack {
@@ -191,14 +206,18 @@ impl LocalStack {
             redis: None,
             watchdog: None,
             dir: Some(dir),
+            postgres_bins,
+            redis_bin,
+            run_as,
+            startup_timeout: options.startup_timeout,
         };
         // From here on, an early return drops `stack`, which cleans up what exists.
         stack.watchdog = Some(process::Watchdog::spawn(&dir_path)?);
 
         let started = postgres::start(
-            &postgres_bins,
+            &stack.postgres_bins,
             &dir_path,
-            run_as.as_ref(),
+            stack.run_as.as_ref(),
             deadline,
             options.startup_timeout,
         )
@@ -207,8 +226,13 @@ impl LocalStack {
         stack.postgres_port = started.port;
         stack.database_url = started.url;
 
-        let started =
-            redis_server::start(&redis_bin, &dir_path, deadline, options.startup_timeout).await?;
+        let started = redis_server::start(
+            &stack.redis_bin,
+            &dir_path,
+            deadline,
+            options.startup_timeout,
+        )
+        .await?;
         stack.redis = Some(started.child);
         stack.redis_port = started.port;
         stack.redis_url = started.url;
@@ -256,6 +280,78 @@ impl LocalStack {
             .flatten()
             .filter_map(tokio::process::Child::id)
             .collect()
+    }
+
+    /// Restarts PostgreSQL as an operator does: a fast shutdown (SIGINT: sessions are
+    /// ended and open transactions rolled back, see the PostgreSQL docs, "Shutting Down
+    /// the Server"), then a start on the same port and data directory, waiting until it
+    /// answers again. Clients see their connections close and must reconnect.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start) when the server does not come back.
+    pub async fn restart_postgres(&mut self) -> Result<(), LocalStackError> {
+        if let Some(child) = self.postgres.take() {
+            process::stop_child(child, nix::sys::signal::Signal::SIGINT).await;
+        }
+        let deadline = tokio::time::Instant::now() + self.startup_timeout;
+        let started = postgres::start_on(
+            &self.postgres_bins,
+            &self.dir_path,
+            self.run_as.as_ref(),
+            self.postgres_port,
+            deadline,
+            self.startup_timeout,
+        )
+        .await?;
+        self.postgres = Some(started.child);
+        Ok(())
+    }
+
+    /// Restarts Redis on the same port, keeping its data or losing it (see
+    /// [`RedisRestart`]), and waits until it answers again.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start) when the server does not come back.
+    pub async fn restart_redis(&mut self, how: RedisRestart) -> Result<(), LocalStackError> {
+        if let Some(mut child) = self.redis.take() {
+            match how {
+                RedisRestart::KeepingData => {
+                    // The connection closes as the server exits: no answer comes.
+                    let shutdown = async {
+                        let client = redis::Client::open(self.redis_url.as_str())?;
+                        let mut connection = client.get_multiplexed_async_connection().await?;
+                        redis::cmd("SHUTDOWN")
+                            .arg("SAVE")
+                            .query_async::<()>(&mut connection)
+                            .await
+                    };
+                    let _ = tokio::time::timeout(Duration::from_secs(10), shutdown).await;
+                    process::stop_child(child, nix::sys::signal::Signal::SIGTERM).await;
+                }
+                RedisRestart::LosingData => {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                    let snapshot = self.dir_path.join("dump.rdb");
+                    if snapshot.exists() {
+                        std::fs::remove_file(&snapshot).map_err(LocalStackError::io(format!(
+                            "cannot remove {}",
+                            snapshot.display()
+                        )))?;
+                    }
+                }
+            }
+        }
+        let deadline = tokio::time::Instant::now() + self.startup_timeout;
+        let started = redis_server::start_on(
+            &self.redis_bin,
+            &self.dir_path,
+            self.redis_port,
+            deadline,
+            self.startup_timeout,
+        )
+        .await?;
+        self.redis = Some(started.child);
+        Ok(())
     }
 
     /// Stops both servers (PostgreSQL fast shutdown, Redis SIGTERM; SIGKILL after

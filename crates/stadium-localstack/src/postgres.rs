@@ -42,55 +42,70 @@ pub(crate) async fn start(
 ) -> Result<Started, LocalStackError> {
     let data = dir.join("pgdata");
     initdb(bins, dir, &data, run_as, deadline, timeout).await?;
-    let log = dir.join("postgres.log");
     let mut attempt = 0;
     loop {
         attempt += 1;
         let port = process::free_port()?;
-        let (stdout, stderr) = process::log_file(&log)?;
-        let mut child = command(&bins.postgres, dir, run_as)
-            .arg("-D")
-            .arg(&data)
-            .arg("-p")
-            .arg(port.to_string())
-            .arg("-k")
-            .arg(dir)
-            .args([
-                "-c",
-                "listen_addresses=127.0.0.1",
-                // A throwaway dev/test stack: durability buys nothing, speed does.
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-                // Test suites run many pools (one database per #[sqlx::test]) at once.
-                "-c",
-                "max_connections=300",
-            ])
-            .stdin(std::process::Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr)
-            .spawn()
-            .map_err(LocalStackError::io(format!(
-                "cannot run {}",
-                bins.postgres.display()
-            )))?;
-        let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
-        match wait_ready(&mut child, &url, port, &data, &log, deadline, timeout).await {
-            Ok(()) => return Ok(Started { child, port, url }),
+        match start_on(bins, dir, run_as, port, deadline, timeout).await {
+            Ok(started) => return Ok(started),
             Err(error) => {
                 let retry = attempt < PORT_ATTEMPTS
                     && matches!(&error, LocalStackError::Exited { log_tail, .. } if process::lost_port_race(log_tail));
                 if !retry {
-                    // `child` is killed on drop; nothing else runs from this attempt.
                     return Err(error);
                 }
                 tracing::debug!(port, "postgres lost the race for its port; retrying");
             }
         }
     }
+}
+
+/// Starts the postmaster over the data directory already made in `dir`, on `port`,
+/// and waits until it answers (a start after a shutdown replays the WAL first).
+pub(crate) async fn start_on(
+    bins: &PostgresBinaries,
+    dir: &Path,
+    run_as: Option<&RunAs>,
+    port: u16,
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Started, LocalStackError> {
+    let data = dir.join("pgdata");
+    let log = dir.join("postgres.log");
+    let (stdout, stderr) = process::log_file(&log)?;
+    let mut child = command(&bins.postgres, dir, run_as)
+        .arg("-D")
+        .arg(&data)
+        .arg("-p")
+        .arg(port.to_string())
+        .arg("-k")
+        .arg(dir)
+        .args([
+            "-c",
+            "listen_addresses=127.0.0.1",
+            // A throwaway dev/test stack: durability buys nothing, speed does.
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+            // Test suites run many pools (one database per #[sqlx::test]) at once.
+            "-c",
+            "max_connections=300",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .map_err(LocalStackError::io(format!(
+            "cannot run {}",
+            bins.postgres.display()
+        )))?;
+    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+    // On an error `child` is killed on drop; nothing else runs from this attempt.
+    wait_ready(&mut child, &url, port, &data, &log, deadline, timeout).await?;
+    Ok(Started { child, port, url })
 }
 
 async fn initdb(

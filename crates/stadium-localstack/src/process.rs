@@ -178,6 +178,27 @@ pub(crate) fn stop_children(children: &mut [(Option<tokio::process::Child>, Sign
     }
 }
 
+/// Sends `stop_signal` to one server and waits (without blocking the runtime) until it
+/// exits; SIGKILL after the grace period.
+pub(crate) async fn stop_child(mut child: tokio::process::Child, stop_signal: Signal) {
+    if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+        // An error means the process is already gone, which is the goal.
+        let _ = signal::kill(Pid::from_raw(pid), stop_signal);
+    }
+    if tokio::time::timeout(STOP_GRACE, child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.start_kill();
+        if tokio::time::timeout(STOP_GRACE, child.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(pid = ?child.id(), "local stack server did not exit after SIGKILL");
+        }
+    }
+}
+
 /// Polls `try_wait` until the child exits or `timeout` passes; true when it exited
 /// (and was reaped). Polling keeps this usable from any thread, with or without a
 /// runtime.

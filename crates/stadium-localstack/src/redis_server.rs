@@ -26,38 +26,12 @@ pub(crate) async fn start(
     deadline: Instant,
     timeout: Duration,
 ) -> Result<Started, LocalStackError> {
-    let log = dir.join("redis.log");
     let mut attempt = 0;
     loop {
         attempt += 1;
         let port = process::free_port()?;
-        let (stdout, stderr) = process::log_file(&log)?;
-        let mut child = Command::new(redis_server)
-            .arg("--port")
-            .arg(port.to_string())
-            .args(["--bind", "127.0.0.1"])
-            // Nothing in Redis is the source of truth; a test stack keeps no files.
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(dir)
-            // The cleanup watchdog finds the pid here.
-            .arg("--pidfile")
-            .arg(dir.join("redis.pid"))
-            .args(["--daemonize", "no", "--logfile", ""])
-            .current_dir(dir)
-            .stdin(std::process::Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr)
-            .kill_on_drop(true)
-            .process_group(0)
-            .spawn()
-            .map_err(LocalStackError::io(format!(
-                "cannot run {}",
-                redis_server.display()
-            )))?;
-        let url = format!("redis://127.0.0.1:{port}");
-        match wait_ready(&mut child, &url, dir, &log, deadline, timeout).await {
-            Ok(()) => return Ok(Started { child, port, url }),
+        match start_on(redis_server, dir, port, deadline, timeout).await {
+            Ok(started) => return Ok(started),
             Err(error) => {
                 let retry = attempt < PORT_ATTEMPTS
                     && matches!(&error, LocalStackError::Exited { log_tail, .. } if process::lost_port_race(log_tail));
@@ -68,6 +42,46 @@ pub(crate) async fn start(
             }
         }
     }
+}
+
+/// Starts `redis-server` in `dir` on `port` and waits until it answers. It loads
+/// `dump.rdb` from `dir` when one is there (see [`crate::LocalStack::restart_redis`]).
+pub(crate) async fn start_on(
+    redis_server: &Path,
+    dir: &Path,
+    port: u16,
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Started, LocalStackError> {
+    let log = dir.join("redis.log");
+    let (stdout, stderr) = process::log_file(&log)?;
+    let mut child = Command::new(redis_server)
+        .arg("--port")
+        .arg(port.to_string())
+        .args(["--bind", "127.0.0.1"])
+        // Nothing in Redis is the source of truth; a test stack writes no files of its
+        // own accord (a restart keeping data asks for a snapshot at shutdown).
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir)
+        // The cleanup watchdog finds the pid here.
+        .arg("--pidfile")
+        .arg(dir.join("redis.pid"))
+        .args(["--daemonize", "no", "--logfile", ""])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .process_group(0)
+        .spawn()
+        .map_err(LocalStackError::io(format!(
+            "cannot run {}",
+            redis_server.display()
+        )))?;
+    let url = format!("redis://127.0.0.1:{port}");
+    wait_ready(&mut child, &url, dir, &log, deadline, timeout).await?;
+    Ok(Started { child, port, url })
 }
 
 /// Polls until our server answers `PING`; `CONFIG GET dir` proves it is ours.

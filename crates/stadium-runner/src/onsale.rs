@@ -224,6 +224,13 @@ pub async fn run(
     };
     let (report, mut disruption) = tokio::join!(sale, disruption);
     let report = report?;
+    let pool = if disruption.is_some() {
+        // The faults may have restarted the database under the pool's connections.
+        pool.close().await;
+        stadium_db::connect(&deployment.database_url, &Default::default()).await?
+    } else {
+        pool
+    };
     if let (Some(disruption), Some(notices)) = (disruption.as_mut(), notices.as_mut()) {
         if late_notices && let Err(e) = notices.deliver_all_late().await {
             disruption.failure = Some(format!("late notices: {e:#}"));

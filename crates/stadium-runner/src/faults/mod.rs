@@ -13,6 +13,7 @@ mod progress;
 use std::time::Duration;
 
 use sqlx::PgPool;
+use stadium_localstack::RedisRestart;
 use stadium_proto::payments::v1::SimFaults;
 use stadium_proto::payments::v1::simulated_provider_client::SimulatedProviderClient;
 use tokio::time::Instant;
@@ -48,6 +49,11 @@ pub enum Fault {
         /// How many charges.
         charges: u32,
     },
+    /// The run's PostgreSQL stops (fast shutdown: sessions end, open transactions roll
+    /// back) and starts again.
+    RestartPostgres,
+    /// The run's Redis stops and starts again, with its data or empty.
+    RestartRedis(RedisRestart),
     /// The success notices of the last `orders` charges delivered to payments now,
     /// newest first and each twice; after the sale, every success notice once more,
     /// late (refunded payments included).
@@ -77,6 +83,13 @@ impl Fault {
             Self::ProviderFailsAfterCharging { charges } => {
                 format!("provider times out after taking {charges} charges")
             }
+            Self::RestartPostgres => "PostgreSQL restarted (fast shutdown)".to_owned(),
+            Self::RestartRedis(RedisRestart::KeepingData) => {
+                "Redis restarted with its data (persistence on)".to_owned()
+            }
+            Self::RestartRedis(RedisRestart::LosingData) => {
+                "Redis restarted empty (persistence off)".to_owned()
+            }
             Self::Notices { orders } => {
                 format!("notices of {orders} charges duplicated and reordered, all late")
             }
@@ -100,14 +113,17 @@ impl Plan {
         }
     }
 
-    /// The fault suite: holds killed mid-request, payments killed mid-request, a
-    /// provider latency spike past `provider_timeout`, charges whose answer is lost,
-    /// and duplicated, reordered and late notices.
+    /// The fault suite: holds killed mid-request, a PostgreSQL restart, charges whose
+    /// answer is lost, a Redis restart keeping its data, payments killed mid-request, a
+    /// provider latency spike past `provider_timeout`, and duplicated, reordered and
+    /// late notices. The stores must be the run's own (they are restarted).
     pub fn fault_suite(provider_timeout: Duration) -> Self {
         Self {
             faults: vec![
                 Fault::Kill(vec!["holds"]),
+                Fault::RestartPostgres,
                 Fault::ProviderFailsAfterCharging { charges: 5 },
+                Fault::RestartRedis(RedisRestart::KeepingData),
                 Fault::Kill(vec!["payments"]),
                 Fault::ProviderSlow {
                     latency: provider_timeout + Duration::from_secs(1),
@@ -212,23 +228,14 @@ pub(crate) async fn disrupt(
     let n = plan.faults.len() as i64;
     for (i, fault) in plan.faults.iter().enumerate() {
         let i = i as i64;
-        let sold_at = match progress
-            .wait_until_sold(|seats| seats * (i + 1) / (n + 2), sale_over)
-            .await
-        {
-            Ok(Some(at)) => at,
-            Ok(None) => {
-                disruption.failure = Some(format!(
-                    "the sale ended before fault {} ({})",
-                    i + 1,
-                    fault.name()
-                ));
-                break;
-            }
-            Err(e) => {
-                disruption.failure = Some(format!("reading the sale's progress: {e:#}"));
-                break;
-            }
+        let threshold = |seats: i64| seats * (i + 1) / (n + 2);
+        let Some(sold_at) = progress.wait_until_sold(threshold, sale_over).await else {
+            disruption.failure = Some(format!(
+                "the sale ended before fault {} ({})",
+                i + 1,
+                fault.name()
+            ));
+            break;
         };
         let injected = Instant::now();
         tracing::warn!(fault = %fault.name(), sold = sold_at.0, "injecting");
@@ -288,6 +295,14 @@ async fn inject(
                 },
             )
             .await?;
+            Ok(Vec::new())
+        }
+        Fault::RestartPostgres => {
+            stack.restart_postgres().await?;
+            Ok(Vec::new())
+        }
+        Fault::RestartRedis(how) => {
+            stack.restart_redis(*how).await?;
             Ok(Vec::new())
         }
         Fault::Notices { orders } => {

@@ -53,46 +53,49 @@ impl<'a> Progress<'a> {
     }
 
     /// Waits until at least `threshold(seats)` seats are sold and returns
-    /// `(sold, seats)`; `None` when the sale ends or sells out first.
-    ///
-    /// # Errors
-    /// A query failed.
+    /// `(sold, seats)`; `None` when the sale ends or sells out first. A failed query
+    /// (the database restarting) is polled again.
     pub(crate) async fn wait_until_sold(
         &self,
         threshold: impl Fn(i64) -> i64,
         sale_over: &CancellationToken,
-    ) -> anyhow::Result<Option<(i64, i64)>> {
+    ) -> Option<(i64, i64)> {
         loop {
-            if let Some((sold, seats)) = self.sold().await? {
+            // A query cut by a database restart is no answer yet: poll again.
+            if let Ok(Some((sold, seats))) = self.sold().await {
                 if seats > 0 && sold >= seats {
-                    return Ok(None);
+                    return None;
                 }
                 if seats > 0 && sold >= threshold(seats) {
-                    return Ok(Some((sold, seats)));
+                    return Some((sold, seats));
                 }
             }
             tokio::select! {
-                () = sale_over.cancelled() => return Ok(None),
+                () = sale_over.cancelled() => return None,
                 () = tokio::time::sleep(POLL_EVERY) => {}
             }
         }
     }
 
     /// Waits until a payment is captured after this call; `None` when the sale ends
-    /// first.
+    /// first. A failed query (the database restarting) is polled again.
     ///
     /// # Errors
-    /// A query failed, or nothing was captured within `patience`.
+    /// Nothing was captured within `patience`.
     pub(crate) async fn wait_for_capture(
         &self,
         patience: Duration,
         sale_over: &CancellationToken,
     ) -> anyhow::Result<Option<()>> {
-        let before = self.captured().await?;
         let since = Instant::now();
+        let mut before = None;
         loop {
-            if self.captured().await? > before {
-                return Ok(Some(()));
+            // A query cut by a database restart is no answer yet: poll again.
+            match (before, self.captured().await) {
+                (None, Ok(now)) => before = Some(now),
+                (Some(before), Ok(now)) if now > before => return Ok(Some(())),
+                (_, Ok(_)) => {}
+                (_, Err(e)) => tracing::debug!(error = %e, "progress not read"),
             }
             if since.elapsed() > patience {
                 bail!(

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use stadium_kit::dev_pki::DevPki;
-use stadium_localstack::LocalStack;
+use stadium_localstack::{LocalStack, RedisRestart};
 use stadium_tokens::DevIssuer;
 use stadium_tokens::Ed25519Key;
 
@@ -560,6 +560,33 @@ impl ProcessStack {
             });
         }
         Ok(restarts)
+    }
+
+    /// Restarts the run's own PostgreSQL (fast shutdown, then start; see
+    /// [`LocalStack::restart_postgres`]) under the running services.
+    ///
+    /// # Errors
+    /// The stores are not the run's own (a URL was given), or it did not come back.
+    pub async fn restart_postgres(&mut self) -> anyhow::Result<()> {
+        self.own_stores()?.restart_postgres().await?;
+        Ok(())
+    }
+
+    /// Restarts the run's own Redis under the running services, keeping or losing its
+    /// data (see [`LocalStack::restart_redis`]).
+    ///
+    /// # Errors
+    /// The stores are not the run's own (a URL was given), or it did not come back.
+    pub async fn restart_redis(&mut self, how: RedisRestart) -> anyhow::Result<()> {
+        self.own_stores()?.restart_redis(how).await?;
+        Ok(())
+    }
+
+    fn own_stores(&mut self) -> anyhow::Result<&mut LocalStack> {
+        self.local.as_mut().context(
+            "the stores are not this run's own: restarting them needs the private pair \
+             started when no store URL is given",
+        )
     }
 
     /// The simulated provider's gRPC URL (`https://127.0.0.1:<port>`); call it through

@@ -5,23 +5,20 @@ use std::time::Duration;
 
 use stadium_runner::OnSaleConfig;
 use stadium_runner::replicas::{self, ProcessOptions, ProcessStack, ReplicaCounts};
-use stadium_testkit::TestDatabase;
 
-/// The replicas (default counts) over a fresh database, which lives as long as the
-/// returned handle.
-pub async fn start() -> (TestDatabase, ProcessStack) {
-    let db = stadium_testkit::fresh_database().await;
+/// The replicas (default counts) over a private PostgreSQL and Redis of the run's
+/// own, which a fault may restart and which go with the stack.
+pub async fn start() -> ProcessStack {
     let bin_dir = replicas::binaries_beside_this_program()
         .expect("the service binaries are built with the tests (cargo test --workspace)");
-    let stack = ProcessStack::start(ProcessOptions {
-        database_url: Some(db.url.clone()),
-        redis_url: Some(stadium_testkit::redis_url().await),
+    ProcessStack::start(ProcessOptions {
+        database_url: None,
+        redis_url: None,
         replicas: ReplicaCounts::default(),
         bin_dir,
     })
     .await
-    .expect("every replica starts in production mode");
-    (db, stack)
+    .expect("every replica starts in production mode")
 }
 
 /// The sale of `venue` (the arena's CSV) with the fans' random choices from `seed`.
