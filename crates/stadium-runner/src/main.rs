@@ -136,11 +136,13 @@ struct ProcessArgs {
     /// and the sale still ends clean.
     #[arg(long, requires = "replicas", conflicts_with = "faults")]
     kill_mid_sale: bool,
-    /// The fault suite (implies --replicas): as the seats sell, kill holds and then
-    /// payments mid-request, make the provider lose the answers of charges it took
-    /// and stall past payments' timeout, deliver notices twice, out of order and late;
-    /// then compare the provider's ledger with ours. The run fails unless the sale
-    /// recovers from each and ends clean.
+    /// The fault suite (implies --replicas, needs the run's own stores): as the seats
+    /// sell, kill holds mid-request, restart PostgreSQL, make the provider lose the
+    /// answers of charges it took, restart Redis keeping its data, kill payments
+    /// mid-request, cut payments off from holds, make the provider stall past
+    /// payments' timeout, deliver notices twice, out of order and late; then compare
+    /// the provider's ledger with ours. The run fails unless the sale recovers from
+    /// each and ends clean.
     #[arg(long)]
     faults: bool,
     /// With --replicas: the folder of the service binaries; unset: beside this program
@@ -213,6 +215,11 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
         anyhow::ensure!(
             stores.dev_issuer_seed.is_none(),
             "--dev-issuer-seed: replicas run in production mode, which trusts no development issuer"
+        );
+        anyhow::ensure!(
+            !processes.faults || (stores.database_url.is_none() && stores.redis_url.is_none()),
+            "--faults restarts PostgreSQL and Redis: run it without --database-url and \
+             --redis-url, on stores of its own"
         );
         let bin_dir = match processes.bin_dir {
             Some(dir) => dir,

@@ -49,6 +49,12 @@ pub enum Fault {
         /// How many charges.
         charges: u32,
     },
+    /// Payments is cut off from holds (nothing goes through either way; calls hang
+    /// until their deadlines) for `lasting`.
+    CutPaymentsFromHolds {
+        /// How long the cut lasts.
+        lasting: Duration,
+    },
     /// The run's PostgreSQL stops (fast shutdown: sessions end, open transactions roll
     /// back) and starts again.
     RestartPostgres,
@@ -83,6 +89,9 @@ impl Fault {
             Self::ProviderFailsAfterCharging { charges } => {
                 format!("provider times out after taking {charges} charges")
             }
+            Self::CutPaymentsFromHolds { lasting } => {
+                format!("payments cut off from holds for {} s", lasting.as_secs())
+            }
             Self::RestartPostgres => "PostgreSQL restarted (fast shutdown)".to_owned(),
             Self::RestartRedis(RedisRestart::KeepingData) => {
                 "Redis restarted with its data (persistence on)".to_owned()
@@ -114,9 +123,9 @@ impl Plan {
     }
 
     /// The fault suite: holds killed mid-request, a PostgreSQL restart, charges whose
-    /// answer is lost, a Redis restart keeping its data, payments killed mid-request, a
-    /// provider latency spike past `provider_timeout`, and duplicated, reordered and
-    /// late notices. The stores must be the run's own (they are restarted).
+    /// answer is lost, a Redis restart keeping its data, payments killed mid-request,
+    /// payments cut off from holds, a provider latency spike past `provider_timeout`,
+    /// and duplicated, reordered and late notices. The stores must be the run's own (they are restarted).
     pub fn fault_suite(provider_timeout: Duration) -> Self {
         Self {
             faults: vec![
@@ -125,6 +134,9 @@ impl Plan {
                 Fault::ProviderFailsAfterCharging { charges: 5 },
                 Fault::RestartRedis(RedisRestart::KeepingData),
                 Fault::Kill(vec!["payments"]),
+                Fault::CutPaymentsFromHolds {
+                    lasting: Duration::from_secs(5),
+                },
                 Fault::ProviderSlow {
                     latency: provider_timeout + Duration::from_secs(1),
                     lasting: Duration::from_secs(4),
@@ -295,6 +307,12 @@ async fn inject(
                 },
             )
             .await?;
+            Ok(Vec::new())
+        }
+        Fault::CutPaymentsFromHolds { lasting } => {
+            stack.cut_payments_from_holds();
+            tokio::time::sleep(*lasting).await;
+            stack.reconnect_payments_to_holds();
             Ok(Vec::new())
         }
         Fault::RestartPostgres => {

@@ -11,6 +11,7 @@
 
 pub mod manifest;
 pub mod objects;
+pub mod proxy;
 pub mod replica;
 
 use std::collections::BTreeMap;
@@ -27,6 +28,7 @@ use stadium_tokens::Ed25519Key;
 
 use self::manifest::{Container, EnvValue, ObjectRef};
 use self::objects::Objects;
+use self::proxy::Proxy;
 use self::replica::{Launch, Replica};
 use crate::stack::{Endpoints, PaymentTiming};
 use crate::stores::Stores;
@@ -157,6 +159,8 @@ pub struct ProcessStack {
     pub dir: PathBuf,
     replicas: Vec<Replica>,
     provider: Replica,
+    /// Payments' links to each holds replica.
+    holds_links: Vec<Proxy>,
     _dir: tempfile::TempDir,
     local: Option<LocalStack>,
 }
@@ -385,6 +389,19 @@ impl ProcessStack {
             .iter()
             .map(|(service, ports)| (*service, ports.iter().map(Ports::url).collect()))
             .collect();
+        // Payments reaches each holds replica through a proxy the run can cut.
+        let mut holds_links = Vec::new();
+        for holds in &ports["holds"] {
+            holds_links.push(Proxy::start(holds.grpc).await?);
+        }
+        let mut payments_urls = urls.clone();
+        payments_urls.insert(
+            "holds",
+            holds_links
+                .iter()
+                .map(|link| format!("https://{}", link.addr))
+                .collect(),
+        );
 
         let provider_dir = root.join("sim-provider");
         let provider_tls = pki
@@ -431,8 +448,12 @@ impl ProcessStack {
                     .with_context(|| format!("{service}: volume {}", mount.volume))?;
             }
             for (index, replica_ports) in ports[service].iter().enumerate() {
-                let (args, mut env) =
-                    render(&container, &objects, &volumes, &urls, *replica_ports)?;
+                let seen = if service == "payments" {
+                    &payments_urls
+                } else {
+                    &urls
+                };
+                let (args, mut env) = render(&container, &objects, &volumes, seen, *replica_ports)?;
                 if service == "waiting-room" {
                     // Not in the manifest: Redis may be shared with other runs, and
                     // event ids restart with a new database.
@@ -481,6 +502,7 @@ impl ProcessStack {
             dir: root,
             replicas,
             provider,
+            holds_links,
             _dir: dir,
             local: stores.local,
         };
@@ -587,6 +609,17 @@ impl ProcessStack {
             "the stores are not this run's own: restarting them needs the private pair \
              started when no store URL is given",
         )
+    }
+
+    /// Cuts payments off from every holds replica (a network partition: calls hang
+    /// until their deadlines) until [`reconnect_payments_to_holds`](Self::reconnect_payments_to_holds).
+    pub fn cut_payments_from_holds(&self) {
+        self.holds_links.iter().for_each(Proxy::cut);
+    }
+
+    /// Lifts [`cut_payments_from_holds`](Self::cut_payments_from_holds).
+    pub fn reconnect_payments_to_holds(&self) {
+        self.holds_links.iter().for_each(Proxy::restore);
     }
 
     /// The simulated provider's gRPC URL (`https://127.0.0.1:<port>`); call it through
