@@ -145,9 +145,9 @@ struct ProcessArgs {
     /// each and ends clean.
     #[arg(long)]
     faults: bool,
-    /// With --replicas: the folder of the service binaries; unset: beside this program
-    /// (build them with `cargo build --release --bins`).
-    #[arg(long, value_name = "DIR", requires = "replicas")]
+    /// With --replicas or --faults: the folder of the service binaries; unset: beside
+    /// this program (build them with `cargo build --release --bins`).
+    #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
 }
 
@@ -211,6 +211,10 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
             clients: usize::from(sale.floor_clients),
         }),
     };
+    anyhow::ensure!(
+        processes.bin_dir.is_none() || processes.replicas || processes.faults,
+        "--bin-dir names the service binaries of --replicas or --faults: give one of them"
+    );
     let outcome = if processes.replicas || processes.faults {
         anyhow::ensure!(
             stores.dev_issuer_seed.is_none(),
