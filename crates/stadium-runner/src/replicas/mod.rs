@@ -375,6 +375,16 @@ impl ProcessStack {
             notice_secret,
         } = material(&stores, &provider_ports.url())?;
 
+        // Payments' links to holds take their ports first and keep them, so that no
+        // replica port chosen below can be handed out to them again.
+        let mut link_listeners = Vec::new();
+        for _ in 0..options.replicas.of("holds").max(1) {
+            link_listeners.push(
+                tokio::net::TcpListener::bind(("127.0.0.1", 0))
+                    .await
+                    .context("binding a link port")?,
+            );
+        }
         let mut ports: BTreeMap<&str, Vec<Ports>> = BTreeMap::new();
         for service in SERVICES {
             let count = options.replicas.of(service).max(1);
@@ -391,8 +401,8 @@ impl ProcessStack {
             .collect();
         // Payments reaches each holds replica through a proxy the run can cut.
         let mut holds_links = Vec::new();
-        for holds in &ports["holds"] {
-            holds_links.push(Proxy::start(holds.grpc).await?);
+        for (listener, holds) in link_listeners.into_iter().zip(&ports["holds"]) {
+            holds_links.push(Proxy::start(listener, holds.grpc)?);
         }
         let mut payments_urls = urls.clone();
         payments_urls.insert(

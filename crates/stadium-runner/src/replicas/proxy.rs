@@ -27,15 +27,13 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// A proxy on a free loopback port forwarding to `target`.
+    /// A proxy accepting on `listener` (bound by the caller, who may need its port
+    /// reserved early) and forwarding to `target`.
     ///
     /// # Errors
-    /// No loopback port could be bound.
-    pub async fn start(target: SocketAddr) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .context("binding a proxy port")?;
-        let addr = listener.local_addr()?;
+    /// The listener has no local address.
+    pub fn start(listener: TcpListener, target: SocketAddr) -> anyhow::Result<Self> {
+        let addr = listener.local_addr().context("the proxy's port")?;
         let (cut, watching) = watch::channel(false);
         let task = tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
@@ -151,7 +149,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_cut_holds_every_byte_and_a_restore_closes_the_held_connections() {
-        let proxy = Proxy::start(echo().await).await.unwrap();
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let proxy = Proxy::start(listener, echo().await).unwrap();
         let mut before = TcpStream::connect(proxy.addr).await.unwrap();
         assert_eq!(round_trip(&mut before, b"hold").await, b"hold");
 
