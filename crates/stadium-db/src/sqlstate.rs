@@ -26,7 +26,8 @@ pub enum DbFailure {
     LockNotAvailable,
     /// 57014 `query_canceled`: `statement_timeout` or a cancel request.
     QueryCanceled,
-    /// The server cannot serve the session now: class 08 (connection exception),
+    /// The server cannot serve the session now: class 08 (connection exception) but
+    /// 08P01 `protocol_violation`,
     /// 57P01 `admin_shutdown`, 57P02 `crash_shutdown`, 57P03 `cannot_connect_now` (a
     /// restart under way) or 53300 `too_many_connections`. Nothing of the statement
     /// was committed unless it was a COMMIT whose answer was lost; a new connection
@@ -94,7 +95,9 @@ pub fn classify(error: &sqlx::Error) -> DbFailure {
         Some(code @ ("57P01" | "57P02" | "57P03" | "53300")) => DbFailure::ServerUnavailable {
             code: code.to_owned(),
         },
-        Some(code) if code.starts_with("08") => DbFailure::ServerUnavailable {
+        // 08P01 `protocol_violation` is a client bug (a malformed message), not a
+        // connection that a retry would cure.
+        Some(code) if code.starts_with("08") && code != "08P01" => DbFailure::ServerUnavailable {
             code: code.to_owned(),
         },
         Some(code) => DbFailure::Other {

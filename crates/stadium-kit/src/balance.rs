@@ -4,9 +4,10 @@
 //! as in gRFC A17).
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Mutex;
 use tokio::sync::mpsc::Sender;
 use tonic::transport::channel::Change;
 use tonic::transport::{Channel, Endpoint};
@@ -18,6 +19,9 @@ use crate::tls::{Tls, endpoint};
 
 /// Longest wait for a replica's health watch connection; then it counts as down.
 const WATCH_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Interval of HTTP/2 pings on a health watch, and how long an unanswered one waits
+/// before the watch counts as broken.
+const WATCH_KEEPALIVE: Duration = Duration::from_secs(5);
 /// First pause before watching a replica again after its watch failed; doubled on
 /// each failure in a row up to [`WATCH_RETRY_MAX`].
 const WATCH_RETRY_FIRST: Duration = Duration::from_millis(100);
@@ -39,14 +43,15 @@ const WATCH_RETRY_MAX: Duration = Duration::from_secs(2);
 /// (service `""`) over a connection of its own, and takes the replica out of the
 /// rotation when it answers anything but SERVING (a server draining before it stops
 /// says NOT_SERVING first, so its last calls finish and no new one goes to it) or
-/// when the watch breaks (the process died, the host is gone); the replica comes
-/// back once a new watch says SERVING (retried after 100 ms, doubling to 2 s). Calls
+/// when the watch breaks (the process died, or the host went silent: HTTP/2 pings
+/// every 5 s); the replica comes back once a new watch says SERVING (retried after
+/// 100 ms, doubling to 2 s). Changes reach tonic in order and are never dropped. Calls
 /// in flight on a replica that dies still fail (as UNAVAILABLE or UNKNOWN, see
 /// [`crate::status::transport_failure_as_unavailable`]).
 ///
 /// Every replica starts in the rotation, and the last one is never taken out: were
 /// every replica down, calls fail fast with UNAVAILABLE rather than wait for one to
-/// come back. A server without the health service (UNIMPLEMENTED) stays in the
+/// come back; one kept in only as the last leaves once another is back. A server without the health service (UNIMPLEMENTED) stays in the
 /// rotation. The watch tasks end when the channel and all its clones are dropped.
 ///
 /// Call it within a Tokio runtime: the channel's workers and the watches are spawned
@@ -67,7 +72,14 @@ pub fn channel(
             continue;
         }
         let plain = endpoint(flag, uri, tls)?;
-        let watch = plain.clone().connect_timeout(WATCH_CONNECT_TIMEOUT);
+        // Keepalive pings end the watch of a replica gone silent (a partition sends
+        // no reset), which then leaves the rotation.
+        let watch = plain
+            .clone()
+            .connect_timeout(WATCH_CONNECT_TIMEOUT)
+            .http2_keep_alive_interval(WATCH_KEEPALIVE)
+            .keep_alive_timeout(WATCH_KEEPALIVE)
+            .keep_alive_while_idle(true);
         replicas.push((uri.clone(), configure(plain), watch));
     }
     match replicas.len() {
@@ -77,15 +89,20 @@ pub fn channel(
         1 => Ok(replicas.remove(0).1.connect_lazy()),
         n => {
             let (channel, changes) = Channel::balance_channel(n * 4);
-            let rotation = Arc::new(Mutex::new(HashSet::new()));
+            let rotation = Arc::new(Mutex::new(Rotation {
+                serving: replicas.iter().map(|(uri, ..)| uri.clone()).collect(),
+                unwell: HashSet::new(),
+            }));
             for (uri, balanced, watch) in replicas {
+                // A fresh buffer of 4 changes per replica takes these n inserts; an
+                // error means the balancer is already gone, and so is the channel.
+                let _ = changes.try_send(Change::Insert(uri.clone(), balanced.clone()));
                 let member = Member {
                     uri,
                     balanced,
                     changes: changes.clone(),
                     rotation: Arc::clone(&rotation),
                 };
-                member.join();
                 tokio::spawn(member.watch(watch));
             }
             Ok(channel)
@@ -93,36 +110,64 @@ pub fn channel(
     }
 }
 
-/// One replica of a balanced channel, and the rotation it is in or out of.
+/// Which replicas the balancer has, and which of them asked to be out.
+struct Rotation {
+    /// In the balancer (every Insert and Remove sent, in order).
+    serving: HashSet<http::Uri>,
+    /// Their health said anything but SERVING, or their watch broke.
+    unwell: HashSet<http::Uri>,
+}
+
+/// One replica of a balanced channel.
 struct Member {
     uri: http::Uri,
     balanced: Endpoint,
     changes: Sender<Change<http::Uri, Endpoint>>,
-    /// The replicas now in the rotation, shared by the channel's members so that the
-    /// last one is never taken out.
-    rotation: Arc<Mutex<HashSet<http::Uri>>>,
+    /// Shared by the channel's members, so that the last replica is never taken out.
+    rotation: Arc<Mutex<Rotation>>,
 }
 
 impl Member {
-    /// Puts the replica in the rotation (nothing when it already is).
-    fn join(&self) {
-        let mut rotation = self.rotation.lock().unwrap_or_else(PoisonError::into_inner);
-        if rotation.insert(self.uri.clone()) {
-            // The channel's buffer holds four changes per replica and each member
-            // sends only on a change of its own state: full means the balancer is
-            // gone, and then nothing is to be done.
-            let _ = self
+    /// Records whether the replica is well, then brings the balancer to it: a well
+    /// replica not in it is inserted; unwell ones are removed while another remains
+    /// (so one kept in only as the last is removed once a well one is back). Changes
+    /// are sent in order under the lock and never dropped: tonic reads them only when
+    /// a call is made, so on an idle channel the send waits for the next call. False
+    /// when the balancer is gone.
+    async fn settle(&self, well: bool) -> bool {
+        let mut rotation = self.rotation.lock().await;
+        if well {
+            rotation.unwell.remove(&self.uri);
+            if !rotation.serving.contains(&self.uri) {
+                let insert = Change::Insert(self.uri.clone(), self.balanced.clone());
+                if self.changes.send(insert).await.is_err() {
+                    return false;
+                }
+                rotation.serving.insert(self.uri.clone());
+            }
+        } else {
+            rotation.unwell.insert(self.uri.clone());
+        }
+        let leaving: Vec<http::Uri> = rotation
+            .serving
+            .intersection(&rotation.unwell)
+            .cloned()
+            .collect();
+        for uri in leaving {
+            if rotation.serving.len() <= 1 {
+                break;
+            }
+            if self
                 .changes
-                .try_send(Change::Insert(self.uri.clone(), self.balanced.clone()));
+                .send(Change::Remove(uri.clone()))
+                .await
+                .is_err()
+            {
+                return false;
+            }
+            rotation.serving.remove(&uri);
         }
-    }
-
-    /// Takes the replica out of the rotation, unless it is the last one in it.
-    fn leave(&self) {
-        let mut rotation = self.rotation.lock().unwrap_or_else(PoisonError::into_inner);
-        if rotation.len() > 1 && rotation.remove(&self.uri) {
-            let _ = self.changes.try_send(Change::Remove(self.uri.clone()));
-        }
+        true
     }
 
     /// Watches the replica's health until the channel is dropped.
@@ -133,7 +178,9 @@ impl Member {
                 () = self.changes.closed() => return,
                 watched = self.follow(&watch) => watched,
             };
-            self.leave();
+            if !self.settle(false).await {
+                return;
+            }
             pause = if watched {
                 WATCH_RETRY_FIRST
             } else {
@@ -150,7 +197,9 @@ impl Member {
     /// replica's status changes. Whether the watch got at least one answer. A server
     /// without the health service is kept in the rotation and followed no further.
     async fn follow(&self, watch: &Endpoint) -> bool {
-        let Ok(connection) = watch.connect().await else {
+        // `connect_timeout` bounds the TCP connect only; this bounds TLS and HTTP/2 too.
+        let Ok(Ok(connection)) = tokio::time::timeout(WATCH_CONNECT_TIMEOUT, watch.connect()).await
+        else {
             return false;
         };
         let request = HealthCheckRequest {
@@ -159,7 +208,7 @@ impl Member {
         let mut stream = match HealthClient::new(connection).watch(request).await {
             Ok(response) => response.into_inner(),
             Err(status) if status.code() == tonic::Code::Unimplemented => {
-                self.join();
+                self.settle(true).await;
                 return std::future::pending().await;
             }
             Err(_) => return false,
@@ -167,10 +216,11 @@ impl Member {
         let mut answered = false;
         while let Ok(Some(answer)) = stream.message().await {
             answered = true;
-            if answer.status == ServingStatus::Serving as i32 {
-                self.join();
-            } else {
-                self.leave();
+            if !self
+                .settle(answer.status == ServingStatus::Serving as i32)
+                .await
+            {
+                return answered;
             }
         }
         answered

@@ -189,3 +189,25 @@ async fn a_replica_that_dies_leaves_the_rotation_and_the_last_one_stays() {
             .unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_replica_kept_in_as_the_last_leaves_once_another_is_back() {
+    let (a, b) = (Replica::start().await, Replica::start().await);
+    let channel =
+        balance::channel("--test-url", &[a.url.clone(), b.url.clone()], None, |e| e).unwrap();
+    b.report(ServingStatus::NotServing).await;
+    until_answered_by(&channel, &[&a], 10).await;
+    // The last one in: kept although it says NOT_SERVING.
+    a.report(ServingStatus::NotServing).await;
+    b.report(ServingStatus::Serving).await;
+    until_answered_by(&channel, &[&b], 10).await;
+    let a_out = a.calls();
+    for _ in 0..40 {
+        check(&channel).await.unwrap();
+    }
+    assert_eq!(
+        a.calls(),
+        a_out,
+        "a NOT_SERVING replica stayed in the rotation"
+    );
+}

@@ -316,6 +316,15 @@ impl LocalStack {
         if let Some(mut child) = self.redis.take() {
             match how {
                 RedisRestart::KeepingData => {
+                    // The snapshot the new server loads must be this one, not an
+                    // older one left by an earlier restart.
+                    let snapshot = self.dir_path.join("dump.rdb");
+                    if snapshot.exists() {
+                        std::fs::remove_file(&snapshot).map_err(LocalStackError::io(format!(
+                            "cannot remove {}",
+                            snapshot.display()
+                        )))?;
+                    }
                     // The connection closes as the server exits: no answer comes.
                     let shutdown = async {
                         let client = redis::Client::open(self.redis_url.as_str())?;
@@ -327,6 +336,16 @@ impl LocalStack {
                     };
                     let _ = tokio::time::timeout(Duration::from_secs(10), shutdown).await;
                     process::stop_child(child, nix::sys::signal::Signal::SIGTERM).await;
+                    // SHUTDOWN SAVE answers only when the save failed (and the server
+                    // stays up); the snapshot is the proof it did not.
+                    if !snapshot.exists() {
+                        return Err(LocalStackError::Io {
+                            context: "redis stopped without writing its snapshot; its data \
+                                      would not come back"
+                                .to_owned(),
+                            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                        });
+                    }
                 }
                 RedisRestart::LosingData => {
                     let _ = child.start_kill();

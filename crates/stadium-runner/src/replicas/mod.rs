@@ -174,10 +174,13 @@ impl std::fmt::Debug for ProcessStack {
     }
 }
 
-/// A free loopback port (bound, then released for the replica to bind).
-fn free_port() -> anyhow::Result<SocketAddr> {
+/// A free loopback port, kept bound in `held` until the caller drops `held` just
+/// before the replicas bind: ports chosen while earlier ones are held are all distinct.
+fn free_port(held: &mut Vec<std::net::TcpListener>) -> anyhow::Result<SocketAddr> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).context("find a free port")?;
-    Ok(listener.local_addr()?)
+    let addr = listener.local_addr()?;
+    held.push(listener);
+    Ok(addr)
 }
 
 /// Ports of one replica.
@@ -188,10 +191,11 @@ struct Ports {
 }
 
 impl Ports {
-    fn free() -> anyhow::Result<Self> {
+    /// Two free ports, held in `held` (see [`free_port`]).
+    fn free(held: &mut Vec<std::net::TcpListener>) -> anyhow::Result<Self> {
         Ok(Self {
-            grpc: free_port()?,
-            health: free_port()?,
+            grpc: free_port(held)?,
+            health: free_port(held)?,
         })
     }
 
@@ -367,7 +371,10 @@ impl ProcessStack {
             Ok(path)
         };
 
-        let provider_ports = Ports::free()?;
+        // Every port of the run is held until all are chosen, then released for the
+        // processes to bind.
+        let mut held = Vec::new();
+        let provider_ports = Ports::free(&mut held)?;
         let Material {
             objects,
             issuer,
@@ -391,7 +398,7 @@ impl ProcessStack {
             ports.insert(
                 service,
                 (0..count)
-                    .map(|_| Ports::free())
+                    .map(|_| Ports::free(&mut held))
                     .collect::<anyhow::Result<_>>()?,
             );
         }
@@ -502,6 +509,7 @@ impl ProcessStack {
             payments: urls["payments"].join(","),
             box_office: urls["box-office"].join(","),
         };
+        drop(held);
         let mut stack = ProcessStack {
             endpoints,
             database_url: stores.database_url,
@@ -663,7 +671,7 @@ mod tests {
             local: None,
         };
         let built = material(&stores, "https://127.0.0.1:9").unwrap();
-        let ports = Ports::free().unwrap();
+        let ports = Ports::free(&mut Vec::new()).unwrap();
         let urls: BTreeMap<&str, Vec<String>> = SERVICES
             .iter()
             .map(|s| {

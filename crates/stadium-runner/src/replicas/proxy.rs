@@ -37,7 +37,16 @@ impl Proxy {
         let (cut, watching) = watch::channel(false);
         let task = tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
-            while let Ok((caller, _)) = listener.accept().await {
+            loop {
+                let caller = match listener.accept().await {
+                    Ok((caller, _)) => caller,
+                    Err(error) => {
+                        // Out of descriptors, say: the link lives on.
+                        tracing::warn!(%error, "link proxy: accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
                 let _ = caller.set_nodelay(true);
                 connections.spawn(forward(caller, target, watching.clone()));
                 // Reap the finished ones so the set does not grow with the run.

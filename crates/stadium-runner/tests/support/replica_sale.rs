@@ -38,3 +38,19 @@ pub fn config(venue: &std::path::Path, seed: u64) -> OnSaleConfig {
         floor: None,
     }
 }
+
+/// The sale sold out with every invariant kept: no seat claimed twice, no hold paid
+/// twice, one valid ticket per sold seat, no timely payment refunded, and the report
+/// agreeing with the database.
+pub fn assert_sold_out_clean(report: &loadtest::RunReport, check: &stadium_runner::DatabaseCheck) {
+    assert_eq!(check.seats_claimed_twice, 0, "a seat has two active claims");
+    assert_eq!(check.payments_per_hold_over_one, 0, "a hold was paid twice");
+    assert_eq!(check.tickets, check.sold, "one valid ticket per sold seat");
+    assert_eq!(check.sold, check.seats, "the on-sale sold out");
+    assert_eq!(
+        report.unexpected_refunds, 0,
+        "a timely payment was refunded"
+    );
+    assert!(check.is_ok(), "{:?}", check.disagreements);
+    assert!(report.is_ok(), "{}", report.to_text());
+}
