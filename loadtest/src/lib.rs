@@ -50,6 +50,7 @@ pub mod cli;
 mod credentials;
 mod error;
 mod fan;
+mod final_answer;
 pub mod floor;
 mod invariants;
 mod latency;
@@ -73,8 +74,8 @@ pub use invariants::{
 };
 pub use latency::{LatencyRecorder, LatencySummary};
 pub use mix::{Behaviour, FanPlan, plan_fan, plan_fans};
-pub use options::{BehaviourShares, EventOptions, OnSaleOptions};
-pub use report::{DoubleConfirmSummary, LateSummary, RunReport, TimelinePoint};
+pub use options::{BehaviourShares, EventOptions, FINAL_ANSWER_BOUND, OnSaleOptions};
+pub use report::{DoubleConfirmSummary, FinalAnswers, LateSummary, RunReport, TimelinePoint};
 pub use run::{run_onsale, run_scenario};
 pub use setup::{EventSetup, PricedCategory, setup_event};
 pub use skew::{Candidate, pick_section, rank_sections};

@@ -115,7 +115,22 @@ pub struct OnSaleOptions {
     pub max_queue_wait: Duration,
     /// Payment method token given to Confirm (the simulated provider's `tok_visa`).
     pub payment_token: String,
+    /// Of the paying fans whose first Confirm leaves the outcome open (a timeout, the
+    /// provider unavailable), the share who close the page and look their order up
+    /// later instead of asking again, so that only payments' own recovery settles
+    /// their payment. 0 to 1.
+    pub walk_away_share: f64,
+    /// Every fan who confirms has a final answer about its payment (paid, refunded,
+    /// failed, refused) within this long of its first Confirm, real time; a fan
+    /// without one fails the run.
+    pub final_answer_bound: Duration,
 }
+
+/// The default [`OnSaleOptions::final_answer_bound`]: two minutes. Payments takes
+/// over a payment whose driver died once its lease (30 s by default) has run out, at
+/// its next reconciler pass (every 5 s), and then waits at most one provider call
+/// (10 s) and one holds call (3 s): under a minute, with room for a database restart.
+pub const FINAL_ANSWER_BOUND: Duration = Duration::from_secs(120);
 
 impl Default for OnSaleOptions {
     fn default() -> Self {
@@ -137,6 +152,8 @@ impl Default for OnSaleOptions {
             sample_every: Duration::from_millis(250),
             max_queue_wait: Duration::from_secs(30 * 60),
             payment_token: "tok_visa".into(),
+            walk_away_share: 0.5,
+            final_answer_bound: FINAL_ANSWER_BOUND,
         }
     }
 }
@@ -187,6 +204,15 @@ impl OnSaleOptions {
                 "best_available_share",
                 format!("{} is not within 0..=1", self.best_available_share),
             );
+        }
+        if !(0.0..=1.0).contains(&self.walk_away_share) {
+            return bad(
+                "walk_away_share",
+                format!("{} is not within 0..=1", self.walk_away_share),
+            );
+        }
+        if self.final_answer_bound.is_zero() {
+            return bad("final_answer_bound", "must be > 0".into());
         }
         if self.sample_every.is_zero() {
             return bad("sample_every", "must be > 0".into());

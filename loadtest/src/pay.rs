@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use rand::Rng;
 use rand::rngs::StdRng;
 use stadium_kit::Reason;
 use stadium_proto::payments::v1::get_order_request::Key;
@@ -14,6 +15,7 @@ use tonic::{Code, Status};
 use crate::claim::HeldSeats;
 use crate::credentials::authed;
 use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, complete_admission, think, transient};
+use crate::final_answer;
 use crate::mix::{Behaviour, FanPlan};
 use crate::stats::{add, inc, sub};
 
@@ -41,9 +43,21 @@ pub(crate) async fn settle(
             // Pay within the first half of what is left of the hold.
             let left = held.expires_at.saturating_duration_since(Instant::now());
             tokio::time::sleep(think(ctx, rng).min(left / 2)).await;
-            let result = confirm(ctx, session, &held, rng).await;
+            let started = Instant::now();
+            let first = confirm_once(ctx, session, &held).await;
             complete_admission(ctx, session, admission).await;
-            count_payment(ctx, session, &held, result, rng).await;
+            if unsettled(&first) && rng.gen_bool(ctx.options.walk_away_share) {
+                final_answer::walk_away(ctx, session, &held, started).await;
+                return;
+            }
+            let result = match first {
+                Err(status) if transient(&status) => {
+                    tokio::time::sleep(backoff(rng, 1)).await;
+                    confirm(ctx, session, &held, rng).await
+                }
+                first => first,
+            };
+            count_payment(ctx, session, &held, result, started, rng).await;
         }
         Behaviour::Abandon => {
             complete_admission(ctx, session, admission).await;
@@ -57,8 +71,11 @@ pub(crate) async fn settle(
             lapse(&held).await;
             sub(&stats.seats_held_now, held.seats());
             inc(&stats.late_payments);
+            let started = Instant::now();
             let first = confirm(ctx, session, &held, rng).await;
-            match resolve(ctx, session, &held, first, rng).await {
+            let result = resolve(ctx, session, &held, first, rng).await;
+            final_answer::record(ctx, started, &result);
+            match result {
                 Ok(order) if refunded_for_expiry(&order) => {
                     inc(&stats.late_refunded);
                     add(&stats.late_refunded_seats, held.seats());
@@ -78,6 +95,7 @@ pub(crate) async fn settle(
             let left = held.expires_at.saturating_duration_since(Instant::now());
             tokio::time::sleep(think(ctx, rng).min(left / 2)).await;
             let mut rng2 = rng.clone();
+            let started = Instant::now();
             let (a, b) = tokio::join!(
                 confirm(ctx, session, &held, rng),
                 confirm(ctx, session, &held, &mut rng2)
@@ -90,7 +108,7 @@ pub(crate) async fn settle(
                 Double::Inconsistent => inc(&stats.double_inconsistent),
                 Double::Unresolved => {}
             }
-            count_payment(ctx, session, &held, a.or(b), rng).await;
+            count_payment(ctx, session, &held, a.or(b), started, rng).await;
         }
     }
 }
@@ -144,35 +162,35 @@ async fn confirm(
 ) -> Result<Order, Status> {
     let mut attempt = 0;
     loop {
-        let request = ConfirmRequest {
-            hold_key: held.hold.hold_key.clone(),
-            payment_method: Some(PaymentMethod {
-                token: ctx.options.payment_token.clone(),
-            }),
-        };
-        let mut client = ctx.clients.payments.clone();
-        let result = ctx
-            .call_paying("Payments/Confirm", client.confirm(authed(request, session)))
-            .await;
-        match result {
-            Ok(response) => {
-                return response
-                    .order
-                    .ok_or_else(|| Status::internal("ConfirmResponse without order"));
-            }
+        match confirm_once(ctx, session, held).await {
             Err(status) if transient(&status) && attempt < TRANSIENT_RETRIES => {
                 attempt += 1;
                 tokio::time::sleep(backoff(rng, attempt)).await;
             }
-            Err(status) => return Err(status),
+            result => return result,
         }
     }
+}
+
+/// One Confirm of the hold with the payment token.
+async fn confirm_once(ctx: &Ctx, session: &str, held: &HeldSeats) -> Result<Order, Status> {
+    let request = ConfirmRequest {
+        hold_key: held.hold.hold_key.clone(),
+        payment_method: Some(PaymentMethod {
+            token: ctx.options.payment_token.clone(),
+        }),
+    };
+    let mut client = ctx.clients.payments.clone();
+    ctx.call_paying("Payments/Confirm", client.confirm(authed(request, session)))
+        .await?
+        .order
+        .ok_or_else(|| Status::internal("ConfirmResponse without order"))
 }
 
 /// Whether a confirm's answer leaves the outcome open (a timeout, a shed request,
 /// a payment still pending): payments finishes such a payment itself, and repeating
 /// the confirm (idempotent by hold key) tells how it ended.
-fn unsettled(result: &Result<Order, Status>) -> bool {
+pub(crate) fn unsettled(result: &Result<Order, Status>) -> bool {
     match result {
         Ok(order) => order.status == OrderStatus::Pending as i32,
         Err(status) => {
@@ -204,17 +222,20 @@ async fn resolve(
     }
 }
 
-/// Counts a payment made while the hold was alive, once its outcome is final.
+/// Counts a payment made while the hold was alive (its first Confirm sent at
+/// `started`), once its outcome is final.
 async fn count_payment(
     ctx: &Ctx,
     session: &str,
     held: &HeldSeats,
     result: Result<Order, Status>,
+    started: Instant,
     rng: &mut StdRng,
 ) {
     let stats = &ctx.stats;
     let seats = held.seats();
     let result = resolve(ctx, session, held, result, rng).await;
+    final_answer::record(ctx, started, &result);
     sub(&stats.seats_held_now, seats);
     match result {
         Ok(order) if order.status == OrderStatus::Paid as i32 => {
@@ -233,6 +254,16 @@ async fn count_payment(
 
 /// The order of the hold, if payments has one.
 async fn order_of(ctx: &Ctx, session: &str, held: &HeldSeats) -> Option<Order> {
+    lookup_order(ctx, session, held).await.ok()
+}
+
+/// The hold's order as payments has recorded it (`GetOrder` by hold key: it reads,
+/// and settles nothing); NOT_FOUND when payments has no payment for the hold.
+pub(crate) async fn lookup_order(
+    ctx: &Ctx,
+    session: &str,
+    held: &HeldSeats,
+) -> Result<Order, Status> {
     let request = GetOrderRequest {
         key: Some(Key::HoldKey(held.hold.hold_key.clone())),
     };
@@ -241,9 +272,9 @@ async fn order_of(ctx: &Ctx, session: &str, held: &HeldSeats) -> Option<Order> {
         "Payments/GetOrder",
         client.get_order(authed(request, session)),
     )
-    .await
-    .ok()
-    .and_then(|r| r.order)
+    .await?
+    .order
+    .ok_or_else(|| Status::internal("GetOrderResponse without order"))
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::error::{LoadtestError, Result};
 use crate::fan::{Ctx, run_fan};
 use crate::mix::plan_fans;
 use crate::options::OnSaleOptions;
-use crate::report::{DoubleConfirmSummary, LateSummary, RunReport, TimelinePoint};
+use crate::report::{DoubleConfirmSummary, FinalAnswers, LateSummary, RunReport, TimelinePoint};
 use crate::seatmap::SeatMap;
 use crate::setup::EventSetup;
 use crate::stats::get;
@@ -217,6 +217,14 @@ fn build_report(ctx: &Ctx, timeline: Vec<TimelinePoint>) -> RunReport {
             same_order: get(&s.double_same_order),
             same_refusal: get(&s.double_same_refusal),
             inconsistent: get(&s.double_inconsistent),
+        },
+        final_answers: FinalAnswers {
+            bound_ms: ctx.options.final_answer_bound.as_millis() as u64,
+            answered: get(&s.final_answers),
+            max_ms: get(&s.final_answer_max_ms),
+            past_bound: get(&s.past_final_bound),
+            walked_away: get(&s.walked_away),
+            walked_away_settled: get(&s.walked_away_settled),
         },
         errors: s.errors(),
         latency: ctx.latency.summaries(),

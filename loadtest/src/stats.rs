@@ -43,6 +43,11 @@ pub(crate) struct Stats {
     pub double_same_refusal: AtomicU64,
     pub double_inconsistent: AtomicU64,
     pub pay_failed: AtomicU64,
+    pub final_answers: AtomicU64,
+    pub final_answer_max_ms: AtomicU64,
+    pub past_final_bound: AtomicU64,
+    pub walked_away: AtomicU64,
+    pub walked_away_settled: AtomicU64,
     errors: Mutex<BTreeMap<(String, String, String), u64>>,
 }
 

@@ -232,11 +232,21 @@ pub async fn run(
         pool
     };
     if let (Some(disruption), Some(notices)) = (disruption.as_mut(), notices.as_mut()) {
-        if late_notices && let Err(e) = notices.deliver_all_late().await {
-            disruption.failure = Some(format!("late notices: {e:#}"));
-        }
         let event: i64 = report.event_id.parse().context("the report's event id")?;
-        disruption.ledger = Some(ledger::check(&pool, &mut notices.provider, event).await?);
+        // Compared before the late notices, so that payments' own recovery must have
+        // settled every payment (a notice would settle what the reconciler missed),
+        // and again after them, which must change nothing.
+        let mut check = ledger::check(&pool, &mut notices.provider, event).await?;
+        if late_notices {
+            match notices.deliver_all_late().await {
+                Ok(_) => {
+                    let after = ledger::check(&pool, &mut notices.provider, event).await?;
+                    check.compare_after_late_notices(&after);
+                }
+                Err(e) => disruption.failure = Some(format!("late notices: {e:#}")),
+            }
+        }
+        disruption.ledger = Some(check);
     }
     let check = check_database(&pool, &report).await?;
     pool.close().await;

@@ -2,9 +2,12 @@
 //! through the replicas while holds and then payments are killed mid-request,
 //! PostgreSQL and Redis restart under them, the provider loses the answers of charges
 //! it took and stalls past payments' timeout, and notices arrive twice, out of order
-//! and late. The sale must recover from each,
-//! sell out with no seat sold twice and no timely payment refunded, and the provider's
-//! ledger must equal ours.
+//! and late. The sale must recover from each, sell out with no seat sold twice and no
+//! timely payment refunded, give every fan who confirmed a final answer within the
+//! bound, and the provider's ledger must equal ours before the late notices and after.
+//! Half of the fans whose Confirm is left open walk away and only look their order up
+//! later, so with payments' reconciler switched off (`RECONCILE_INTERVAL_MS=0`) this
+//! test fails: their charged payments stay pending.
 
 #[path = "support/arena.rs"]
 mod arena;
@@ -46,6 +49,10 @@ async fn the_sale_recovers_from_every_fault_and_the_ledgers_agree() {
             fault.failure
         );
     }
+    assert!(
+        report.final_answers.walked_away > 0,
+        "no fan walked away from an open Confirm: the reconciler went untested"
+    );
     let ledger = disruption.ledger.as_ref().expect("the ledgers compared");
     assert!(ledger.is_ok(), "{}", ledger.to_text());
     assert!(ledger.charges > 0, "nothing charged");

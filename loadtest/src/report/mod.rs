@@ -50,6 +50,25 @@ pub struct LateSummary {
     pub paid_anyway: u64,
 }
 
+/// How long fans waited for a final answer about their payment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinalAnswers {
+    /// The most a fan may wait, from its first Confirm, ms
+    /// ([`crate::OnSaleOptions::final_answer_bound`]).
+    pub bound_ms: u64,
+    /// Fans whose payment got a final answer (paid, refunded, failed, refused) within
+    /// the bound.
+    pub answered: u64,
+    /// The longest of those waits, ms.
+    pub max_ms: u64,
+    /// Fans still without a final answer at the bound (must be 0).
+    pub past_bound: u64,
+    /// Fans who left after an open answer and looked their order up later.
+    pub walked_away: u64,
+    /// Of them, those who found their order paid, refunded or failed.
+    pub walked_away_settled: u64,
+}
+
 /// Fans who sent two confirms at once.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DoubleConfirmSummary {
@@ -130,6 +149,9 @@ pub struct RunReport {
     pub pay_failed: u64,
     /// Double confirms.
     pub double_confirm: DoubleConfirmSummary,
+    /// Fans' waits for a final answer about their payment.
+    #[serde(default)]
+    pub final_answers: FinalAnswers,
     /// Failed RPCs by RPC, code and reason (SEAT_TAKEN included).
     pub errors: Vec<ErrorCount>,
     /// Latency per RPC.
@@ -157,11 +179,13 @@ impl RunReport {
     }
 
     /// Whether the run found nothing wrong: the invariant check ran and passed, no
-    /// late payment was booked, every double confirm answered one order, and no
-    /// service answered with a fault ([`SERVER_FAULTS`]).
+    /// late payment was booked, every double confirm answered one order, every fan who
+    /// confirmed had a final answer within the bound, and no service answered with a
+    /// fault ([`SERVER_FAULTS`]).
     pub fn is_ok(&self) -> bool {
         self.invariants.as_ref().is_some_and(InvariantCheck::is_ok)
             && self.late.paid_anyway == 0
+            && self.final_answers.past_bound == 0
             && self.double_confirm.inconsistent == 0
             && self.server_faults() == 0
     }
@@ -224,6 +248,14 @@ pub(crate) mod tests {
                 same_order: 11,
                 same_refusal: 1,
                 inconsistent: 0,
+            },
+            final_answers: FinalAnswers {
+                bound_ms: 120_000,
+                answered: 290,
+                max_ms: 4_200,
+                past_bound: 0,
+                walked_away: 3,
+                walked_away_settled: 3,
             },
             errors: vec![ErrorCount {
                 rpc: "Holds/ClaimSeats".into(),

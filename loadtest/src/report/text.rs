@@ -144,6 +144,23 @@ impl RunReport {
             ),
         )?;
         row(out, "payments without order", self.pay_failed.to_string())?;
+        let f = &self.final_answers;
+        row(
+            out,
+            "final answers",
+            format!(
+                "{} within {:.0} s of the first Confirm (longest {:.1} s), {} past it",
+                f.answered,
+                f.bound_ms as f64 / 1_000.0,
+                f.max_ms as f64 / 1_000.0,
+                f.past_bound
+            ),
+        )?;
+        row(
+            out,
+            "walked away, looked later",
+            format!("{}: {} found settled", f.walked_away, f.walked_away_settled),
+        )?;
 
         writeln!(out, "\nInvariants")?;
         match &self.invariants {

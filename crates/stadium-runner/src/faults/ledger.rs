@@ -1,5 +1,6 @@
 //! The provider's ledger held up against ours after a run: every charge the provider
-//! took has exactly one booking or one refund in `payments.payments`, and every
+//! took has exactly one booking or one refund in `payments.payments`, for the
+//! payment's amount, no money moved for a hold we have no payment of, and every
 //! payment's state matches what the provider holds under its keys (the charge key is
 //! the hold key, or `<hold key>:<attempt>` from the second attempt on; the refund key
 //! is `refund:<hold key>`, see `payments::domain`).
@@ -14,9 +15,9 @@ use stadium_proto::payments::v1::simulated_provider_client::SimulatedProviderCli
 use stadium_proto::payments::v1::{SimLedgerRequest, SimLedgerResponse};
 use tonic::transport::Channel;
 
-/// How long the check waits for the reconciler to finish the payments a fault left
-/// pending (its passes run every few seconds; a charge lost to a timeout is found on
-/// the next one).
+/// How long the check waits for payments' own recovery (the reconciler) to finish the
+/// payments a fault left unfinished (its passes run every few seconds; a charge lost to
+/// a timeout is found once the lease of the payment's driver has run out).
 pub const SETTLE_PATIENCE: Duration = Duration::from_secs(120);
 
 /// The two ledgers compared.
@@ -32,7 +33,7 @@ pub struct LedgerCheck {
     pub refunded: usize,
     /// Our payments failed (declined, or never charged).
     pub failed: usize,
-    /// How long the reconciler took, after the sale, to leave no payment pending.
+    /// How long after the sale the ledgers first agreed, with no payment unfinished.
     pub settled_after: Option<Duration>,
     /// Every way the ledgers disagree, in words.
     pub disagreements: Vec<String>,
@@ -53,7 +54,7 @@ impl LedgerCheck {
         );
         if let Some(after) = self.settled_after {
             out.push_str(&format!(
-                "  no payment pending {:.1} s after the sale\n",
+                "  agreed, nothing unfinished, {:.1} s after the sale\n",
                 after.as_secs_f64()
             ));
         }
@@ -67,15 +68,18 @@ impl LedgerCheck {
     }
 }
 
-/// What the provider holds for one hold.
+/// What the provider holds for one hold: successful charges and refunds, and their
+/// sums in minor units.
 #[derive(Debug, Default, Clone, Copy)]
 struct Moved {
     charges: usize,
     refunds: usize,
+    charged_minor: i64,
+    refunded_minor: i64,
 }
 
-/// Waits until no payment of `event` is pending (at most [`SETTLE_PATIENCE`]), then
-/// compares the provider's ledger with `payments.payments`.
+/// Compares the ledgers until they agree and no payment of `event` is left
+/// unfinished, at most [`SETTLE_PATIENCE`]; the last comparison when they never do.
 ///
 /// # Errors
 /// A query or the ledger call failed (a disagreement is not an error).
@@ -84,31 +88,52 @@ pub async fn check(
     provider: &mut SimulatedProviderClient<Channel>,
     event: i64,
 ) -> anyhow::Result<LedgerCheck> {
-    let mut check = LedgerCheck::default();
     let started = tokio::time::Instant::now();
     loop {
-        let unfinished: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM payments.payments
-              WHERE event_id = $1 AND status IN ('pending', 'refund_pending')",
-        )
-        .bind(event)
-        .fetch_one(pool)
-        .await
-        .context("counting unfinished payments")?;
-        if unfinished == 0 {
+        let mut check = compare(pool, provider, event).await?;
+        if check.is_ok() {
             check.settled_after = Some(started.elapsed());
-            break;
+            return Ok(check);
         }
         if started.elapsed() > SETTLE_PATIENCE {
             check.disagreements.push(format!(
-                "{unfinished} payments still pending {} s after the sale",
+                "still so {} s after the sale",
                 SETTLE_PATIENCE.as_secs()
             ));
-            break;
+            return Ok(check);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
 
+impl LedgerCheck {
+    /// Adds, as disagreements, every way `after` (the ledgers compared again once the
+    /// late notices were delivered) differs from this comparison: a late notice must
+    /// change nothing.
+    pub fn compare_after_late_notices(&mut self, after: &LedgerCheck) {
+        let counts = |c: &LedgerCheck| (c.charges, c.refunds, c.captured, c.refunded, c.failed);
+        if counts(after) != counts(self) {
+            self.disagreements.push(format!(
+                "the late notices changed the ledgers: (charges, refunds, captured, \
+                 refunded, failed) {:?} before, {:?} after",
+                counts(self),
+                counts(after)
+            ));
+        }
+        for d in &after.disagreements {
+            self.disagreements
+                .push(format!("after the late notices: {d}"));
+        }
+    }
+}
+
+/// One comparison of the provider's ledger with `payments.payments`.
+async fn compare(
+    pool: &PgPool,
+    provider: &mut SimulatedProviderClient<Channel>,
+    event: i64,
+) -> anyhow::Result<LedgerCheck> {
+    let mut check = LedgerCheck::default();
     let ledger = provider
         .ledger(SimLedgerRequest {})
         .await
@@ -125,50 +150,64 @@ pub async fn check(
     .context("reading the event's payments")?;
     let d = &mut check.disagreements;
     for (hold, status, amount, refunded) in &rows {
-        let Moved { charges, refunds } = moved.get(hold).copied().unwrap_or_default();
-        check.charges += charges;
-        check.refunds += refunds;
+        let m = moved.get(hold).copied().unwrap_or_default();
+        check.charges += m.charges;
+        check.refunds += m.refunds;
+        let moved_text = || {
+            format!(
+                "{} charges ({} minor) and {} refunds ({} minor)",
+                m.charges, m.charged_minor, m.refunds, m.refunded_minor
+            )
+        };
         match status.as_str() {
             "captured" => {
                 check.captured += 1;
-                if (charges, refunds) != (1, 0) {
+                if (m.charges, m.refunds, m.charged_minor) != (1, 0, *amount) {
                     d.push(format!(
-                        "hold {hold} captured with {charges} charges and {refunds} refunds"
+                        "hold {hold} captured for {amount} with {}",
+                        moved_text()
                     ));
                 }
             }
             "refunded" => {
                 check.refunded += 1;
-                if (charges, refunds) != (1, 1) || refunded != amount {
+                if (m.charges, m.refunds) != (1, 1)
+                    || refunded != amount
+                    || (m.charged_minor, m.refunded_minor) != (*amount, *amount)
+                {
                     d.push(format!(
-                        "hold {hold} refunded {refunded} of {amount} with {charges} charges \
-                         and {refunds} refunds"
+                        "hold {hold} refunded {refunded} of {amount} with {}",
+                        moved_text()
                     ));
                 }
             }
             "failed" => {
                 check.failed += 1;
-                if charges != 0 {
-                    d.push(format!("hold {hold} failed but charged {charges} times"));
+                if m.charges != 0 || m.refunds != 0 {
+                    d.push(format!("hold {hold} failed with {}", moved_text()));
                 }
             }
-            other => d.push(format!("hold {hold} left {other}")),
+            other => d.push(format!("hold {hold} left {other} with {}", moved_text())),
         }
     }
-    for hold in moved.keys() {
-        if !rows.iter().any(|(h, ..)| h == hold) && moved[hold].charges > 0 {
-            // Another event's payment (the provider outlives one sale) is skipped only
-            // when our database knows the hold under another event.
-            let elsewhere: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM payments.payments WHERE hold_key = $1)",
-            )
-            .bind(hold)
-            .fetch_one(pool)
-            .await
-            .context("looking a charge's hold up")?;
-            if !elsewhere {
-                d.push(format!("money taken for hold {hold} without a payment"));
-            }
+    for (hold, m) in &moved {
+        if rows.iter().any(|(h, ..)| h == hold) || (m.charges == 0 && m.refunds == 0) {
+            continue;
+        }
+        // Another event's payment (the provider outlives one sale) is skipped only
+        // when our database knows the hold under another event.
+        let elsewhere: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM payments.payments WHERE hold_key = $1)",
+        )
+        .bind(hold)
+        .fetch_one(pool)
+        .await
+        .context("looking a charge's hold up")?;
+        if !elsewhere {
+            d.push(format!(
+                "money moved for hold {hold} without a payment: {} charges, {} refunds",
+                m.charges, m.refunds
+            ));
         }
     }
     Ok(check)
@@ -179,11 +218,14 @@ fn by_hold(ledger: &SimLedgerResponse) -> HashMap<uuid::Uuid, Moved> {
     let mut moved: HashMap<uuid::Uuid, Moved> = HashMap::new();
     for entry in &ledger.entries {
         let record = entry.record.as_ref().and_then(|r| r.record.as_ref());
+        let minor = entry.amount.as_ref().map_or(0, |a| a.amount_minor);
         match record {
             Some(Record::Charge(charge)) if charge.succeeded => {
                 if let Some((hold, _)) = payments::domain::parse_charge_key(&entry.idempotency_key)
                 {
-                    moved.entry(hold.uuid()).or_default().charges += 1;
+                    let m = moved.entry(hold.uuid()).or_default();
+                    m.charges += 1;
+                    m.charged_minor += minor;
                 }
             }
             Some(Record::Refund(_)) => {
@@ -192,7 +234,9 @@ fn by_hold(ledger: &SimLedgerResponse) -> HashMap<uuid::Uuid, Moved> {
                     .strip_prefix("refund:")
                     .and_then(|k| k.parse().ok())
                 {
-                    moved.entry(hold).or_default().refunds += 1;
+                    let m = moved.entry(hold).or_default();
+                    m.refunds += 1;
+                    m.refunded_minor += minor;
                 }
             }
             _ => {}

@@ -295,7 +295,7 @@ async fn inject(
             )
             .await?;
             tokio::time::sleep(*lasting).await;
-            set_faults(provider, SimFaults::default()).await?;
+            lift_faults(provider).await?;
             Ok(Vec::new())
         }
         Fault::ProviderFailsAfterCharging { charges } => {
@@ -329,6 +329,25 @@ async fn inject(
         }
     }
 }
+
+/// Clears the provider's faults, trying again for a while: a spike left on would stall
+/// every later payment of the run.
+async fn lift_faults(provider: &mut SimulatedProviderClient<Channel>) -> anyhow::Result<()> {
+    let mut attempt = 0;
+    loop {
+        match set_faults(provider, SimFaults::default()).await {
+            Err(e) if attempt < LIFT_ATTEMPTS => {
+                attempt += 1;
+                tracing::warn!(error = %format!("{e:#}"), attempt, "lifting the provider's faults");
+                tokio::time::sleep(Duration::from_millis(200 << attempt.min(4))).await;
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Attempts to clear the provider's faults before the run gives up on it.
+const LIFT_ATTEMPTS: u32 = 10;
 
 async fn set_faults(
     provider: &mut SimulatedProviderClient<Channel>,
