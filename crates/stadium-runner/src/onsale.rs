@@ -279,7 +279,15 @@ pub async fn check_database(pool: &PgPool, report: &RunReport) -> anyhow::Result
         .event_id
         .parse()
         .with_context(|| format!("event id {:?}", report.event_id))?;
-    // One statement, so every count comes from the same snapshot.
+    // One statement, so every count comes from the same snapshot. Nested loops priced
+    // out: right after a sale autovacuum may not have analysed the tables yet, and a
+    // plan that takes them for one row compares every seat with every claim (see
+    // migrations/20261206000000_invariant_checks_plans_independent_of_statistics.sql).
+    let mut tx = pool.begin().await.context("database check")?;
+    sqlx::query("SET LOCAL enable_nestloop = off")
+        .execute(&mut *tx)
+        .await
+        .context("database check")?;
     let counts = sqlx::query!(
         r#"SELECT
              (SELECT count(*) FROM catalog.event_seats WHERE event_id = $1) AS "seats!",
@@ -306,9 +314,10 @@ pub async fn check_database(pool: &PgPool, report: &RunReport) -> anyhow::Result
                GROUP BY hold_key HAVING count(*) > 1) AS twice) AS "payments_per_hold_over_one!""#,
         event,
     )
-    .fetch_one(pool)
+    .fetch_one(&mut *tx)
     .await
     .context("database check")?;
+    tx.commit().await.context("database check")?;
     let mut c = DatabaseCheck {
         seats: counts.seats,
         seats_claimed_twice: counts.seats_claimed_twice,
