@@ -145,7 +145,19 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
         }
     };
     if rng.gen_bool(ctx.options.best_available_share) {
-        return Pick::Claim(Want::Best(Target::SectionId(section), Together::Yes));
+        // As on a box office's page: a quantity and a price level (the best one the
+        // map shows room for in the section the fan likes), holds choosing the section;
+        // most fans take seats apart when no block is left, and say so at once.
+        let target = match ctx.map.best_level(section, *quantity) {
+            Some(level) => Target::PriceCategory(level.to_owned()),
+            None => Target::SectionId(section),
+        };
+        let together = if rng.gen_bool(TAKE_APART) {
+            Together::No
+        } else {
+            Together::Yes
+        };
+        return Pick::Claim(Want::Best(target, together));
     }
     // Each fan aims at its own spot (front rows favoured), as people do on a map.
     let point = ctx.map.preferred_point(section, rng);
