@@ -169,6 +169,25 @@ pub(crate) fn transient(status: &Status) -> bool {
     ) && Reason::of(status) != Some(Reason::LimitExceeded)
 }
 
+/// When to ask the waiting room again after it said its queue store is restoring a
+/// lost event (QUEUE_RESTORING, after its `retry_after_ms`) or does not answer
+/// (QUEUE_STORE_UNAVAILABLE, after a backoff), with jitter; `None` for any other
+/// answer. Either way the fan's place is its ticket: it keeps asking (never joins
+/// again for a new number) until its own deadline.
+pub(crate) fn queue_store_retry(status: &Status, rng: &mut StdRng) -> Option<Duration> {
+    match Reason::of(status) {
+        Some(Reason::QueueRestoring | Reason::QueueStoreUnavailable) => {
+            let hint = stadium_kit::status::error_info(status)
+                .and_then(|info| info.metadata.get("retry_after_ms")?.parse().ok());
+            Some(match hint {
+                Some(ms) => Duration::from_millis(ms).mul_f64(rng.gen_range(0.9..1.1)),
+                None => backoff(rng, 3),
+            })
+        }
+        _ => None,
+    }
+}
+
 /// A short pause before retrying attempt `attempt` (0-based), with jitter.
 pub(crate) fn backoff(rng: &mut StdRng, attempt: u32) -> Duration {
     let base = 100u64 << attempt.min(5);
@@ -258,9 +277,10 @@ pub(crate) async fn complete_admission(ctx: &Ctx, session: &str, admission: &str
 /// fan gives up (sale closed, sold out, refused, or waited past `max_queue_wait`).
 async fn wait_for_admission(ctx: &Ctx, session: &str, rng: &mut StdRng) -> Option<String> {
     let deadline = Instant::now() + ctx.options.max_queue_wait;
-    let mut status = join(ctx, session, rng).await?;
+    let mut status = join(ctx, session, rng, deadline).await?;
     inc(&ctx.stats.joined);
     let mut failures = 0;
+    let mut retry_after = None;
     loop {
         if !status.admission_token.is_empty() {
             return Some(status.admission_token);
@@ -278,9 +298,11 @@ async fn wait_for_admission(ctx: &Ctx, session: &str, rng: &mut StdRng) -> Optio
         }
         // The server says when to come back (further back, later); a little jitter
         // keeps fans told the same instant apart.
-        let pause = Duration::from_millis(status.poll_after_ms)
-            .max(POLL_FLOOR)
-            .mul_f64(rng.gen_range(0.9..1.1));
+        let pause = retry_after.take().unwrap_or_else(|| {
+            Duration::from_millis(status.poll_after_ms)
+                .max(POLL_FLOOR)
+                .mul_f64(rng.gen_range(0.9..1.1))
+        });
         tokio::time::sleep(pause).await;
         let request = GetStatusRequest {
             queue_ticket: status.queue_ticket.clone(),
@@ -305,18 +327,28 @@ async fn wait_for_admission(ctx: &Ctx, session: &str, rng: &mut StdRng) -> Optio
                     }
                 }
             }
-            Err(e) if transient(&e) && failures < TRANSIENT_RETRIES => {
-                failures += 1;
-                tokio::time::sleep(backoff(rng, failures)).await;
-            }
-            Err(_) => return None,
+            Err(e) => match queue_store_retry(&e, rng) {
+                Some(after) => retry_after = Some(after),
+                None if transient(&e) && failures < TRANSIENT_RETRIES => {
+                    failures += 1;
+                    tokio::time::sleep(backoff(rng, failures)).await;
+                }
+                None => return None,
+            },
         }
     }
 }
 
-/// Joins the event's queue, retrying passing failures.
-async fn join(ctx: &Ctx, session: &str, rng: &mut StdRng) -> Option<QueueStatus> {
-    for attempt in 0..=TRANSIENT_RETRIES {
+/// Joins the event's queue, retrying passing failures, and while the queue's store
+/// restores until `deadline` (joining is idempotent).
+async fn join(
+    ctx: &Ctx,
+    session: &str,
+    rng: &mut StdRng,
+    deadline: Instant,
+) -> Option<QueueStatus> {
+    let mut attempt = 0;
+    loop {
         let request = JoinRequest {
             event_id: ctx.event.event_id.clone(),
         };
@@ -326,9 +358,16 @@ async fn join(ctx: &Ctx, session: &str, rng: &mut StdRng) -> Option<QueueStatus>
             .await
         {
             Ok(response) => return response.status,
-            Err(e) if transient(&e) => tokio::time::sleep(backoff(rng, attempt)).await,
-            Err(_) => return None,
+            Err(e) => match queue_store_retry(&e, rng) {
+                Some(after) if Instant::now() + after < deadline => {
+                    tokio::time::sleep(after).await;
+                }
+                None if transient(&e) && attempt < TRANSIENT_RETRIES => {
+                    tokio::time::sleep(backoff(rng, attempt)).await;
+                    attempt += 1;
+                }
+                _ => return None,
+            },
         }
     }
-    None
 }

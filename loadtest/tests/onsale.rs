@@ -12,9 +12,15 @@ use loadtest::{
 
 const SEED: [u8; 32] = [7; 32];
 
-/// Runs the scenario against a fake with the given late-confirm policy.
-async fn onsale(late: fake::Late) -> (loadtest::RunReport, fake::Fake) {
+/// Runs the scenario against a fake with the given late-confirm policy, its queue
+/// answering QUEUE_RESTORING during `restoring` (from, to) after the start.
+async fn onsale(
+    late: fake::Late,
+    restoring: Option<(Duration, Duration)>,
+) -> (loadtest::RunReport, fake::Fake) {
     let (addr, fake) = fake::start(&SEED, late).await;
+    let now = std::time::Instant::now();
+    fake.state.lock().unwrap().restoring = restoring.map(|(from, to)| (now + from, now + to));
     let url = format!("http://{addr}");
     let targets = Targets {
         waiting_room: url.clone(),
@@ -64,7 +70,7 @@ async fn onsale(late: fake::Late) -> (loadtest::RunReport, fake::Fake) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_onsale_sells_out_and_agrees_with_the_services() {
-    let (report, fake) = onsale(fake::Late::Refund).await;
+    let (report, fake) = onsale(fake::Late::Refund, None).await;
     let check = report.invariants.as_ref().expect("checked");
     assert!(report.is_ok(), "{}", report.to_text());
     assert!(check.disagreements.is_empty(), "{:?}", check.disagreements);
@@ -101,10 +107,23 @@ async fn a_small_onsale_sells_out_and_agrees_with_the_services() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_confirms_refused_before_any_charge_also_pass() {
-    let (report, fake) = onsale(fake::Late::Reject).await;
+    let (report, fake) = onsale(fake::Late::Reject, None).await;
     assert!(report.is_ok(), "{}", report.to_text());
     assert!(report.late.payments > 0);
     assert_eq!(report.late.rejected, report.late.payments);
     assert_eq!(report.late.refunded_seats, 0);
     assert_eq!(fake.state.lock().unwrap().charges, report.orders_paid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fans_keep_their_place_while_the_queue_restores() {
+    // Longer than a fan's retries of a passing failure (five joins, about 3 to 6 s;
+    // four polls): fans joined before it poll through it, the others join through it.
+    let window = (Duration::from_millis(500), Duration::from_millis(8_000));
+    let (report, fake) = onsale(fake::Late::Refund, Some(window)).await;
+    assert!(report.is_ok(), "{}", report.to_text());
+    let (joins, polls) = fake.state.lock().unwrap().restoring_answers;
+    assert!(joins > 0 && polls > 0, "joins {joins}, polls {polls}");
+    assert_eq!(report.joined, report.fans, "every fan joined");
+    assert_eq!(report.seats_sold, fake::SEATS);
 }

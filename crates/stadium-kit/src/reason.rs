@@ -103,6 +103,10 @@ reasons! {
     AdmissionExpired = "ADMISSION_EXPIRED",
     /// The queue's store (Redis) did not answer.
     QueueStoreUnavailable = "QUEUE_STORE_UNAVAILABLE",
+    /// The queue's store lost the event (Redis restarted empty) and the box office has
+    /// not configured it again yet: keep the queue ticket and ask again after the
+    /// metadata's `retry_after_ms`.
+    QueueRestoring = "QUEUE_RESTORING",
 
     // Holds.
     /// A token or ticket issued to another fan.

@@ -54,6 +54,11 @@ pub struct State {
     pub admitted: u64,
     /// CompleteAdmission calls.
     pub completed: u64,
+    /// While set and ahead, the waiting room answers every Join and GetStatus as a
+    /// queue whose store is restoring the event (UNAVAILABLE/QUEUE_RESTORING).
+    pub restoring: Option<(Instant, Instant)>,
+    /// Joins and polls answered QUEUE_RESTORING.
+    pub restoring_answers: (u64, u64),
 }
 
 impl State {
@@ -129,6 +134,30 @@ impl Fake {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap()
+    }
+
+    /// QUEUE_RESTORING, with a retry hint, while the restoring window is open; counts
+    /// the answer as a join's or a poll's.
+    fn restoring(&self, join: bool) -> Result<(), Status> {
+        let mut state = self.lock();
+        let now = Instant::now();
+        if !state
+            .restoring
+            .is_some_and(|(from, until)| from <= now && now < until)
+        {
+            return Ok(());
+        }
+        if join {
+            state.restoring_answers.0 += 1;
+        } else {
+            state.restoring_answers.1 += 1;
+        }
+        Err(error_status(
+            Code::Unavailable,
+            stadium_kit::Reason::QueueRestoring,
+            "the queue is being restored",
+            [("retry_after_ms".to_owned(), "200".to_owned())],
+        ))
     }
 
     fn queue_status(&self, fan: &str) -> wr::QueueStatus {

@@ -14,11 +14,13 @@ service!(WaitingRoom {
 
     async fn join(&self, r: Request<wr::JoinRequest>) -> Result<Response<wr::JoinResponse>, Status> {
         let fan = self.fan(&r)?;
+        self.restoring(true)?;
         Ok(Response::new(wr::JoinResponse { status: Some(self.queue_status(&fan)) }))
     }
 
     async fn get_status(&self, r: Request<wr::GetStatusRequest>) -> Result<Response<wr::GetStatusResponse>, Status> {
         let fan = self.fan(&r)?;
+        self.restoring(false)?;
         if r.get_ref().queue_ticket != format!("t:{fan}") {
             return Err(Status::permission_denied("WRONG_FAN"));
         }

@@ -88,6 +88,21 @@ pub struct Config {
     )]
     pub inventory_interval_ms: u64,
 
+    /// Milliseconds between two resyncs of the waiting room: the whole configuration of
+    /// every event on sale or paused is sent again as the database has it
+    /// (`ConfigureEvent`, which carries the admission rate). The same settings change
+    /// nothing there; a waiting room whose Redis lost its data (restarted empty) has its
+    /// events back within one interval, fans polling meanwhile being told to retry
+    /// (QUEUE_RESTORING). The database is the truth: a change made on the waiting room
+    /// directly lasts until the next resync. 0 turns it off. Needs --waiting-room-url.
+    #[arg(
+        long,
+        env = "WAITING_ROOM_RESYNC_MS",
+        default_value_t = 5_000,
+        value_name = "MS"
+    )]
+    pub waiting_room_resync_ms: u64,
+
     /// Milliseconds between canary runs over the events on sale; 0 turns it off.
     #[arg(
         long,
@@ -132,6 +147,12 @@ impl Config {
         (self.inventory_interval_ms > 0).then(|| Duration::from_millis(self.inventory_interval_ms))
     }
 
+    /// The waiting room resync's interval, `None` when it is off.
+    pub fn resync_interval(&self) -> Option<Duration> {
+        (self.waiting_room_resync_ms > 0)
+            .then(|| Duration::from_millis(self.waiting_room_resync_ms))
+    }
+
     /// `--canary-grace-ms` as a duration.
     pub fn canary_grace(&self) -> Duration {
         Duration::from_millis(self.canary_grace_ms)
@@ -167,6 +188,7 @@ mod tests {
         let c = parse(&["--service-token", "tok-secret"]).unwrap();
         assert_eq!(c.canary_interval(), Some(Duration::from_secs(60)));
         assert_eq!(c.inventory_interval(), Some(Duration::from_secs(1)));
+        assert_eq!(c.resync_interval(), Some(Duration::from_secs(5)));
         assert!(c.waiting_room_url.is_empty());
         assert_eq!(
             c.service_token.as_ref().unwrap().expose_secret(),
@@ -185,9 +207,12 @@ mod tests {
             "0",
             "--inventory-interval-ms",
             "0",
+            "--waiting-room-resync-ms",
+            "0",
         ])
         .unwrap();
         assert_eq!(c.inventory_interval(), None);
+        assert_eq!(c.resync_interval(), None);
         let hosts: Vec<_> = c.holds_url.iter().map(http::Uri::host).collect();
         assert_eq!(hosts, [Some("holds")]);
         assert!(c.payments_url.is_empty());
@@ -202,6 +227,9 @@ mod tests {
         let hosts: Vec<_> = c.payments_url.iter().map(http::Uri::host).collect();
         assert_eq!(hosts, [Some("payments-0"), Some("payments-1")]);
         assert!(parse(&["--push-attempts", "0"]).is_err());
+        let c = parse(&["--waiting-room-resync-ms", "250"]).unwrap();
+        assert_eq!(c.resync_interval(), Some(Duration::from_millis(250)));
+        assert!(parse(&["--waiting-room-resync-ms", "-1"]).is_err());
         assert!(Config::try_parse_from(["box-office"]).is_err());
     }
 }

@@ -77,6 +77,9 @@ pub struct Parts {
     pub canary: Arc<canary::CanaryStatus>,
     /// Reports seat counts to the waiting room; `None` without `--waiting-room-url`.
     pub reporter: Option<clients::seat_report::Reporter>,
+    /// Sends every live event's configuration to the waiting room again; `None`
+    /// without `--waiting-room-url`.
+    pub resync: Option<clients::resync::Resync>,
 }
 
 /// A channel to the service at `uris` (the values of `flag`), balanced over its
@@ -157,9 +160,12 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
         config.push_attempts,
         shutdown.clone(),
     );
-    let office = service::BoxOfficeService::new(pool, pusher, config.canary_grace());
+    let office = service::BoxOfficeService::new(pool, pusher.clone(), config.canary_grace());
     let auth = Arc::new(auth);
     let api = grpc::BoxOfficeApi::new(office.clone(), Arc::clone(&auth), upstream);
+    let resync = waiting_room
+        .is_some()
+        .then(|| clients::resync::Resync::new(office.clone(), pusher));
     let reporter = waiting_room.map(|(channel, token)| {
         clients::seat_report::Reporter::new(office.clone(), channel, token)
     });
@@ -169,6 +175,7 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
         auth,
         canary: Arc::new(canary::CanaryStatus::default()),
         reporter,
+        resync,
     })
 }
 
@@ -190,8 +197,9 @@ fn api_behind_its_gate(
 
 /// Serves the box-office API on `listener` until `shutdown` is cancelled, with the
 /// canary running (unless `--canary-interval-ms 0`) and, with a waiting room, the
-/// inventory reporter (unless `--inventory-interval-ms 0`), then drains in-flight
-/// requests (at most `--grace-period-ms`), stops both and returns.
+/// inventory reporter (unless `--inventory-interval-ms 0`) and the resync (unless
+/// `--waiting-room-resync-ms 0`), then drains in-flight requests (at most
+/// `--grace-period-ms`), stops them all and returns.
 ///
 /// # Errors
 /// As [`build`]; [`StartError::Server`].
@@ -234,6 +242,12 @@ pub async fn serve_parts(
                 clients::seat_report::spawn(reporter, interval, background.stop())
             });
     background.keep("seat report", reporter);
+    let resync = parts
+        .resync
+        .clone()
+        .zip(config.resync_interval())
+        .map(|(resync, interval)| clients::resync::spawn(resync, interval, background.stop()));
+    background.keep("waiting room resync", resync);
     let served = GrpcServer::new(config.common.server_options(SERVICE_NAME)?)
         .add_service(api_behind_its_gate(parts.api, parts.auth))
         .serve(listener, shutdown)

@@ -4,8 +4,14 @@
 //! injected clock), by one caller while concurrent callers wait for its answer
 //! (single flight), so however many fans poll a replica, Redis sees at most one
 //! snapshot read per event per interval from it.
+//!
+//! An event this replica has served (or been shown a signed ticket for) that the
+//! store no longer has was lost with Redis's data: that answer is kept for the same
+//! interval ([`Error::QueueRestoring`]), so fans polling through the outage cost Redis
+//! no more than before. An event never seen is not kept: any fan can name one.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::clock::Clock;
@@ -16,7 +22,11 @@ use crate::store::Store;
 
 #[derive(Default)]
 struct Slot {
-    value: Mutex<Option<(QueueSnapshot, u64)>>,
+    /// The last read (`None`: the store did not have the event) and when, clock ms.
+    value: Mutex<Option<(Option<QueueSnapshot>, u64)>>,
+    /// Whether the event is known to exist: read from the store, or vouched for by a
+    /// signed ticket.
+    known: AtomicBool,
     refresh: tokio::sync::Mutex<()>,
 }
 
@@ -56,33 +66,61 @@ impl SnapshotCache {
         }
     }
 
-    fn fresh(&self, slot: &Slot) -> Option<QueueSnapshot> {
+    fn fresh(&self, slot: &Slot, event: &EventId) -> Option<Result<QueueSnapshot, Error>> {
         let now = self.clock.now_ms();
         lock(&slot.value)
             .as_ref()
             .filter(|(_, at)| now < at.saturating_add(self.refresh_ms))
-            .map(|(snap, _)| snap.clone())
+            .map(|(read, _)| {
+                read.clone()
+                    .ok_or_else(|| Error::QueueRestoring(event.to_string()))
+            })
     }
 
     /// The event's snapshot, from the cache when fresh enough.
     ///
     /// # Errors
-    /// As [`Store::snapshot`]; unknown events are not cached.
+    /// As [`Store::snapshot`]; [`Error::QueueRestoring`] for an event this replica
+    /// knows that the store lost; an event never known answers
+    /// [`Error::EventNotFound`] and is not cached.
     pub async fn get(&self, event: &EventId) -> Result<QueueSnapshot, Error> {
+        self.read(event, false).await
+    }
+
+    /// As [`SnapshotCache::get`] for a caller who proved that the event exists (a
+    /// signed queue ticket names it): an event the store does not have answers
+    /// [`Error::QueueRestoring`], and the answer is cached.
+    ///
+    /// # Errors
+    /// As [`Store::snapshot`], with [`Error::QueueRestoring`] for a missing event.
+    pub async fn get_vouched(&self, event: &EventId) -> Result<QueueSnapshot, Error> {
+        self.read(event, true).await
+    }
+
+    async fn read(&self, event: &EventId, vouched: bool) -> Result<QueueSnapshot, Error> {
         let slot = Arc::clone(lock(&self.slots).entry(event.clone()).or_default());
-        if let Some(snap) = self.fresh(&slot) {
-            return Ok(snap);
+        if vouched {
+            slot.known.store(true, Ordering::Relaxed);
+        }
+        if let Some(read) = self.fresh(&slot, event) {
+            return read;
         }
         let _flight = slot.refresh.lock().await;
-        if let Some(snap) = self.fresh(&slot) {
-            return Ok(snap);
+        if let Some(read) = self.fresh(&slot, event) {
+            return read;
         }
         let fetched_at = self.clock.now_ms();
         match self.store.snapshot(event).await {
             Ok(snap) => {
                 self.metrics.snapshot(event, &snap);
-                *lock(&slot.value) = Some((snap.clone(), fetched_at));
+                slot.known.store(true, Ordering::Relaxed);
+                *lock(&slot.value) = Some((Some(snap.clone()), fetched_at));
                 Ok(snap)
+            }
+            Err(Error::EventNotFound(id)) if slot.known.load(Ordering::Relaxed) => {
+                tracing::debug!(event_id = %event, "the store lost the event; awaiting its configuration");
+                *lock(&slot.value) = Some((None, fetched_at));
+                Err(Error::QueueRestoring(id))
             }
             Err(error) => {
                 if matches!(error, Error::EventNotFound(_)) {
@@ -90,6 +128,24 @@ impl SnapshotCache {
                 }
                 Err(error)
             }
+        }
+    }
+
+    /// Whether this replica knows `event` exists (it read it from the store, or was
+    /// shown a signed ticket for it), so the store not having it means it was lost.
+    pub fn knows(&self, event: &EventId) -> bool {
+        lock(&self.slots)
+            .get(event)
+            .is_some_and(|slot| slot.known.load(Ordering::Relaxed))
+    }
+
+    /// Records that the store has numbered `event` up to `numbered` (never lowering the
+    /// cached value), so polls with tickets at or below it go on costing no Redis call.
+    pub fn saw_numbered(&self, event: &EventId, numbered: u64) {
+        if let Some(slot) = lock(&self.slots).get(event)
+            && let Some((Some(snap), _)) = lock(&slot.value).as_mut()
+        {
+            snap.numbered = snap.numbered.max(numbered);
         }
     }
 

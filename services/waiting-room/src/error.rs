@@ -9,6 +9,8 @@ use stadium_kit::service_error::{Row, ServiceError, access_metadata, access_row,
 use stadium_tokens::{AccessRefused, TokenError};
 use tonic::Code;
 
+use crate::domain::poll::RESTORING_POLL_MS;
+
 /// Everything that can go wrong in the waiting room.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -56,6 +58,12 @@ pub enum Error {
     /// (`FAILED_PRECONDITION`/`ADMISSION_EXPIRED`).
     #[error("the admission has expired")]
     AdmissionExpired,
+    /// The store does not know an event that exists (a signed ticket names it, or this
+    /// replica served it): Redis lost its data and the box office has not configured
+    /// the event again yet (`UNAVAILABLE`/`QUEUE_RESTORING`, metadata `event_id` and
+    /// `retry_after_ms`, [`RESTORING_POLL_MS`]).
+    #[error("event {0} is being restored")]
+    QueueRestoring(String),
     /// Redis failed or is unreachable (`UNAVAILABLE`/`QUEUE_STORE_UNAVAILABLE`).
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
@@ -70,6 +78,16 @@ impl Error {
         Self::InvalidField {
             field,
             problem: problem.into(),
+        }
+    }
+
+    /// This error for a caller who proved the event exists (a signed queue ticket): an
+    /// event the store does not know was lost with its data, so
+    /// [`Error::EventNotFound`] becomes [`Error::QueueRestoring`].
+    pub fn vouched(self) -> Self {
+        match self {
+            Self::EventNotFound(id) => Self::QueueRestoring(id),
+            other => other,
         }
     }
 }
@@ -90,6 +108,7 @@ impl ServiceError for Error {
             Self::NotYetOpen(_) => (Code::FailedPrecondition, Reason::NotYetOpen),
             Self::AlreadyOpen(_) => (Code::FailedPrecondition, Reason::AlreadyOpen),
             Self::AdmissionExpired => (Code::FailedPrecondition, Reason::AdmissionExpired),
+            Self::QueueRestoring(_) => (Code::Unavailable, Reason::QueueRestoring),
             Self::Redis(_) => (Code::Unavailable, Reason::QueueStoreUnavailable),
             Self::Internal(_) => (Code::Internal, Reason::Internal),
         }
@@ -101,6 +120,10 @@ impl ServiceError for Error {
             | Self::NotOnSale(id)
             | Self::NotYetOpen(id)
             | Self::AlreadyOpen(id) => vec![("event_id".to_owned(), id.clone())],
+            Self::QueueRestoring(id) => vec![
+                ("event_id".to_owned(), id.clone()),
+                ("retry_after_ms".to_owned(), RESTORING_POLL_MS.to_string()),
+            ],
             Self::Access(refused) => access_metadata(refused),
             _ => Vec::new(),
         }
@@ -114,8 +137,14 @@ impl ServiceError for Error {
     }
 
     fn public_message(&self) -> Option<String> {
-        matches!(self, Self::Redis(_))
-            .then(|| "the queue store is unavailable; retry shortly".to_owned())
+        match self {
+            Self::Redis(_) => Some("the queue store is unavailable; retry shortly".to_owned()),
+            Self::QueueRestoring(id) => Some(format!(
+                "the queue of event {id} is being restored; keep the queue ticket and retry \
+                 in {RESTORING_POLL_MS} ms"
+            )),
+            _ => None,
+        }
     }
 }
 
@@ -150,6 +179,11 @@ mod tests {
                 Error::EventNotFound("7".into()),
                 Code::NotFound,
                 "EVENT_NOT_FOUND",
+            ),
+            (
+                Error::EventNotFound("7".into()).vouched(),
+                Code::Unavailable,
+                "QUEUE_RESTORING",
             ),
             (Error::Internal("x".into()), Code::Internal, "INTERNAL"),
         ];

@@ -60,6 +60,22 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long one push may take before it counts as failed and is retried.
 const DEADLINE: Duration = Duration::from_secs(5);
+/// Most calls of one [`Pusher::resync`]: one, and one more per sale change committed
+/// while the previous one was in flight.
+const RESYNC_SENDS: u32 = 3;
+
+/// What [`Pusher::resync`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resynced {
+    /// The waiting room has the configuration the database has; `created` when it did
+    /// not know the event (its Redis lost its data, or the first push never arrived).
+    Sent {
+        /// The waiting room created the event's queue.
+        created: bool,
+    },
+    /// Nothing to send: no waiting room is configured, or the event is a draft.
+    Skipped,
+}
 
 /// Pushes event settings to the waiting room (or says why it did not).
 #[derive(Clone)]
@@ -230,6 +246,42 @@ impl Pusher {
                 }
             }
         }
+    }
+
+    /// Sends `event_id`'s whole configuration as the database has it (`ConfigureEvent`,
+    /// which carries the admission rate), once: the next resync round is the retry.
+    /// Then reads the event again, and if a sale change was committed while the call
+    /// was in flight sends that too (at most [`RESYNC_SENDS`] calls), so a resync never
+    /// leaves an older state in the waiting room after the change's own push landed.
+    ///
+    /// # Errors
+    /// Why the event could not be read, or the waiting room's refusal
+    /// (`"<code>: <message>"`).
+    pub async fn resync(&self, event_id: i64) -> Result<Resynced, String> {
+        let Some((client, token)) = &self.target else {
+            return Ok(Resynced::Skipped);
+        };
+        let mut created = false;
+        let mut sent = None;
+        for _ in 0..RESYNC_SENDS {
+            let event = self.load(event_id).await?;
+            let Some(state) = sale_state(&event, chrono::Utc::now()) else {
+                return Ok(Resynced::Skipped);
+            };
+            let request = configure_request(&event, state);
+            if sent.as_ref() == Some(&request) {
+                break;
+            }
+            let call = as_service(request.clone(), token.as_ref(), Some(DEADLINE));
+            let answer = client
+                .clone()
+                .configure_event(call)
+                .await
+                .map_err(|status| format!("{:?}: {}", status.code(), status.message()))?;
+            created |= answer.into_inner().created;
+            sent = Some(request);
+        }
+        Ok(Resynced::Sent { created })
     }
 
     async fn load(&self, event_id: i64) -> Result<Event, String> {

@@ -4,8 +4,10 @@
 
 mod canary;
 mod events;
+mod fake_room;
 mod inventory;
 mod push;
+mod resync;
 mod scale;
 mod support;
 mod upstream;

@@ -39,7 +39,8 @@ pub struct Office {
     served: JoinHandle<Result<(), stadium_kit::StartError>>,
 }
 
-/// Flags for a test office: canary and seat reports off unless `extra` says, no grace.
+/// Flags for a test office: canary, seat reports and the waiting room resync off
+/// unless `extra` says, no grace.
 pub fn config(db: &TestDatabase, dev: &DevIssuer, extra: &[&str]) -> Config {
     let jwks = dev.jwks_json().expect("dev JWKS");
     let mut args = vec!["--canary-grace-ms", "0"];
@@ -48,6 +49,9 @@ pub fn config(db: &TestDatabase, dev: &DevIssuer, extra: &[&str]) -> Config {
     }
     if !extra.contains(&"--inventory-interval-ms") {
         args.extend_from_slice(&["--inventory-interval-ms", "0"]);
+    }
+    if !extra.contains(&"--waiting-room-resync-ms") {
+        args.extend_from_slice(&["--waiting-room-resync-ms", "0"]);
     }
     args.extend_from_slice(extra);
     stadium_testkit::development_config("box-office", db, &jwks, &args)

@@ -16,6 +16,11 @@ pub const HELD_BACK_POLL_MS: u64 = 2_000;
 pub const PAUSED_POLL_MS: u64 = 5_000;
 /// Pause after `SOLD_OUT`, ms: the queue only resumes if seats come back.
 pub const SOLD_OUT_POLL_MS: u64 = 30_000;
+/// When to ask again while the store restores a lost event, ms (`retry_after_ms` of
+/// `QUEUE_RESTORING`): the box office configures it again within its resync interval
+/// (5 s by default), so a fan asks a few times meanwhile, and each replica reads the
+/// store for the event at most once per snapshot refresh however many fans ask.
+pub const RESTORING_POLL_MS: u64 = 2_000;
 /// Width of the pre-queue's spread after opening, ms.
 pub const OPENING_SPREAD_MS: u64 = 2_000;
 

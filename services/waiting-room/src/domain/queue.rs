@@ -61,6 +61,9 @@ pub struct QueueSnapshot {
     pub frontier: u64,
     /// Fans who joined, pre-queue included.
     pub joined: u64,
+    /// Highest queue number handed out (0: none yet). A signed ticket numbered above
+    /// it is from before the store lost its data.
+    pub numbered: u64,
     /// Fans admitted whose admission has neither expired nor completed.
     pub active: u64,
     /// Admissions reported complete.
@@ -189,6 +192,7 @@ mod tests {
             credit: 10 * CREDIT_PER_FAN + 30_000,
             frontier: 10,
             joined: 100,
+            numbered: 100,
             active: 10,
             completed: 0,
             onsale_ms: 0,

@@ -19,6 +19,7 @@ use crate::auth::Authenticator;
 use crate::domain::{FanId, shuffle};
 use crate::error::Error;
 use crate::service::WaitingRoomService;
+use crate::store::Configured;
 
 /// Roles allowed to steer admission.
 const STEER: Access = Access::any_of(&[Role::BoxOffice, Role::Sre]);
@@ -203,10 +204,22 @@ impl WaitingRoom for WaitingRoomApi {
         self.auth.admin(&request, CONFIGURE)?;
         let (event, settings) =
             convert::settings(request.get_ref(), self.service.default_admission_ttl())?;
-        let snap = self.service.configure(&event, &settings).await?;
-        tracing::info!(event_id = %event, ?settings, "event configured");
+        let (configured, snap) = self.service.configure(&event, &settings).await?;
+        match configured {
+            Configured::Created => {
+                tracing::info!(event_id = %event, ?settings, "event created");
+            }
+            Configured::Changed => {
+                tracing::info!(event_id = %event, ?settings, "event configured");
+            }
+            // The box office sends every live event's configuration every few seconds.
+            Configured::Unchanged => {
+                tracing::debug!(event_id = %event, "event configured, unchanged");
+            }
+        }
         Ok(Response::new(pb::ConfigureEventResponse {
             stats: Some(convert::stats(&event, &snap)),
+            created: configured == Configured::Created,
         }))
     }
 

@@ -15,7 +15,7 @@ use crate::clock::Clock;
 use crate::domain::{EventId, FanId, Inventory, QueueSnapshot};
 use crate::error::Error;
 use crate::metrics::Metrics;
-use crate::store::{EventSettings, SeedInfo, Store};
+use crate::store::{Configured, EventSettings, SeedInfo, Store};
 
 pub use status::{Admission, FanStatus};
 
@@ -99,12 +99,27 @@ impl WaitingRoomService {
     /// where they stand.
     ///
     /// # Errors
-    /// As the store's join ([`Error::EventNotFound`], [`Error::NotOnSale`], Redis).
+    /// As the store's join ([`Error::EventNotFound`], [`Error::NotOnSale`], Redis);
+    /// [`Error::QueueRestoring`] when this replica knows the event and the store lost
+    /// it (the box office configures it again within its resync interval).
     pub async fn join(&self, event: &EventId, fan: &FanId) -> Result<FanStatus, Error> {
-        let number = self.store.join(event, fan).await?;
+        let number = match self.store.join(event, fan).await {
+            Err(Error::EventNotFound(_)) if self.cache.knows(event) => {
+                return Err(Error::QueueRestoring(event.to_string()));
+            }
+            joined => joined?,
+        };
         self.metrics.joined(event);
         let ticket = self.ticket(event, fan, number)?;
-        let snap = self.cache.get(event).await?;
+        let snap = match self.cache.get(event).await {
+            // The store has the event again (the join found it): the loss this
+            // replica remembers is over.
+            Err(Error::QueueRestoring(_)) => {
+                self.cache.invalidate(event);
+                self.cache.get(event).await?
+            }
+            read => read?,
+        };
         self.build_status(event, fan, number, ticket, &snap).await
     }
 
@@ -139,7 +154,7 @@ impl WaitingRoomService {
         Ok(freed)
     }
 
-    /// Configures `event`'s queue; the queue as it is now.
+    /// Configures `event`'s queue; what that did, and the queue as it is now.
     ///
     /// # Errors
     /// As the store ([`Error::AlreadyOpen`], Redis).
@@ -147,9 +162,9 @@ impl WaitingRoomService {
         &self,
         event: &EventId,
         settings: &EventSettings,
-    ) -> Result<QueueSnapshot, Error> {
-        self.store.configure(event, settings).await?;
-        self.changed(event).await
+    ) -> Result<(Configured, QueueSnapshot), Error> {
+        let configured = self.store.configure(event, settings).await?;
+        Ok((configured, self.changed(event).await?))
     }
 
     /// Sets `event`'s admission rate, fans per minute; the queue as it is now.

@@ -47,10 +47,15 @@ impl WaitingRoomService {
     /// Verifies `ticket` for `fan` (and, when given, that it is for `expected`) and
     /// answers where the fan stands.
     ///
+    /// The ticket is signed, so its event exists and its number was the fan's: if the
+    /// store lost its data, the answer is [`Error::QueueRestoring`] until the box
+    /// office configures the event again, and then the ticket keeps its place (the
+    /// numbering is raised past it; a pre-queue ticket, whose place was lost, joins).
+    ///
     /// # Errors
     /// [`Error::InvalidField`] for an empty ticket; [`Error::Ticket`],
     /// [`Error::WrongFan`], [`Error::TicketOtherEvent`]; [`Error::AdmissionExpired`];
-    /// Redis.
+    /// [`Error::QueueRestoring`]; Redis.
     pub async fn status(
         &self,
         fan: &FanId,
@@ -70,28 +75,48 @@ impl WaitingRoomService {
         if expected.is_some_and(|e| *e != event) {
             return Err(Error::TicketOtherEvent);
         }
-        let snap = self.cache.get(&event).await?;
-        let mut number = claims.queue_number;
+        self.vouched_status(&event, fan, claims.queue_number, ticket)
+            .await
+            .map_err(Error::vouched)
+    }
+
+    /// Where `fan`, holding a verified `ticket` numbered `number`, stands in `event`.
+    async fn vouched_status(
+        &self,
+        event: &EventId,
+        fan: &FanId,
+        number: u64,
+        ticket: &str,
+    ) -> Result<FanStatus, Error> {
+        let snap = self.cache.get_vouched(event).await?;
+        let mut number = number;
         let mut ticket = ticket.to_owned();
         if number == 0 && snap.state != SaleState::Scheduled {
             // The pre-queue was numbered at opening: one lookup, then a new ticket.
-            match self.store.fan_number(&event, fan).await? {
+            match self.store.fan_number(event, fan).await? {
                 Some(n) if n > 0 => {
                     number = n;
-                    ticket = self.ticket(&event, fan, n)?;
+                    ticket = self.ticket(event, fan, n)?;
                 }
                 // Closed before it ever opened: the fan stays unnumbered.
                 Some(_) => {}
-                // Signed by us, yet the queue does not know the fan (its data was
-                // lost): joining again gives a place.
-                None => {
-                    return Err(Error::Ticket(TokenError::Malformed(
-                        "the queue has no place for this ticket; join again".into(),
-                    )));
+                // Signed by us, yet the queue does not know the fan: its pre-queue
+                // place was lost with the store's data. It joins now, behind the
+                // fans the store kept.
+                None if snap.state == SaleState::Open => {
+                    number = self.store.join(event, fan).await?;
+                    self.metrics.joined(event);
+                    ticket = self.ticket(event, fan, number)?;
                 }
+                None => {}
             }
+        } else if number > snap.numbered && snap.state == SaleState::Open {
+            // A number the queue has not handed out: the ticket is from before the
+            // store lost its data. Nobody joining from now on may be numbered ahead.
+            let numbered = self.store.raise_numbering(event, fan, number).await?;
+            self.cache.saw_numbered(event, numbered);
         }
-        self.build_status(&event, fan, number, ticket, &snap).await
+        self.build_status(event, fan, number, ticket, &snap).await
     }
 
     /// The status of `fan` holding queue `number` with `ticket`, from `snap`.

@@ -1,5 +1,6 @@
 //! The queue in Redis: key layout and typed calls of the Lua scripts in [`scripts`].
 
+mod restore;
 pub mod scripts;
 
 use std::sync::Arc;
@@ -38,6 +39,18 @@ pub struct EventSettings {
     pub admission_ttl_ms: u64,
 }
 
+/// What [`Store::configure`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Configured {
+    /// The store did not know the event: first configured, or configured again after
+    /// the store lost its data.
+    Created,
+    /// A setting changed.
+    Changed,
+    /// The settings were already these; nothing changed.
+    Unchanged,
+}
+
 /// The published shuffle seed of an opened event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeedInfo {
@@ -58,8 +71,9 @@ pub enum Issued {
         /// `exp`, Unix milliseconds.
         exp_ms: u64,
     },
-    /// The frontier has not reached the number (the caller's cache was ahead of Redis,
-    /// which cannot happen while the frontier only grows).
+    /// The frontier has not reached the number (the caller's cache was ahead of Redis:
+    /// a snapshot read just before the store lost its data, since the frontier
+    /// otherwise only grows).
     NotAdmitted,
 }
 
@@ -134,11 +148,17 @@ impl Store {
             .unwrap_or_default()
     }
 
-    /// Creates or updates `event`'s queue; a new event gets a fresh secret seed.
+    /// Creates or updates `event`'s queue; a new event gets a fresh secret seed. The
+    /// same settings again change nothing (the frontier, the numbering and the
+    /// admissions are never reset).
     ///
     /// # Errors
     /// [`Error::AlreadyOpen`] when asked to schedule an opened event; [`Error::Redis`].
-    pub async fn configure(&self, event: &EventId, settings: &EventSettings) -> Result<(), Error> {
+    pub async fn configure(
+        &self,
+        event: &EventId,
+        settings: &EventSettings,
+    ) -> Result<Configured, Error> {
         let state = match settings.state {
             RequestedState::Scheduled => "scheduled",
             RequestedState::Open => "open",
@@ -166,7 +186,9 @@ impl Store {
             .invoke_async(&mut self.conn.clone())
             .await?;
         match reply.as_str() {
-            "ok" => Ok(()),
+            "created" => Ok(Configured::Created),
+            "changed" => Ok(Configured::Changed),
+            "same" => Ok(Configured::Unchanged),
             "already_open" => Err(Error::AlreadyOpen(event.to_string())),
             other => Err(Error::Internal(format!("configure answered {other:?}"))),
         }
@@ -277,12 +299,13 @@ impl Store {
     }
 
     /// Stores `token` (expiring at `exp_ms`) as `fan`'s admission unless one exists, and
-    /// returns the fan's one token.
+    /// returns the fan's one token. `number` is the one on the fan's signed ticket:
+    /// the queue records it as the fan's if it does not know the fan (a ticket from
+    /// before the store lost its data).
     ///
     /// # Errors
     /// [`Error::AdmissionExpired`] when the fan's admission ran out;
-    /// [`Error::NotOnSale`]; [`Error::EventNotFound`]; [`Error::WrongFan`] when the
-    /// number is not the fan's; [`Error::Redis`].
+    /// [`Error::NotOnSale`]; [`Error::EventNotFound`]; [`Error::Redis`].
     pub async fn issue_admission(
         &self,
         event: &EventId,
@@ -313,7 +336,6 @@ impl Store {
             }),
             Some("expired") => Err(Error::AdmissionExpired),
             Some("not_admitted") => Ok(Issued::NotAdmitted),
-            Some("not_yours") => Err(Error::WrongFan),
             Some("closed") => Err(Error::NotOnSale(event.to_string())),
             Some("missing") => Err(Error::EventNotFound(event.to_string())),
             _ => Err(Error::Internal(format!("issue answered {reply:?}"))),
@@ -464,6 +486,7 @@ fn parse_snapshot(reply: &[String]) -> Result<QueueSnapshot, Error> {
         pre_queue: field(reply, 10, "prequeue")?,
         active: field(reply, 11, "active")?,
         as_of_ms: field(reply, 12, "now")?,
+        numbered: field(reply, 18, "numbered")?,
         inventory: parse_inventory(reply)?,
     })
 }

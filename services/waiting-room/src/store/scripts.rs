@@ -9,7 +9,8 @@
 //!   `inv_free`, `inv_held`, `inv_holds` (seats and holds), `inv_first` (seats a fan
 //!   is counted as taking while nothing is held), `inv_at` (ms the database counted
 //!   them), `inv_until` (ms the report goes stale);
-//! - `fans` (hash): fan id → queue number (`0` while in the pre-queue);
+//! - `fans` (hash): fan id → queue number (`0` while in the pre-queue); after the
+//!   store lost its data, also the number on a ticket from before (`RAISE`, `ISSUE`);
 //! - `pre` (list): pre-queue fan ids in join order (kept after opening, for audit);
 //! - `adm` (sorted set): admitted queue numbers still active, scored by the instant
 //!   (ms) their admission expires: the frontier's advance plus the token lifetime,
@@ -30,6 +31,12 @@
 //! admission that expires frees its place at the next script call (the next snapshot
 //! refresh of any replica), never earlier, so the cap is never exceeded.
 //! `now` is Redis `TIME` unless the caller passes one (tests).
+//!
+//! When Redis loses its data the box office configures the event again (`CONFIGURE`
+//! creates it, numbered from 0) and the replicas vouch for the numbers on the signed
+//! tickets fans still hold: `RAISE` lifts `numbered` to such a number (never lower), so
+//! no fan who joins later is numbered ahead of it, and `ISSUE` admits a ticket's number
+//! the queue does not know. The frontier starts again from 0 at the rate.
 
 /// Helpers shared by every script: clock, number formatting and `advance`.
 const PRELUDE: &str = r#"
@@ -114,8 +121,8 @@ end
 /// KEYS: cfg, pre, adm. ARGV: now.
 /// Returns `{'missing'}`, `{'opening'}` (on-sale time reached, shuffle pending) or the
 /// snapshot `{state, paused, rate, cap, ttl, credit, frontier, joined, completed,
-/// onsale, prequeue, active, now, inv_free, inv_held, inv_holds, inv_at, inv_first}`,
-/// the five `inv_` fields empty unless an inventory report is fresh.
+/// onsale, prequeue, active, now, inv_free, inv_held, inv_holds, inv_at, inv_first,
+/// numbered}`, the five `inv_` fields empty unless an inventory report is fresh.
 const SNAPSHOT: &str = r#"
 local now = clock(ARGV[1])
 local state = redis.call('HGET', KEYS[1], 'state')
@@ -125,7 +132,7 @@ if state == 'scheduled' and now >= num(redis.call('HGET', KEYS[1], 'onsale')) th
 end
 advance(KEYS[1], KEYS[3], now)
 local h = redis.call('HMGET', KEYS[1], 'state', 'paused', 'rate', 'cap', 'ttl', 'credit',
-  'frontier', 'joined', 'completed', 'onsale', 'prequeue')
+  'frontier', 'joined', 'completed', 'onsale', 'prequeue', 'numbered')
 local prequeue = h[11]
 if h[1] == 'scheduled' then prequeue = redis.call('LLEN', KEYS[2]) end
 local active = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
@@ -134,7 +141,7 @@ local inv = redis.call('HMGET', KEYS[1], 'inv_free', 'inv_held', 'inv_holds', 'i
 if num(inv[5]) < now then inv = {} end
 return {s(h[1]), s(h[2]), s(h[3]), s(h[4]), s(h[5]), s(h[6]), s(h[7]), s(h[8]), s(h[9]),
   s(h[10]), s(prequeue), s(active), fmt(now), s(inv[1]), s(inv[2]), s(inv[3]), s(inv[4]),
-  s(inv[6])}
+  s(inv[6]), s(h[12])}
 "#;
 
 /// KEYS: cfg, fans, pre, adm. ARGV: fan, now.
@@ -191,8 +198,11 @@ return 'done'
 
 /// KEYS: cfg, adm. ARGV: requested state (`scheduled|open|paused|closed`), on-sale ms
 /// (`''` = now), rate, cap, ttl ms, seed hex, now.
-/// Creates or updates an event. Returns `ok` or `already_open` (asked to schedule an
-/// event that has opened; nothing written).
+/// Creates or updates an event. Returns `created` (the event was unknown: first
+/// configured, or configured again after the store lost it), `changed`, `same` (the
+/// settings were already these: nothing changed but the credit brought up to now) or
+/// `already_open` (asked to schedule an event that has opened; nothing written). The
+/// frontier, the numbering and the admissions are never reset.
 const CONFIGURE: &str = r#"
 local now = clock(ARGV[7])
 local req = ARGV[1]
@@ -215,10 +225,12 @@ if not state then
     'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'seed', ARGV[6], 'credit', 0,
     'last', fmt(at), 'frontier', 0, 'numbered', 0, 'joined', 0, 'completed', 0,
     'prequeue', 0)
-  return 'ok'
+  return 'created'
 end
 local opened = redis.call('HEXISTS', KEYS[1], 'opened_at') == 1
 if req == 'scheduled' and opened then return 'already_open' end
+local settings = {'state', 'paused', 'onsale', 'rate', 'cap', 'ttl'}
+local before = redis.call('HMGET', KEYS[1], unpack(settings))
 if state == 'open' then advance(KEYS[1], KEYS[2], now) end
 redis.call('HSET', KEYS[1], 'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5])
 if req == 'closed' then
@@ -235,7 +247,11 @@ else
   end
   redis.call('HSET', KEYS[1], 'state', 'open', 'paused', paused)
 end
-return 'ok'
+local after = redis.call('HMGET', KEYS[1], unpack(settings))
+for i = 1, #settings do
+  if before[i] ~= after[i] then return 'changed' end
+end
+return 'same'
 "#;
 
 /// KEYS: cfg, adm. ARGV: field (`rate` or `paused`), value, now.
@@ -250,9 +266,12 @@ return 'ok'
 "#;
 
 /// KEYS: cfg, fans, adm, tok, issued. ARGV: fan, number, token, exp ms, now.
-/// Stores the fan's admission token unless one exists. Returns `{'ok', exp, token}`
-/// (the stored token, possibly an earlier one), `{'missing'}`, `{'closed'}`,
-/// `{'not_yours'}`, `{'not_admitted'}` or `{'expired'}` (the fan's admission ran out).
+/// Stores the fan's admission token unless one exists. `number` comes from the fan's
+/// signed ticket, so it is the fan's even when the queue knows the fan under another
+/// number or not at all (a ticket from before the store lost its data: it is recorded
+/// as the fan's). Returns `{'ok', exp, token}` (the stored token, possibly an earlier
+/// one), `{'missing'}`, `{'closed'}`, `{'not_admitted'}` or `{'expired'}` (the fan's
+/// admission ran out).
 const ISSUE: &str = r#"
 local now = clock(ARGV[5])
 local stored = redis.call('GET', KEYS[4])
@@ -265,7 +284,6 @@ end
 local h = redis.call('HMGET', KEYS[1], 'state', 'frontier')
 if not h[1] then return {'missing'} end
 if h[1] == 'closed' then return {'closed'} end
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return {'not_yours'} end
 if tonumber(ARGV[2]) > num(h[2]) then return {'not_admitted'} end
 local score = redis.call('ZSCORE', KEYS[3], ARGV[2])
 if redis.call('HEXISTS', KEYS[5], ARGV[1]) == 1 or not score or tonumber(score) <= now then
@@ -273,10 +291,38 @@ if redis.call('HEXISTS', KEYS[5], ARGV[1]) == 1 or not score or tonumber(score) 
 end
 local exp = tonumber(ARGV[4])
 if exp <= now then return {'expired'} end
+if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 1 then
+  redis.call('HINCRBY', KEYS[1], 'joined', 1)
+end
 redis.call('SET', KEYS[4], ARGV[4] .. '|' .. ARGV[3], 'PX', fmt(exp - now + 60000))
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[4])
 redis.call('ZADD', KEYS[3], 'XX', ARGV[4], ARGV[2])
 return {'ok', ARGV[4], ARGV[3]}
+"#;
+
+/// KEYS: cfg, fans, adm. ARGV: fan, number, now.
+/// A signed ticket of `fan` numbered `number` that the queue has not handed out: the
+/// store lost its data since. Raises `numbered` to `number` (never lowers it; the
+/// credit is first brought up to now under the old cap), so no fan who joins later is
+/// numbered at or ahead of it, and records the number as the fan's unless the queue
+/// knows the fan. Only an open sale changes (a scheduled one numbers its pre-queue at
+/// opening). Returns `{'missing'}` or `{'ok', numbered}`.
+const RAISE: &str = r#"
+local now = clock(ARGV[3])
+local h = redis.call('HMGET', KEYS[1], 'state', 'numbered')
+if not h[1] then return {'missing'} end
+if h[1] ~= 'open' then return {'ok', s(h[2])} end
+local number = tonumber(ARGV[2])
+local numbered = num(h[2])
+if numbered < number then
+  advance(KEYS[1], KEYS[3], now)
+  redis.call('HSET', KEYS[1], 'numbered', ARGV[2])
+  numbered = number
+end
+if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 1 then
+  redis.call('HINCRBY', KEYS[1], 'joined', 1)
+end
+return {'ok', fmt(numbered)}
 "#;
 
 /// KEYS: cfg, fans, adm. ARGV: fan.
@@ -322,6 +368,8 @@ pub struct Scripts {
     pub set_field: redis::Script,
     /// See [`ISSUE`].
     pub issue: redis::Script,
+    /// See [`RAISE`].
+    pub raise: redis::Script,
     /// See [`COMPLETE`].
     pub complete: redis::Script,
     /// See [`REPORT_INVENTORY`].
@@ -339,6 +387,7 @@ impl Scripts {
             configure: with(CONFIGURE),
             set_field: with(SET_FIELD),
             issue: with(ISSUE),
+            raise: with(RAISE),
             complete: with(COMPLETE),
             report_inventory: with(REPORT_INVENTORY),
         }

@@ -283,6 +283,24 @@ impl Room {
             .expect("redis connects")
     }
 
+    /// Deletes every key of this test's queues, as a Redis restarted without
+    /// persistence would (the shared Redis is never flushed: other tests use it).
+    pub async fn lose_data(&self) {
+        let mut conn = self.redis().await;
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}*", self.prefix))
+            .query_async(&mut conn)
+            .await
+            .expect("keys");
+        if !keys.is_empty() {
+            let _: () = redis::cmd("DEL")
+                .arg(keys)
+                .query_async(&mut conn)
+                .await
+                .expect("del");
+        }
+    }
+
     /// The Redis key `suffix` of [`EVENT`].
     pub fn key(&self, suffix: &str) -> String {
         format!("{}{{ev:{EVENT}}}:{suffix}", self.prefix)

@@ -2,9 +2,11 @@
 //! service instances sharing one queue, a manual clock and test-unique key prefixes.
 
 mod admission;
+mod configure;
 mod helpers;
 mod inventory;
 mod join;
+mod loss;
 mod mode;
 mod refusals;
 mod rotation;

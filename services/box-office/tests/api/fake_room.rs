@@ -1,0 +1,252 @@
+//! A fake waiting room for the box office's tests: it records the calls it gets
+//! (ConfigureEvent, SetAdmissionRate, ReportInventory), can refuse the first ones, and
+//! can hold a ConfigureEvent call in flight; and an office wired to it.
+
+use std::sync::{Arc, Mutex};
+
+use stadium_kit::testing::loopback_listener;
+use stadium_proto::waiting_room::v1 as wr;
+use stadium_proto::waiting_room::v1::waiting_room_server::{WaitingRoom, WaitingRoomServer};
+use stadium_tokens::Role;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+
+use crate::support::{Office, config};
+
+/// One call the fake received: method, event, state or rate, bearer token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub method: &'static str,
+    pub event_id: String,
+    pub state: i32,
+    pub fans_per_minute: u32,
+    pub bearer: String,
+    pub inventory: Option<wr::InventoryReport>,
+}
+
+/// A waiting room that records configuration calls and refuses the first `fail_first`
+/// with UNAVAILABLE; a ConfigureEvent call can be held on arrival until the test lets
+/// it land ([`FakeWaitingRoom::hold_next_configure`]).
+#[derive(Clone, Default)]
+pub struct FakeWaitingRoom {
+    calls: Arc<Mutex<Vec<Call>>>,
+    failures_left: Arc<Mutex<u32>>,
+    gate: Arc<Mutex<Option<Gate>>>,
+}
+
+type Gate = (oneshot::Sender<()>, oneshot::Receiver<()>);
+
+/// The next ConfigureEvent call, held: `arrived` fires when it reaches the fake, and
+/// it is recorded and answered once `release` is sent (or dropped).
+pub struct Held {
+    pub arrived: oneshot::Receiver<()>,
+    pub release: oneshot::Sender<()>,
+}
+
+impl FakeWaitingRoom {
+    fn record<T>(
+        &self,
+        request: &Request<T>,
+        method: &'static str,
+        event_id: &str,
+        state: i32,
+        rate: u32,
+    ) -> Result<(), Status> {
+        let mut left = self.failures_left.lock().unwrap();
+        if *left > 0 {
+            *left -= 1;
+            return Err(Status::unavailable("warming up"));
+        }
+        let bearer = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        self.calls.lock().unwrap().push(Call {
+            method,
+            event_id: event_id.to_owned(),
+            state,
+            fans_per_minute: rate,
+            bearer,
+            inventory: None,
+        });
+        Ok(())
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    /// Holds the next ConfigureEvent call (see [`Held`]).
+    pub fn hold_next_configure(&self) -> Held {
+        let (arrived_tx, arrived) = oneshot::channel();
+        let (release, release_rx) = oneshot::channel();
+        *self.gate.lock().unwrap() = Some((arrived_tx, release_rx));
+        Held { arrived, release }
+    }
+}
+
+fn unused<T>() -> Result<Response<T>, Status> {
+    Err(Status::unimplemented("not part of the fake"))
+}
+
+#[tonic::async_trait]
+impl WaitingRoom for FakeWaitingRoom {
+    type WatchStatusStream = tokio_stream::Empty<Result<wr::WatchStatusResponse, Status>>;
+
+    async fn join(
+        &self,
+        _: Request<wr::JoinRequest>,
+    ) -> Result<Response<wr::JoinResponse>, Status> {
+        unused()
+    }
+    async fn get_status(
+        &self,
+        _: Request<wr::GetStatusRequest>,
+    ) -> Result<Response<wr::GetStatusResponse>, Status> {
+        unused()
+    }
+    async fn watch_status(
+        &self,
+        _: Request<wr::WatchStatusRequest>,
+    ) -> Result<Response<Self::WatchStatusStream>, Status> {
+        unused()
+    }
+    async fn get_signing_keys(
+        &self,
+        _: Request<wr::GetSigningKeysRequest>,
+    ) -> Result<Response<wr::GetSigningKeysResponse>, Status> {
+        unused()
+    }
+    async fn get_shuffle_seed(
+        &self,
+        _: Request<wr::GetShuffleSeedRequest>,
+    ) -> Result<Response<wr::GetShuffleSeedResponse>, Status> {
+        unused()
+    }
+    async fn complete_admission(
+        &self,
+        _: Request<wr::CompleteAdmissionRequest>,
+    ) -> Result<Response<wr::CompleteAdmissionResponse>, Status> {
+        unused()
+    }
+    async fn configure_event(
+        &self,
+        request: Request<wr::ConfigureEventRequest>,
+    ) -> Result<Response<wr::ConfigureEventResponse>, Status> {
+        let gate = self.gate.lock().unwrap().take();
+        if let Some((arrived, release)) = gate {
+            let _ = arrived.send(());
+            let _ = release.await;
+        }
+        let r = request.get_ref();
+        self.record(
+            &request,
+            "ConfigureEvent",
+            &r.event_id,
+            r.state,
+            r.fans_per_minute,
+        )?;
+        Ok(Response::new(wr::ConfigureEventResponse::default()))
+    }
+    async fn set_admission_rate(
+        &self,
+        request: Request<wr::SetAdmissionRateRequest>,
+    ) -> Result<Response<wr::SetAdmissionRateResponse>, Status> {
+        let r = request.get_ref();
+        self.record(
+            &request,
+            "SetAdmissionRate",
+            &r.event_id,
+            0,
+            r.fans_per_minute,
+        )?;
+        Ok(Response::new(wr::SetAdmissionRateResponse::default()))
+    }
+    async fn pause_admission(
+        &self,
+        _: Request<wr::PauseAdmissionRequest>,
+    ) -> Result<Response<wr::PauseAdmissionResponse>, Status> {
+        unused()
+    }
+    async fn resume_admission(
+        &self,
+        _: Request<wr::ResumeAdmissionRequest>,
+    ) -> Result<Response<wr::ResumeAdmissionResponse>, Status> {
+        unused()
+    }
+    async fn get_queue_stats(
+        &self,
+        _: Request<wr::GetQueueStatsRequest>,
+    ) -> Result<Response<wr::GetQueueStatsResponse>, Status> {
+        unused()
+    }
+    async fn report_inventory(
+        &self,
+        request: Request<wr::ReportInventoryRequest>,
+    ) -> Result<Response<wr::ReportInventoryResponse>, Status> {
+        let r = request.get_ref();
+        self.record(&request, "ReportInventory", &r.event_id, 0, 0)?;
+        if let Some(last) = self.calls.lock().unwrap().last_mut() {
+            last.inventory = r.inventory;
+        }
+        Ok(Response::new(wr::ReportInventoryResponse::default()))
+    }
+}
+
+/// Serves `fake` on a loopback port until `stop` is cancelled; returns its URL.
+async fn serve_fake(fake: FakeWaitingRoom, stop: CancellationToken) -> String {
+    let (listener, addr) = loopback_listener().await;
+    tokio::spawn(async move {
+        tonic::transport::Server::builder()
+            .add_service(WaitingRoomServer::new(fake))
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+                stop.cancelled_owned(),
+            )
+            .await
+    });
+    format!("http://{addr}")
+}
+
+pub async fn office_with_fake(
+    fail_first: u32,
+    attempts: &str,
+) -> (Office, FakeWaitingRoom, String, CancellationToken) {
+    office_with_fake_and(fail_first, attempts, &[]).await
+}
+
+pub async fn office_with_fake_and(
+    fail_first: u32,
+    attempts: &str,
+    extra: &[&str],
+) -> (Office, FakeWaitingRoom, String, CancellationToken) {
+    let fake = FakeWaitingRoom::default();
+    *fake.failures_left.lock().unwrap() = fail_first;
+    let stop = CancellationToken::new();
+    let url = serve_fake(fake.clone(), stop.clone()).await;
+    let db = stadium_testkit::fresh_database().await;
+    let dev = stadium_tokens::DevIssuer::generate().unwrap();
+    let service_token = dev
+        .admin("box-office", &[Role::Service], std::time::SystemTime::now())
+        .unwrap()
+        .token;
+    let mut flags = vec![
+        "--waiting-room-url",
+        &url,
+        "--service-token",
+        &service_token,
+        "--push-attempts",
+        attempts,
+    ];
+    flags.extend_from_slice(extra);
+    let config = config(&db, &dev, &flags);
+    (
+        Office::start_with(db, dev, config).await,
+        fake,
+        service_token,
+        stop,
+    )
+}

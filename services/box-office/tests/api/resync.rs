@@ -1,0 +1,163 @@
+//! The waiting room resync: every interval, every event on sale or paused is sent
+//! again as the database has it (drafts and closed sales never), with the service
+//! token; it stops with the service; and a sale change committed while a resync call
+//! is in flight is sent after it, so the waiting room never keeps the older state.
+
+use std::time::Duration;
+
+use stadium_proto::box_office::v1 as pb;
+use stadium_proto::waiting_room::v1 as wr;
+
+use crate::fake_room::{Call, FakeWaitingRoom, office_with_fake_and};
+use crate::support::{Office, PATIENCE, create_request, from_now};
+
+/// The ConfigureEvent calls the fake got for `event_id`.
+fn configures(fake: &FakeWaitingRoom, event_id: &str) -> Vec<Call> {
+    fake.calls()
+        .into_iter()
+        .filter(|c| c.method == "ConfigureEvent" && c.event_id == event_id)
+        .collect()
+}
+
+/// A draft event whose sale opens `onsale_in` seconds from now (negative: ago).
+async fn event(office: &mut Office, venue_id: &str, onsale_in: i64) -> String {
+    let mut request = create_request(venue_id);
+    if let Some(settings) = request.settings.as_mut() {
+        settings.onsale_at = from_now(onsale_in);
+    }
+    office.create_event(request).await.event_id
+}
+
+async fn open(office: &mut Office, event_id: &str) {
+    let request = office.office(pb::OpenSaleRequest {
+        event_id: event_id.to_owned(),
+    });
+    office.client.open_sale(request).await.expect("open");
+}
+
+async fn close(office: &mut Office, event_id: &str) {
+    let request = office.office(pb::CloseSaleRequest {
+        event_id: event_id.to_owned(),
+    });
+    office.client.close_sale(request).await.expect("close");
+}
+
+#[tokio::test]
+async fn every_live_event_is_sent_again_every_interval_until_shutdown() {
+    let (mut office, fake, service_token, stop) =
+        office_with_fake_and(0, "3", &["--waiting-room-resync-ms", "50"]).await;
+    let venue = office.venue().await.venue_id;
+    let draft = event(&mut office, &venue, 60).await;
+    let scheduled = event(&mut office, &venue, 3_600).await;
+    let on_sale = event(&mut office, &venue, -60).await;
+    let paused = event(&mut office, &venue, -60).await;
+    let closed = event(&mut office, &venue, -60).await;
+    for id in [&scheduled, &on_sale, &paused, &closed] {
+        open(&mut office, id).await;
+    }
+    let request = office.office(pb::PauseSaleRequest {
+        event_id: paused.clone(),
+    });
+    office.client.pause_sale(request).await.expect("pause");
+    close(&mut office, &closed).await;
+    let request = office.sre(pb::SetAdmissionRateRequest {
+        event_id: on_sale.clone(),
+        fans_per_minute: 90,
+    });
+    office
+        .client
+        .set_admission_rate(request)
+        .await
+        .expect("rate");
+    let closed_calls = configures(&fake, &closed).len();
+
+    // Every live event is sent again and again, in the state and at the rate the
+    // database has.
+    let live = [
+        (&scheduled, wr::SaleState::Scheduled, 600),
+        (&on_sale, wr::SaleState::Open, 90),
+        (&paused, wr::SaleState::Paused, 600),
+    ];
+    tokio::time::timeout(PATIENCE, async {
+        while live
+            .iter()
+            .any(|(id, _, _)| configures(&fake, id).len() < 5)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("resyncs arrive every interval");
+    for (id, state, rate) in live {
+        let last = configures(&fake, id).pop().unwrap();
+        assert_eq!(
+            (last.state, last.fans_per_minute),
+            (state as i32, rate),
+            "event {id}"
+        );
+        assert_eq!(last.bearer, format!("Bearer {service_token}"));
+    }
+    assert!(
+        configures(&fake, &draft).is_empty(),
+        "a draft is never sent"
+    );
+    let after_close = configures(&fake, &closed);
+    assert_eq!(
+        after_close.len(),
+        closed_calls,
+        "a closed sale is not resent"
+    );
+    assert_eq!(
+        after_close.last().map(|c| c.state),
+        Some(wr::SaleState::Closed as i32)
+    );
+
+    // The resync stops with the service.
+    office.stop().await;
+    let sent = fake.calls().len();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(fake.calls().len(), sent, "nothing sent after shutdown");
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_sale_change_made_while_a_resync_is_in_flight_is_sent_after_it() {
+    let (mut office, fake, _, stop) = office_with_fake_and(0, "3", &[]).await;
+    let venue = office.venue().await.venue_id;
+    let id = event(&mut office, &venue, -60).await;
+    open(&mut office, &id).await;
+    assert_eq!(configures(&fake, &id).len(), 1);
+
+    // A round's call leaves with the sale open; the sale closes (and its own push
+    // lands) before that call lands.
+    let held = fake.hold_next_configure();
+    let resync = office
+        .parts
+        .resync
+        .clone()
+        .expect("a waiting room is configured");
+    let round = tokio::spawn(async move { resync.round().await });
+    tokio::time::timeout(PATIENCE, held.arrived)
+        .await
+        .expect("the resync call leaves")
+        .expect("arrived");
+    close(&mut office, &id).await;
+    let _ = held.release.send(());
+    let round = round.await.unwrap().expect("a round");
+    assert_eq!(round.sent, [id.parse::<i64>().unwrap()]);
+    assert!(round.failed.is_empty());
+
+    let states: Vec<i32> = configures(&fake, &id).iter().map(|c| c.state).collect();
+    assert_eq!(
+        states,
+        [
+            wr::SaleState::Open as i32,
+            wr::SaleState::Closed as i32,
+            wr::SaleState::Open as i32,
+            wr::SaleState::Closed as i32,
+        ],
+        "the late open is followed by the close"
+    );
+    office.stop().await;
+    stop.cancel();
+}

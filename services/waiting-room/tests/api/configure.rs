@@ -1,0 +1,125 @@
+//! ConfigureEvent sent again with the same settings, as the box office's resync does
+//! every few seconds: nothing in Redis changes, whatever the sale's state (pre-queue,
+//! open with numbers, admissions and completions, paused), so the frontier, the
+//! numbering and the admissions are never reset.
+
+use std::time::{Duration, SystemTime};
+
+use stadium_proto::waiting_room::v1 as pb;
+use stadium_tokens::Role;
+use waiting_room::Clock;
+
+use crate::helpers::{EVENT, Room, bearer, timestamp};
+
+/// Fans per minute: one fan per 100 ms of the manual clock.
+const RATE: u32 = 600;
+/// Active-fan cap.
+const CAP: u32 = 3;
+/// Admission lifetime, ms.
+const TTL_MS: u64 = 60_000;
+
+/// Sends ConfigureEvent for [`EVENT`] as the box office does; whether it created the
+/// queue, and the queue's counters after.
+async fn push(
+    room: &Room,
+    state: pb::SaleState,
+    onsale: SystemTime,
+) -> (bool, pb::GetQueueStatsResponse) {
+    let request = pb::ConfigureEventRequest {
+        event_id: EVENT.into(),
+        state: state as i32,
+        onsale_at: Some(timestamp(onsale)),
+        fans_per_minute: RATE,
+        active_fan_cap: CAP,
+        admission_ttl_ms: TTL_MS,
+    };
+    let answer = room
+        .client(1)
+        .configure_event(bearer(request, &room.service("box-office")))
+        .await
+        .expect("configure")
+        .into_inner();
+    (answer.created, answer.stats.expect("stats"))
+}
+
+/// Pushes the same settings again and asserts Redis is exactly as before.
+async fn same_again(room: &Room, state: pb::SaleState, onsale: SystemTime) {
+    let before = room.dump().await;
+    assert!(!before.is_empty());
+    let (created, _) = push(room, state, onsale).await;
+    assert!(!created);
+    assert_eq!(
+        room.dump().await,
+        before,
+        "{state:?} pushed again changed Redis"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configuring_again_with_the_same_settings_changes_nothing() {
+    let room = Room::start("wr_configure_again", 2, Duration::from_millis(250)).await;
+    let onsale = room.clock.now() + Duration::from_secs(5);
+    let (created, _) = push(&room, pb::SaleState::Scheduled, onsale).await;
+    assert!(created, "the first configuration creates the queue");
+    let mut tickets = Vec::new();
+    for f in 0..5 {
+        let fan = format!("early-{f}");
+        tickets.push((fan.clone(), room.join(f, &fan).await.unwrap().queue_ticket));
+    }
+    same_again(&room, pb::SaleState::Scheduled, onsale).await;
+
+    // Opened at the on-sale time (the box office now says OPEN, on sale since then);
+    // numbers, a frontier held by the cap, tokens, a completion.
+    room.clock.advance(Duration::from_secs(5));
+    room.status(0, &tickets[0].0, &tickets[0].1).await.unwrap();
+    same_again(&room, pb::SaleState::Open, onsale).await;
+    for f in 0..2 {
+        let fan = format!("late-{f}");
+        tickets.push((fan.clone(), room.join(f, &fan).await.unwrap().queue_ticket));
+    }
+    room.clock.advance(Duration::from_millis(500));
+    let mut admitted = Vec::new();
+    for (i, (fan, ticket)) in tickets.iter().enumerate() {
+        let status = room.status(i, fan, ticket).await.unwrap();
+        if !status.admission_token.is_empty() {
+            admitted.push(status.admission_token);
+        }
+    }
+    assert_eq!(admitted.len(), CAP as usize, "the cap holds the frontier");
+    room.client(0)
+        .complete_admission(pb::CompleteAdmissionRequest {
+            admission_token: admitted[0].clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("done");
+    same_again(&room, pb::SaleState::Open, onsale).await;
+
+    // Later, a push changes nothing a read of the queue would not: the credit is
+    // brought up to now either way, the frontier as time and the cap make it.
+    room.clock.advance(Duration::from_millis(700));
+    let read = room.stats(0).await;
+    let after_read = room.dump().await;
+    let (_, pushed) = push(&room, pb::SaleState::Open, onsale).await;
+    assert_eq!(pushed, read);
+    assert_eq!(room.dump().await, after_read);
+    assert_eq!((read.admitted, read.joined), (4, 7), "one more place freed");
+
+    // Paused by the box office, then the same again.
+    let (_, paused) = push(&room, pb::SaleState::Paused, onsale).await;
+    assert!(paused.paused);
+    same_again(&room, pb::SaleState::Paused, onsale).await;
+    let token = room.admin(&[Role::Sre]);
+    let stats = room
+        .client(0)
+        .get_queue_stats(bearer(
+            pb::GetQueueStatsRequest {
+                event_id: EVENT.into(),
+            },
+            &token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((stats.admitted, stats.joined), (4, 7));
+}
