@@ -139,7 +139,7 @@ struct ProcessArgs {
     /// The fault suite (implies --replicas, needs the run's own stores): as the seats
     /// sell, kill holds mid-request, restart PostgreSQL, make the provider lose the
     /// answers of charges it took, restart Redis keeping its data, kill payments
-    /// mid-request, cut payments off from holds, make the provider stall past
+    /// mid-request, restart Redis empty, cut payments off from holds, make the provider stall past
     /// payments' timeout, deliver notices twice, out of order and late; then compare
     /// the provider's ledger with ours. The run fails unless the sale recovers from
     /// each and ends clean.

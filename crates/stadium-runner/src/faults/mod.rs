@@ -9,6 +9,7 @@
 pub mod ledger;
 pub mod notices;
 mod progress;
+pub mod queue;
 
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use tonic::transport::Channel;
 use self::ledger::LedgerCheck;
 pub use self::notices::Notices;
 use self::progress::Progress;
+use self::queue::{QueueLoss, QueueWatch};
 use crate::replicas::{ProcessStack, Restart};
 
 /// How long after a fault is lifted the sale may take to capture a payment again before
@@ -124,7 +126,8 @@ impl Plan {
 
     /// The fault suite: holds killed mid-request, a PostgreSQL restart, charges whose
     /// answer is lost, a Redis restart keeping its data, payments killed mid-request,
-    /// payments cut off from holds, a provider latency spike past `provider_timeout`,
+    /// a Redis restart losing every key (the queue, admissions), payments cut off from
+    /// holds, a provider latency spike past `provider_timeout`,
     /// and duplicated, reordered and late notices. The stores must be the run's own (they are restarted).
     pub fn fault_suite(provider_timeout: Duration) -> Self {
         Self {
@@ -134,6 +137,7 @@ impl Plan {
                 Fault::ProviderFailsAfterCharging { charges: 5 },
                 Fault::RestartRedis(RedisRestart::KeepingData),
                 Fault::Kill(vec!["payments"]),
+                Fault::RestartRedis(RedisRestart::LosingData),
                 Fault::CutPaymentsFromHolds {
                     lasting: Duration::from_secs(5),
                 },
@@ -159,6 +163,8 @@ pub struct FaultOutcome {
     pub recovered_after: Option<Duration>,
     /// Replicas killed and when each served again.
     pub restarts: Vec<Restart>,
+    /// What a Redis loss did to the queue (that fault only).
+    pub queue_loss: Option<QueueLoss>,
     /// Why the fault could not be injected or was not recovered from.
     pub failure: Option<String>,
 }
@@ -202,6 +208,9 @@ impl Disruption {
                 "  at {sold:>5} of {seats} sold  {:<58} {recovered}\n",
                 f.fault
             ));
+            if let Some(loss) = &f.queue_loss {
+                out.push_str(&format!("      {}\n", loss.to_text()));
+            }
             for restart in &f.restarts {
                 out.push_str(&format!(
                     "      {:<16} serving again {:.1} s after the kill\n",
@@ -237,6 +246,13 @@ pub(crate) async fn disrupt(
     let mut disruption = Disruption::default();
     let mut provider = notices.provider.clone();
     let progress = Progress::new(pool, events_before);
+    let mut queue = match QueueWatch::new(stack) {
+        Ok(queue) => queue,
+        Err(e) => {
+            disruption.failure = Some(format!("watching the queue: {e:#}"));
+            return disruption;
+        }
+    };
     let n = plan.faults.len() as i64;
     for (i, fault) in plan.faults.iter().enumerate() {
         let i = i as i64;
@@ -256,11 +272,20 @@ pub(crate) async fn disrupt(
             sold_at,
             recovered_after: None,
             restarts: Vec::new(),
+            queue_loss: None,
             failure: None,
         };
-        let lifted = inject(fault, stack, &mut provider, notices).await;
-        match lifted {
-            Ok(restarts) => outcome.restarts = restarts,
+        let mut tools = Tools {
+            provider: &mut provider,
+            notices,
+            queue: &mut queue,
+            pool,
+            events_before,
+        };
+        match inject(fault, stack, &mut tools).await {
+            Ok(Lifted::Restarted(restarts)) => outcome.restarts = restarts,
+            Ok(Lifted::QueueLost(loss)) => outcome.queue_loss = Some(loss),
+            Ok(Lifted::Done) => {}
             Err(e) => outcome.failure = Some(format!("{e:#}")),
         }
         match progress
@@ -276,15 +301,45 @@ pub(crate) async fn disrupt(
     disruption
 }
 
-/// Injects one fault and lifts it; the replicas restarted, if any.
+/// What the faults are injected and watched with.
+struct Tools<'a> {
+    provider: &'a mut SimulatedProviderClient<Channel>,
+    notices: &'a mut Notices,
+    queue: &'a mut QueueWatch,
+    pool: &'a PgPool,
+    events_before: i64,
+}
+
+/// What lifting a fault left to report.
+enum Lifted {
+    /// Nothing beyond the fault itself.
+    Done,
+    /// These replicas were killed and restarted.
+    Restarted(Vec<Restart>),
+    /// Redis lost the queue; this is what it cost.
+    QueueLost(QueueLoss),
+}
+
+/// Injects one fault and lifts it.
 async fn inject(
     fault: &Fault,
     stack: &mut ProcessStack,
-    provider: &mut SimulatedProviderClient<Channel>,
-    notices: &mut Notices,
-) -> anyhow::Result<Vec<Restart>> {
+    tools: &mut Tools<'_>,
+) -> anyhow::Result<Lifted> {
+    let provider = &mut *tools.provider;
     match fault {
-        Fault::Kill(services) => stack.kill_and_restart(services).await,
+        Fault::Kill(services) => Ok(Lifted::Restarted(stack.kill_and_restart(services).await?)),
+        Fault::RestartRedis(RedisRestart::LosingData) => {
+            let event = queue::sale_event(tools.pool, tools.events_before).await?;
+            let before = tools.queue.counts(event).await.ok();
+            stack.restart_redis(RedisRestart::LosingData).await?;
+            let (known_again_after, after) = tools.queue.wait_known(event).await?;
+            Ok(Lifted::QueueLost(QueueLoss {
+                before,
+                known_again_after,
+                after,
+            }))
+        }
         Fault::ProviderSlow { latency, lasting } => {
             set_faults(
                 provider,
@@ -296,7 +351,7 @@ async fn inject(
             .await?;
             tokio::time::sleep(*lasting).await;
             lift_faults(provider).await?;
-            Ok(Vec::new())
+            Ok(Lifted::Done)
         }
         Fault::ProviderFailsAfterCharging { charges } => {
             set_faults(
@@ -307,25 +362,25 @@ async fn inject(
                 },
             )
             .await?;
-            Ok(Vec::new())
+            Ok(Lifted::Done)
         }
         Fault::CutPaymentsFromHolds { lasting } => {
             stack.cut_payments_from_holds();
             tokio::time::sleep(*lasting).await;
             stack.reconnect_payments_to_holds();
-            Ok(Vec::new())
+            Ok(Lifted::Done)
         }
         Fault::RestartPostgres => {
             stack.restart_postgres().await?;
-            Ok(Vec::new())
+            Ok(Lifted::Done)
         }
         Fault::RestartRedis(how) => {
             stack.restart_redis(*how).await?;
-            Ok(Vec::new())
+            Ok(Lifted::Done)
         }
         Fault::Notices { orders } => {
-            notices.deliver_recent(*orders).await?;
-            Ok(Vec::new())
+            tools.notices.deliver_recent(*orders).await?;
+            Ok(Lifted::Done)
         }
     }
 }
