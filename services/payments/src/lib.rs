@@ -24,6 +24,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod grpc;
+pub mod lifecycle;
 pub mod metrics;
 pub mod provider;
 pub mod reconciler;

@@ -10,8 +10,9 @@ use super::PaymentsService;
 use crate::clients::holds::{Booking, PaymentStart};
 use crate::domain::{HoldKey, Order, Payment, PaymentStatus, RefundReason, method_digest};
 use crate::error::Error;
+use crate::lifecycle::{self, Lease, NewPayment};
 use crate::provider::{ChargeOutcome, ChargeRequest, PaymentProvider, ProviderName, RefundRequest};
-use crate::store::{self, BookedSeat, Lease, NewPayment, NoticeMark};
+use crate::store::{self, BookedSeat, NoticeMark};
 
 /// How often a duplicate looks again while the first request runs.
 const DUPLICATE_POLL: Duration = Duration::from_millis(25);
@@ -88,7 +89,7 @@ impl PaymentsService {
             .await
     }
 
-    /// Records the intent (see [`store::insert_intent`]) with the provider this process
+    /// Records the intent (see [`lifecycle::insert_intent`]) with the provider this process
     /// charges through: the simulator is the column's default, so its intent is the one
     /// statement; any other provider's name is written in the intent's transaction, so
     /// no payment is ever recorded under a provider it was not charged through.
@@ -99,12 +100,12 @@ impl PaymentsService {
     ) -> Result<Option<Payment>, Error> {
         let name = self.provider.name();
         if name == ProviderName::Sim {
-            return store::insert_intent(&self.pool, new, lease).await;
+            return lifecycle::insert_intent(&self.pool, new, lease).await;
         }
         let mut tx = self.pool.begin().await?;
-        let payment = store::insert_intent(&mut *tx, new, lease).await?;
+        let payment = lifecycle::insert_intent(&mut *tx, new, lease).await?;
         if let Some(payment) = &payment {
-            store::record_provider(&mut tx, payment.id, name).await?;
+            lifecycle::record_provider(&mut tx, payment.id, name).await?;
         }
         tx.commit().await?;
         Ok(payment)
@@ -181,7 +182,7 @@ impl PaymentsService {
         let lease = Lease::new(self.settings.lease);
         let moved = {
             let mut conn = self.pool.acquire().await?;
-            store::next_attempt(
+            lifecycle::next_attempt(
                 &mut conn,
                 declined.id,
                 declined.charge_attempt,
@@ -232,7 +233,7 @@ impl PaymentsService {
                     let lease = Lease::new(self.settings.lease);
                     let taken = {
                         let mut conn = self.pool.acquire().await?;
-                        store::take_lease(&mut conn, payment.id, lease).await?
+                        lifecycle::take_lease(&mut conn, payment.id, lease).await?
                     };
                     if let Some(taken) = taken {
                         return self.drive(taken, method, lease).await;
@@ -305,7 +306,7 @@ impl PaymentsService {
             Ok(ChargeOutcome::Declined { reason }) => {
                 self.metrics.charge("declined");
                 let mut conn = self.pool.acquire().await?;
-                store::mark_declined(&mut conn, payment.id).await?;
+                lifecycle::mark_declined(&mut conn, payment.id).await?;
                 Err(Error::PaymentDeclined(reason))
             }
             Err(error) => {
@@ -392,10 +393,11 @@ impl PaymentsService {
         notice: Option<&NoticeMark>,
     ) -> Result<Option<Order>, Error> {
         let Some(mark) = notice else {
-            return store::capture(&self.pool, payment, charge_id, seats, &self.signer).await;
+            return lifecycle::capture(&self.pool, payment, charge_id, seats, &self.signer).await;
         };
         let mut tx = self.pool.begin().await?;
-        let captured = store::capture(&mut *tx, payment, charge_id, seats, &self.signer).await?;
+        let captured =
+            lifecycle::capture(&mut *tx, payment, charge_id, seats, &self.signer).await?;
         let outcome = if captured.is_some() {
             "captured"
         } else {
@@ -423,7 +425,8 @@ impl PaymentsService {
     ) -> Result<Order, Error> {
         let decided = {
             let mut tx = self.pool.begin().await?;
-            let moved = store::begin_refund(&mut tx, id, from, reason, charge_id, lease).await?;
+            let moved =
+                lifecycle::begin_refund(&mut tx, id, from, reason, charge_id, lease).await?;
             tx.commit().await?;
             moved
         };
@@ -493,7 +496,7 @@ impl PaymentsService {
             .await
             .map_err(|e| Error::ProviderUnavailable(e.to_string()))?;
         let mut tx = self.pool.begin().await?;
-        let moved = store::finish_refund(&mut tx, payment.id, &refund_id).await?;
+        let moved = lifecycle::finish_refund(&mut tx, payment.id, &refund_id).await?;
         if let Some(mark) = notice {
             let outcome = if moved { "refunded" } else { "already_done" };
             store::mark_notice(&mut tx, mark, Some(payment.id), outcome).await?;
@@ -511,7 +514,7 @@ impl PaymentsService {
     pub(super) async fn give_back(&self, id: Uuid, lease: Lease) {
         let released = async {
             let mut conn = self.pool.acquire().await?;
-            store::release_lease(&mut conn, id, lease).await
+            lifecycle::release_lease(&mut conn, id, lease).await
         };
         if let Err(error) = released.await {
             tracing::warn!(payment_id = %id, %error, "lease not given back; it will lapse");

@@ -9,8 +9,9 @@
 use super::PaymentsService;
 use crate::domain::{PaymentStatus, parse_charge_key};
 use crate::error::Error;
+use crate::lifecycle::{self, Lease};
 use crate::provider::{Notice, NoticeKind};
-use crate::store::{self, Lease, NoticeMark};
+use crate::store::{self, NoticeMark};
 
 /// What a notice delivery did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +129,7 @@ impl PaymentsService {
             return Ok(NoticeOutcome::Applied);
         }
         let lease = Lease::new(self.settings.lease);
-        let Some(payment) = store::take_lease(&mut conn, payment.id, lease).await? else {
+        let Some(payment) = lifecycle::take_lease(&mut conn, payment.id, lease).await? else {
             self.metrics.notice("deferred");
             return Ok(NoticeOutcome::Deferred);
         };
@@ -141,7 +142,7 @@ impl PaymentsService {
             _ => {
                 async {
                     let mut tx = self.pool.begin().await?;
-                    store::mark_declined(&mut tx, payment.id).await?;
+                    lifecycle::mark_declined(&mut tx, payment.id).await?;
                     store::mark_notice(&mut tx, &mark, Some(payment.id), "failed").await?;
                     tx.commit().await?;
                     Ok(())

@@ -7,7 +7,8 @@ use super::PaymentsService;
 use crate::domain::ticket_code::{TicketClaims, TicketCodeError};
 use crate::domain::{HoldKey, Money, Order, PaymentStatus, RefundReason};
 use crate::error::Error;
-use crate::store::{self, BookedSeat, Cursor, Lease, NewPayment};
+use crate::lifecycle::{self, Lease, NewPayment};
+use crate::store::{self, BookedSeat, Cursor};
 
 /// Which order, and who asks.
 #[derive(Debug, Clone, Copy)]
@@ -162,7 +163,7 @@ impl PaymentsService {
                     seat_id,
                 })
                 .collect();
-            store::insert_comp(&mut *conn, &new, &comp.recipient, &seats, &self.signer).await
+            lifecycle::insert_comp(&mut *conn, &new, &comp.recipient, &seats, &self.signer).await
         }
         .await;
         match recorded {

@@ -15,8 +15,9 @@ use std::time::Duration;
 use super::PaymentsService;
 use crate::domain::{Payment, PaymentStatus};
 use crate::error::Error;
+use crate::lifecycle::{self, Lease};
 use crate::provider::{ChargeOutcome, LedgerRecord};
-use crate::store::{self, Lease};
+use crate::store;
 
 /// Wait before the second visit of a payment a visit left unfinished; doubled per visit.
 const REVISIT_BASE: Duration = Duration::from_secs(5);
@@ -103,7 +104,7 @@ impl PaymentsService {
         let lease = Lease::new(self.settings.lease);
         let taken = {
             let mut conn = self.pool.acquire().await?;
-            store::take_lease(&mut conn, id, lease).await?
+            lifecycle::take_lease(&mut conn, id, lease).await?
         };
         match taken {
             Some(payment) if payment.status == PaymentStatus::RefundPending => self
@@ -142,7 +143,7 @@ impl PaymentsService {
             }
             Some(LedgerRecord::Charge(ChargeOutcome::Declined { .. })) => {
                 let mut conn = self.pool.acquire().await?;
-                store::mark_declined(&mut conn, payment.id).await?;
+                lifecycle::mark_declined(&mut conn, payment.id).await?;
                 Ok("failed")
             }
             Some(LedgerRecord::Refund { .. }) | None => Ok("skipped"),
@@ -196,12 +197,13 @@ impl PaymentsService {
             }
             Some(LedgerRecord::Charge(ChargeOutcome::Declined { .. })) => {
                 let mut conn = self.pool.acquire().await?;
-                store::mark_declined(&mut conn, payment.id).await?;
+                lifecycle::mark_declined(&mut conn, payment.id).await?;
                 Ok("failed")
             }
             Some(LedgerRecord::Refund { .. }) | None => {
                 let mut conn = self.pool.acquire().await?;
-                if store::mark_abandoned(&mut conn, payment.id, self.settings.abandon_after).await?
+                if lifecycle::mark_abandoned(&mut conn, payment.id, self.settings.abandon_after)
+                    .await?
                 {
                     tracing::warn!(payment_id = %payment.id, "pending payment never charged: failed");
                     Ok("failed")

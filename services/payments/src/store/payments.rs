@@ -1,15 +1,13 @@
-//! Payment rows: the intent, reads, comps and a fan's list.
+//! Payment rows: the row type every payment statement returns, and the reads (by
+//! hold key, by id, a fan's list). Rows are written by [`crate::lifecycle`] only.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, PgExecutor};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::leases::Lease;
-use super::tickets::{BookedSeat, NewTickets};
-use crate::domain::ticket_code::TicketSigner;
-use crate::domain::{HoldKey, Money, Order, Payment, PaymentStatus, RefundReason};
+use crate::domain::{HoldKey, Money, Payment, PaymentStatus, RefundReason};
 use crate::error::Error;
 
 stadium_db::text_enum!(PaymentStatus);
@@ -18,25 +16,25 @@ stadium_db::text_enum!(RefundReason);
 /// A `payments.payments` row as every payment statement returns it (`currency` as
 /// text); filled by `sqlx::query_as!`, whose column names must be these fields'.
 #[derive(Debug)]
-pub(super) struct PaymentRow {
-    pub(super) payment_id: Uuid,
-    pub(super) hold_key: Uuid,
-    pub(super) event_id: i64,
-    pub(super) fan_id: String,
-    pub(super) amount_minor: i64,
-    pub(super) currency: String,
-    pub(super) status: PaymentStatus,
-    pub(super) provider_charge_id: Option<String>,
-    pub(super) refund_id: Option<Uuid>,
-    pub(super) refund_reason: Option<RefundReason>,
-    pub(super) refunded_minor: i64,
-    pub(super) refunded_at: Option<DateTime<Utc>>,
-    pub(super) comp_recipient: Option<String>,
-    pub(super) created_at: DateTime<Utc>,
-    pub(super) updated_at: DateTime<Utc>,
-    pub(super) charge_attempt: i32,
-    pub(super) method_digest: Option<Vec<u8>>,
-    pub(super) declined: bool,
+pub(crate) struct PaymentRow {
+    pub(crate) payment_id: Uuid,
+    pub(crate) hold_key: Uuid,
+    pub(crate) event_id: i64,
+    pub(crate) fan_id: String,
+    pub(crate) amount_minor: i64,
+    pub(crate) currency: String,
+    pub(crate) status: PaymentStatus,
+    pub(crate) provider_charge_id: Option<String>,
+    pub(crate) refund_id: Option<Uuid>,
+    pub(crate) refund_reason: Option<RefundReason>,
+    pub(crate) refunded_minor: i64,
+    pub(crate) refunded_at: Option<DateTime<Utc>>,
+    pub(crate) comp_recipient: Option<String>,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) updated_at: DateTime<Utc>,
+    pub(crate) charge_attempt: i32,
+    pub(crate) method_digest: Option<Vec<u8>>,
+    pub(crate) declined: bool,
 }
 
 impl TryFrom<PaymentRow> for Payment {
@@ -73,57 +71,12 @@ impl TryFrom<PaymentRow> for Payment {
     }
 }
 
-pub(super) fn one(row: Option<PaymentRow>) -> Result<Option<Payment>, Error> {
+pub(crate) fn one(row: Option<PaymentRow>) -> Result<Option<Payment>, Error> {
     row.map(Payment::try_from).transpose()
 }
 
-pub(super) fn millis(d: Duration) -> i64 {
+pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// A payment intent to record.
-#[derive(Debug, Clone)]
-pub struct NewPayment {
-    /// The new payment's id.
-    pub id: Uuid,
-    /// The hold it pays for (unique: the second intent for a hold is not recorded).
-    pub hold_key: HoldKey,
-    /// Catalog event id.
-    pub event_id: i64,
-    /// The paying fan.
-    pub fan_id: String,
-    /// The price.
-    pub amount: Money,
-    /// SHA-256 of the payment method the charge is asked with (`None` for a comp).
-    pub method_digest: Option<[u8; 32]>,
-}
-
-/// Records the intent with a lease for the caller, unless the hold already has one:
-/// one statement. Returns the recorded payment, `None` when another intent for the hold
-/// was there first.
-///
-/// # Errors
-/// [`Error::Database`]; [`Error::CorruptRow`].
-pub async fn insert_intent<'e>(
-    db: impl PgExecutor<'e>,
-    new: &NewPayment,
-    lease: Lease,
-) -> Result<Option<Payment>, Error> {
-    one(sqlx::query_file_as!(
-        PaymentRow,
-        "src/store/sql/insert_intent.sql",
-        new.id,
-        new.hold_key.uuid(),
-        new.event_id,
-        new.fan_id,
-        new.amount.amount_minor,
-        new.amount.currency,
-        lease.owner,
-        millis(lease.ttl),
-        new.method_digest.as_ref().map(<[u8; 32]>::as_slice),
-    )
-    .fetch_optional(db)
-    .await?)
 }
 
 /// The payment for hold `key`.
@@ -156,61 +109,6 @@ pub async fn by_id(conn: &mut PgConnection, id: Uuid) -> Result<Option<Payment>,
     )
     .fetch_optional(&mut *conn)
     .await?)
-}
-
-/// Records a comp (price 0, status comp) with its tickets, in one statement. Returns
-/// the comp's order.
-///
-/// # Errors
-/// [`Error::Database`]; [`Error::CorruptRow`].
-pub async fn insert_comp<'e>(
-    db: impl PgExecutor<'e>,
-    new: &NewPayment,
-    recipient: &str,
-    seats: &[BookedSeat],
-    signer: &TicketSigner,
-) -> Result<Order, Error> {
-    let tickets = NewTickets::sign(new.event_id, seats, signer);
-    // The tickets are issued as `statements::CAPTURE` issues a capture's.
-    let row = sqlx::query_as!(
-        PaymentRow,
-        r#"WITH p AS (
-               INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id,
-                   amount_minor, currency, status, comp_recipient)
-               VALUES ($1, $2, $3, $4, 0, $5, 'comp', $6)
-               RETURNING *
-           ),
-           issued AS (
-               INSERT INTO payments.tickets (ticket_id, payment_id, event_id, section_id,
-                   seat_id, fan_id, code)
-               SELECT t.ticket_id, p.payment_id, p.event_id, t.section_id, t.seat_id,
-                   p.fan_id, t.code
-               FROM p, unnest($7::uuid[], $8::bigint[], $9::bigint[], $10::text[])
-                   AS t(ticket_id, section_id, seat_id, code)
-           )
-           SELECT payment_id, hold_key, event_id, fan_id, amount_minor,
-               currency::text AS "currency!", status AS "status: PaymentStatus",
-               provider_charge_id, refund_id, refund_reason AS "refund_reason: RefundReason",
-               refunded_minor, refunded_at, comp_recipient, created_at, updated_at,
-               charge_attempt, method_digest, declined
-           FROM p"#,
-        new.id,
-        new.hold_key.uuid(),
-        new.event_id,
-        new.fan_id,
-        new.amount.currency,
-        recipient,
-        tickets.ids(),
-        tickets.section_ids(),
-        tickets.seat_ids(),
-        tickets.codes(),
-    )
-    .fetch_one(db)
-    .await?;
-    Ok(Order {
-        payment: Payment::try_from(row)?,
-        tickets: tickets.issued(),
-    })
 }
 
 /// A page position: the last order of the previous page.

@@ -1,4 +1,5 @@
-//! Which provider each payment was charged through (`payments.payments.provider`).
+//! Which provider each payment was charged through (`payments.payments.provider`,
+//! written with the intent by [`crate::lifecycle`]).
 //! Runtime-checked SQL (`sqlx::query`), so the compile-time query data stays as it is.
 
 use sqlx::{PgConnection, Row as _};
@@ -6,24 +7,6 @@ use uuid::Uuid;
 
 use crate::error::Error;
 use crate::provider::ProviderName;
-
-/// Records that payment `id` is charged through `provider`: one statement, run in the
-/// intent's own transaction (the intent statement leaves the column's default, `sim`).
-///
-/// # Errors
-/// [`Error::Database`].
-pub async fn record_provider(
-    conn: &mut PgConnection,
-    id: Uuid,
-    provider: ProviderName,
-) -> Result<(), Error> {
-    sqlx::query("UPDATE payments.payments SET provider = $2 WHERE payment_id = $1")
-        .bind(id)
-        .bind(provider.as_str())
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
-}
 
 /// The provider payment `id` was charged through; `None` when there is no such payment.
 ///

@@ -1,8 +1,9 @@
 //! The texts of the confirm path's statements and of the reconciler's scan, public so
 //! that a benchmark runs exactly what the service runs (`confirm_bench` hands them to
 //! `pgbench`) and a test can plan them. Each is a file under `sql/`, which the store
-//! runs with `sqlx::query_file_as!` (checked against the schema at compile time); the
-//! constants here are those same files.
+//! (reads, the scan) and [`crate::lifecycle`] (the intent, the capture) run with
+//! `sqlx::query_file_as!` (checked against the schema at compile time); the constants
+//! here are those same files.
 //!
 //! The payment statements each return at most one payment row: the store's row type's
 //! columns in its order, `currency` as text, and sqlx's type overrides as column names
@@ -24,7 +25,7 @@ pub const INSERT_INTENT: &str = include_str!("sql/insert_intent.sql");
 /// signed codes (text[]). The tickets take the payment's event and fan.
 pub const CAPTURE: &str = include_str!("sql/capture.sql");
 
-/// The reconciler's scan (see `store::due`): `$1` how many, `$2` how long abandoned
+/// The reconciler's scan (see [`super::due`]): `$1` how many, `$2` how long abandoned
 /// payments are watched (ms, bigint). Its status condition is
 /// `payments_reconcile_idx`'s predicate, so the scan reads that index in
 /// `reconcile_at` order.

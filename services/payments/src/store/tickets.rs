@@ -57,7 +57,7 @@ pub struct BookedSeat {
 
 /// The tickets of one payment about to be issued: an id and a signed code per seat.
 #[derive(Debug)]
-pub(super) struct NewTickets {
+pub(crate) struct NewTickets {
     ids: Vec<Uuid>,
     section_ids: Vec<i64>,
     seat_ids: Vec<i64>,
@@ -66,7 +66,7 @@ pub(super) struct NewTickets {
 
 impl NewTickets {
     /// One new ticket per seat of `event_id`, its code signed by `signer`.
-    pub(super) fn sign(event_id: i64, seats: &[BookedSeat], signer: &TicketSigner) -> Self {
+    pub(crate) fn sign(event_id: i64, seats: &[BookedSeat], signer: &TicketSigner) -> Self {
         let mut new = Self {
             ids: Vec::with_capacity(seats.len()),
             section_ids: Vec::with_capacity(seats.len()),
@@ -90,27 +90,27 @@ impl NewTickets {
 
     /// The new ticket ids, one a seat (the first of the four arrays a statement issuing
     /// tickets binds, see [`super::statements::CAPTURE`]).
-    pub(super) fn ids(&self) -> &[Uuid] {
+    pub(crate) fn ids(&self) -> &[Uuid] {
         &self.ids
     }
 
     /// The seats' section ids, in the same order.
-    pub(super) fn section_ids(&self) -> &[i64] {
+    pub(crate) fn section_ids(&self) -> &[i64] {
         &self.section_ids
     }
 
     /// The seat ids, in the same order.
-    pub(super) fn seat_ids(&self) -> &[i64] {
+    pub(crate) fn seat_ids(&self) -> &[i64] {
         &self.seat_ids
     }
 
     /// The signed codes, in the same order.
-    pub(super) fn codes(&self) -> &[String] {
+    pub(crate) fn codes(&self) -> &[String] {
         &self.codes
     }
 
     /// The tickets as issued (valid), by seat.
-    pub(super) fn issued(self) -> Vec<Ticket> {
+    pub(crate) fn issued(self) -> Vec<Ticket> {
         let mut tickets: Vec<Ticket> = self
             .ids
             .into_iter()
