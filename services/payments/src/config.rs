@@ -11,8 +11,8 @@ use stadium_kit::mode::{Convenience, development_issuer};
 use stadium_kit::tls::SERVICE_TOKEN;
 use stadium_tokens::{DevIssuer, Role};
 
+use crate::lifecycle::Settings;
 use crate::provider::stripe::DEFAULT_API_URL;
-use crate::service::Settings;
 
 /// Which payment provider new payments are charged through (`--provider`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -4,18 +4,22 @@
 //! Owns the `payments` schema (`payments.payments`, `payments.tickets`,
 //! `payments.provider_notices`).
 //!
-//! The flow (see [`service`]): holds' `StartPayment` moves the hold into its payment
-//! window and answers the price fixed at the claim; record the intent (`INSERT … ON
-//! CONFLICT (hold_key) DO NOTHING`), charge the [`provider`] with the hold key as idempotency key outside any
-//! transaction, book through holds' `ConfirmHold`, then in one short transaction either
-//! capture with tickets or, when the hold is gone, refund under `refund:<hold key>`.
-//! A lease on the payment row says who drives it; a [`reconciler`] takes over payments
-//! whose driver died.
+//! The life of a payment is written once, in [`lifecycle`] (its states and transitions:
+//! `docs/payments.md`): holds' `StartPayment` moves the hold into its payment window
+//! and answers the price fixed at the claim; record the intent (`INSERT … ON CONFLICT
+//! (hold_key) DO NOTHING`), charge the [provider](mod@provider) with the hold key as
+//! idempotency key outside any transaction, book through holds' `ConfirmHold`, then in
+//! one short transaction either capture with tickets or, when the hold is gone, refund
+//! under `refund:<hold key>`. A lease on the payment row says who drives it; a
+//! [`reconciler`] takes over payments whose driver died. Confirm, provider notices, the
+//! reconciler, refunds and comps are entry points into it ([`service`]).
 //!
 //! Layout: [`config`] (flags), [`grpc`] (the tonic service), [`domain`] (ids, states,
-//! ticket codes), [`store`] (SQL), [`service`] (the flows), [`clients`] (holds, the
-//! waiting room), [`provider`] (the provider trait, the simulated provider and the
-//! Stripe adapter), [`webhook`] (Stripe's webhooks over HTTP), [`auth`], [`reconciler`],
+//! ticket codes), [`lifecycle`] (every change of a payment's state, and the statements
+//! that make it), [`store`] (reads, notices, the reconciler's schedule), [`service`]
+//! (the entry points and reads), [`clients`] (holds, the waiting room),
+//! [provider](mod@provider) (the provider trait, the simulated provider and the Stripe
+//! adapter), [`webhook`] (Stripe's webhooks over HTTP), [`auth`], [`reconciler`],
 //! [`metrics`], [`error`] (the one error table).
 
 pub mod auth;
@@ -183,7 +187,7 @@ fn channel(
 /// `--sim-provider-latency-ms`).
 ///
 /// # Errors
-/// As [`build`] and [`provider`]; [`StartError::Server`].
+/// As [`build`] and [`provider()`]; [`StartError::Server`].
 pub async fn serve(
     config: Config,
     listener: TcpListener,

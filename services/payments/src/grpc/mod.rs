@@ -22,9 +22,10 @@ use tracing::Instrument as _;
 use crate::auth::{Authenticator, Caller};
 use crate::domain::Money;
 use crate::error::Error;
+use crate::lifecycle::CompRequest;
 use crate::provider::{Notice, NoticeKind};
 use crate::service::{
-    CompRequest, NoticeOutcome, OrderKey, PageRequest, PaymentsService, format_cursor, parse_cursor,
+    NoticeOutcome, OrderKey, PageRequest, PaymentsService, format_cursor, parse_cursor,
 };
 
 /// The default page size of `ListOrders`.

@@ -10,6 +10,7 @@ use std::time::Duration;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::Lifecycle;
 use crate::domain::{Payment, PaymentStatus, RefundReason};
 use crate::error::Error;
 use crate::store::{PaymentRow, millis, one};
@@ -17,16 +18,16 @@ use crate::store::{PaymentRow, millis, one};
 /// A lease on an unfinished payment: who drives it, for how long from when it is taken
 /// (database clock). A fresh value is only a token: the row says whether it is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Lease {
+pub(super) struct Lease {
     /// The lease holder's random token.
-    pub(crate) owner: Uuid,
+    pub(super) owner: Uuid,
     /// How long the lease lasts from when it is taken.
-    pub(crate) ttl: Duration,
+    pub(super) ttl: Duration,
 }
 
 impl Lease {
     /// A fresh lease token lasting `ttl`.
-    pub(crate) fn new(ttl: Duration) -> Self {
+    fn new(ttl: Duration) -> Self {
         Self {
             owner: Uuid::new_v4(),
             ttl,
@@ -39,7 +40,7 @@ impl Lease {
 ///
 /// # Errors
 /// [`Error::Database`]; [`Error::CorruptRow`].
-pub(crate) async fn take_lease(
+async fn take_lease(
     conn: &mut PgConnection,
     id: Uuid,
     lease: Lease,
@@ -69,11 +70,7 @@ pub(crate) async fn take_lease(
 ///
 /// # Errors
 /// [`Error::Database`].
-pub(crate) async fn release_lease(
-    conn: &mut PgConnection,
-    id: Uuid,
-    lease: Lease,
-) -> Result<(), Error> {
+async fn release_lease(conn: &mut PgConnection, id: Uuid, lease: Lease) -> Result<(), Error> {
     sqlx::query!(
         "UPDATE payments.payments SET lease_until = NULL
          WHERE payment_id = $1 AND lease_owner = $2",
@@ -83,4 +80,34 @@ pub(crate) async fn release_lease(
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+impl Lifecycle {
+    /// A fresh lease token lasting the configured lease.
+    pub(super) fn lease(&self) -> Lease {
+        Lease::new(self.settings.lease)
+    }
+
+    /// Takes the lease on the unfinished payment `id` (see [`take_lease`]): the payment
+    /// and the lease now held, or `None` when another driver holds it or the payment is
+    /// no longer unfinished.
+    pub(super) async fn take(&self, id: Uuid) -> Result<Option<(Payment, Lease)>, Error> {
+        let lease = self.lease();
+        let mut conn = self.pool.acquire().await?;
+        Ok(take_lease(&mut conn, id, lease)
+            .await?
+            .map(|payment| (payment, lease)))
+    }
+
+    /// Gives a lease back after a failure, so a retry or the reconciler can take over
+    /// at once. Best effort: if even this fails, the lease lapses on its own.
+    pub(super) async fn give_back(&self, id: Uuid, lease: Lease) {
+        let released = async {
+            let mut conn = self.pool.acquire().await?;
+            release_lease(&mut conn, id, lease).await
+        };
+        if let Err(error) = released.await {
+            tracing::warn!(payment_id = %id, %error, "lease not given back; it will lapse");
+        }
+    }
 }

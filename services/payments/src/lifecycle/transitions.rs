@@ -18,19 +18,19 @@ use crate::store::{BookedSeat, NewTickets, PaymentRow, millis, one};
 
 /// A payment intent to record.
 #[derive(Debug, Clone)]
-pub(crate) struct NewPayment {
+pub(super) struct NewPayment {
     /// The new payment's id.
-    pub(crate) id: Uuid,
+    pub(super) id: Uuid,
     /// The hold it pays for (unique: the second intent for a hold is not recorded).
-    pub(crate) hold_key: HoldKey,
+    pub(super) hold_key: HoldKey,
     /// Catalog event id.
-    pub(crate) event_id: i64,
+    pub(super) event_id: i64,
     /// The paying fan (or a comp's recipient).
-    pub(crate) fan_id: String,
+    pub(super) fan_id: String,
     /// The price.
-    pub(crate) amount: Money,
+    pub(super) amount: Money,
     /// SHA-256 of the payment method the charge is asked with (`None` for a comp).
-    pub(crate) method_digest: Option<[u8; 32]>,
+    pub(super) method_digest: Option<[u8; 32]>,
 }
 
 /// [*] → pending: records the intent with a lease for the caller, unless the hold
@@ -39,7 +39,7 @@ pub(crate) struct NewPayment {
 ///
 /// # Errors
 /// [`Error::Database`]; [`Error::CorruptRow`].
-pub(crate) async fn insert_intent<'e>(
+pub(super) async fn insert_intent<'e>(
     db: impl PgExecutor<'e>,
     new: &NewPayment,
     lease: Lease,
@@ -67,7 +67,7 @@ pub(crate) async fn insert_intent<'e>(
 ///
 /// # Errors
 /// [`Error::Database`].
-pub(crate) async fn record_provider(
+pub(super) async fn record_provider(
     conn: &mut PgConnection,
     id: Uuid,
     provider: ProviderName,
@@ -86,7 +86,7 @@ pub(crate) async fn record_provider(
 /// # Errors
 /// [`Error::Database`] (23505 on `payments_hold_key_key` when the hold already has a
 /// payment); [`Error::CorruptRow`].
-pub(crate) async fn insert_comp<'e>(
+pub(super) async fn insert_comp<'e>(
     db: impl PgExecutor<'e>,
     new: &NewPayment,
     recipient: &str,
@@ -147,7 +147,7 @@ pub(crate) async fn insert_comp<'e>(
 /// # Errors
 /// [`Error::Database`] (e.g. 23505 on `tickets_one_valid_per_seat` if a seat somehow
 /// still has a valid ticket: the statement then writes nothing).
-pub(crate) async fn capture<'e>(
+pub(super) async fn capture<'e>(
     db: impl PgExecutor<'e>,
     payment: &Payment,
     charge_id: &str,
@@ -183,7 +183,7 @@ pub(crate) async fn capture<'e>(
 ///
 /// # Errors
 /// [`Error::Database`]; [`Error::CorruptRow`].
-pub(crate) async fn begin_refund(
+pub(super) async fn begin_refund(
     conn: &mut PgConnection,
     id: Uuid,
     from: &[PaymentStatus],
@@ -232,7 +232,7 @@ pub(crate) async fn begin_refund(
 ///
 /// # Errors
 /// [`Error::Database`].
-pub(crate) async fn finish_refund(
+pub(super) async fn finish_refund(
     conn: &mut PgConnection,
     id: Uuid,
     provider_refund_id: &str,
@@ -257,7 +257,7 @@ pub(crate) async fn finish_refund(
 ///
 /// # Errors
 /// [`Error::Database`].
-pub(crate) async fn mark_declined(conn: &mut PgConnection, id: Uuid) -> Result<bool, Error> {
+pub(super) async fn mark_declined(conn: &mut PgConnection, id: Uuid) -> Result<bool, Error> {
     let moved = sqlx::query!(
         "UPDATE payments.payments
          SET status = 'failed', declined = true, lease_owner = NULL, lease_until = NULL,
@@ -276,7 +276,7 @@ pub(crate) async fn mark_declined(conn: &mut PgConnection, id: Uuid) -> Result<b
 ///
 /// # Errors
 /// [`Error::Database`].
-pub(crate) async fn mark_abandoned(
+pub(super) async fn mark_abandoned(
     conn: &mut PgConnection,
     id: Uuid,
     age: Duration,
@@ -302,7 +302,7 @@ pub(crate) async fn mark_abandoned(
 ///
 /// # Errors
 /// [`Error::Database`]; [`Error::CorruptRow`].
-pub(crate) async fn next_attempt(
+pub(super) async fn next_attempt(
     conn: &mut PgConnection,
     id: Uuid,
     from: u32,

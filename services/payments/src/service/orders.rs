@@ -1,14 +1,15 @@
-//! Reading orders, box-office refunds and comps, ticket verification.
+//! Reading orders, ticket verification, and the box office's entry points: refunds
+//! and comps (carried out by [`crate::lifecycle`]).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::PaymentsService;
 use crate::domain::ticket_code::{TicketClaims, TicketCodeError};
-use crate::domain::{HoldKey, Money, Order, PaymentStatus, RefundReason};
+use crate::domain::{HoldKey, Order};
 use crate::error::Error;
-use crate::lifecycle::{self, Lease, NewPayment};
-use crate::store::{self, BookedSeat, Cursor};
+use crate::lifecycle::CompRequest;
+use crate::store::{self, Cursor};
 
 /// Which order, and who asks.
 #[derive(Debug, Clone, Copy)]
@@ -39,19 +40,6 @@ pub struct OrderPage {
     pub next: Option<Cursor>,
 }
 
-/// A comp to book.
-#[derive(Debug, Clone)]
-pub struct CompRequest {
-    /// Catalog event id.
-    pub event_id: i64,
-    /// Catalog section id.
-    pub section_id: i64,
-    /// Seats, as the box office sent them.
-    pub seat_ids: Vec<i64>,
-    /// Who receives it.
-    pub recipient: String,
-}
-
 impl PaymentsService {
     /// One order. `fan` restricts it to that fan's own (`None`: an admin reads any).
     ///
@@ -63,9 +51,11 @@ impl PaymentsService {
             OrderKey::Id(id) => store::by_id(&mut conn, id).await?,
             OrderKey::Hold(key) => store::by_hold_key(&mut conn, key).await?,
         };
-        drop(conn);
         match payment {
-            Some(p) if fan.is_none_or(|f| f == p.fan_id) => self.order(p).await,
+            Some(payment) if fan.is_none_or(|f| f == payment.fan_id) => {
+                let tickets = store::tickets(&mut conn, payment.id).await?;
+                Ok(Order { payment, tickets })
+            }
             _ => Err(Error::OrderNotFound),
         }
     }
@@ -93,89 +83,22 @@ impl PaymentsService {
         Ok(OrderPage { orders, next })
     }
 
-    /// Refunds a paid order for the box office and releases its seats. The conditional
-    /// `captured → refund_pending` update decides, so two presses refund once; a
-    /// repeated request returns the existing refund.
+    /// Refunds a paid order for the box office and releases its seats: see
+    /// [`crate::lifecycle::Lifecycle::refund`].
     ///
     /// # Errors
-    /// [`Error::OrderNotFound`]; [`Error::NotRefundable`] (pending, failed, comp);
-    /// [`Error::InProgress`]; as [`PaymentsService::finish_refund`].
+    /// As [`crate::lifecycle::Lifecycle::refund`].
     pub async fn refund_order(&self, id: Uuid) -> Result<Order, Error> {
-        let payment = self.payment_by_id(id).await?.ok_or(Error::OrderNotFound)?;
-        match payment.status {
-            PaymentStatus::Captured => {
-                let lease = Lease::new(self.settings.lease);
-                self.refund_from(
-                    id,
-                    &[PaymentStatus::Captured],
-                    RefundReason::BoxOffice,
-                    None,
-                    lease,
-                    None,
-                )
-                .await
-            }
-            PaymentStatus::Refunded | PaymentStatus::RefundPending => {
-                self.await_outcome(payment, None).await
-            }
-            other => Err(Error::NotRefundable(other.as_str())),
-        }
+        self.lifecycle.refund(id).await
     }
 
-    /// Books `comp` through holds' `ClaimComp` with the box office's `admin_token`, and
-    /// records it as an order at price 0 with tickets.
+    /// Books a comp for the box office (its `admin_token`): see
+    /// [`crate::lifecycle::Lifecycle::comp`].
     ///
     /// # Errors
-    /// [`Error::Holds`] with holds' refusal (e.g. `SEAT_TAKEN`); [`Error::Dependency`];
-    /// [`Error::Database`] (the comp's seats are then released again).
+    /// As [`crate::lifecycle::Lifecycle::comp`].
     pub async fn issue_comp(&self, admin_token: &str, comp: CompRequest) -> Result<Order, Error> {
-        let hold = self
-            .holds
-            .claim_comp(
-                admin_token,
-                comp.event_id,
-                comp.section_id,
-                &comp.seat_ids,
-                &comp.recipient,
-            )
-            .await?;
-        let recorded = async {
-            let mut conn = self.pool.acquire().await?;
-            let currency = store::event_currency(&mut conn, hold.event_id)
-                .await?
-                .ok_or_else(|| Error::CorruptRow(format!("event {} vanished", hold.event_id)))?;
-            let new = NewPayment {
-                id: Uuid::new_v4(),
-                hold_key: hold.key,
-                event_id: hold.event_id,
-                fan_id: comp.recipient.clone(),
-                amount: Money {
-                    amount_minor: 0,
-                    currency,
-                },
-                method_digest: None,
-            };
-            let seats: Vec<BookedSeat> = hold
-                .seat_ids
-                .iter()
-                .map(|&seat_id| BookedSeat {
-                    section_id: hold.section_id,
-                    seat_id,
-                })
-                .collect();
-            lifecycle::insert_comp(&mut *conn, &new, &comp.recipient, &seats, &self.signer).await
-        }
-        .await;
-        match recorded {
-            Ok(order) => Ok(order),
-            Err(error) => {
-                // No order without seats and no seats without an order.
-                if let Err(release) = self.holds.release(hold.key, "comp not recorded").await {
-                    tracing::error!(hold_key = %hold.key, %release, "comp seats booked without an order");
-                }
-                Err(error)
-            }
-        }
+        self.lifecycle.comp(admin_token, comp).await
     }
 
     /// Checks a ticket code: its signature (offline-verifiable), then whether the ticket
@@ -188,7 +111,7 @@ impl PaymentsService {
         &self,
         code: &str,
     ) -> Result<(Option<TicketClaims>, bool, bool), Error> {
-        match self.signer.verifier().verify(code) {
+        match self.signer().verifier().verify(code) {
             Ok(claims) => {
                 let mut conn = self.pool.acquire().await?;
                 let valid = store::ticket_valid(&mut conn, claims.ticket_id)

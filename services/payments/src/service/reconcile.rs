@@ -1,9 +1,8 @@
-//! The reconciler's work: finish payments left unfinished by a crash, a timeout or an
-//! unreachable dependency, by asking the provider what happened under the payment's
-//! idempotency key; and look again at abandoned payments (never seen charged) for a day,
-//! in case their charge lands late. Work is taken in the order of each payment's next
-//! visit time, and a visit that leaves a payment unfinished pushes it back with backoff,
-//! so payments that cannot finish yet never starve the others.
+//! The reconciler's pass, the entry point: takes the payments due in the order of each
+//! one's next visit time, hands each to [`crate::lifecycle`] (which finishes it from the
+//! provider's record, see [`crate::lifecycle::Lifecycle::reconcile`]), and pushes back
+//! the next visit of any it left unfinished, with backoff, so payments that cannot
+//! finish yet never starve the others.
 //!
 //! Only a payment's own provider is asked about it: a payment charged through a
 //! provider this process does not have is left alone (counted as `other_provider` in
@@ -13,10 +12,8 @@
 use std::time::Duration;
 
 use super::PaymentsService;
-use crate::domain::{Payment, PaymentStatus};
 use crate::error::Error;
-use crate::lifecycle::{self, Lease};
-use crate::provider::{ChargeOutcome, LedgerRecord};
+use crate::lifecycle::Visit;
 use crate::store;
 
 /// Wait before the second visit of a payment a visit left unfinished; doubled per visit.
@@ -42,12 +39,12 @@ pub struct ReconcileReport {
 }
 
 impl ReconcileReport {
-    fn count(&mut self, action: &'static str) {
-        match action {
-            "captured" => self.captured += 1,
-            "refunded" => self.refunded += 1,
-            "failed" => self.failed += 1,
-            _ => self.skipped += 1,
+    fn count(&mut self, visit: Visit) {
+        match visit {
+            Visit::Captured => self.captured += 1,
+            Visit::Refunded => self.refunded += 1,
+            Visit::Failed => self.failed += 1,
+            Visit::Skipped => self.skipped += 1,
         }
     }
 }
@@ -67,15 +64,15 @@ impl PaymentsService {
         };
         let mut report = ReconcileReport::default();
         for id in ids {
-            let result = self.visit(id).await;
-            if !matches!(result, Ok("captured" | "refunded")) {
+            let result = self.lifecycle.reconcile(id).await;
+            if !result.as_ref().is_ok_and(|visit| visit.finished()) {
                 let mut conn = self.pool.acquire().await?;
                 store::postpone(&mut conn, id, REVISIT_BASE, REVISIT_MAX).await?;
             }
             match result {
-                Ok(action) => {
-                    self.metrics.reconciled(action);
-                    report.count(action);
+                Ok(visit) => {
+                    self.metrics.reconciled(visit.as_str());
+                    report.count(visit);
                 }
                 Err(Error::ProviderNotConfigured(provider)) => {
                     self.metrics.reconciled("other_provider");
@@ -93,126 +90,5 @@ impl PaymentsService {
             tracing::info!(?report, "reconciler pass");
         }
         Ok(report)
-    }
-
-    /// One payment of the scan: an abandoned one against the provider's record, an
-    /// unfinished one under a lease. Returns the action taken.
-    async fn visit(&self, id: uuid::Uuid) -> Result<&'static str, Error> {
-        // Another provider's payment: not even leased, so its own process is not kept
-        // waiting.
-        self.provider_for(id).await?;
-        let lease = Lease::new(self.settings.lease);
-        let taken = {
-            let mut conn = self.pool.acquire().await?;
-            lifecycle::take_lease(&mut conn, id, lease).await?
-        };
-        match taken {
-            Some(payment) if payment.status == PaymentStatus::RefundPending => self
-                .finish_refund(payment, lease, None)
-                .await
-                .map(|_| "refunded"),
-            Some(payment) => self.resolve_pending(payment, lease).await,
-            None => match self.payment_by_id(id).await? {
-                Some(payment) if payment.status == PaymentStatus::Failed && !payment.declined => {
-                    self.revisit_abandoned(payment, lease).await
-                }
-                _ => Ok("skipped"),
-            },
-        }
-    }
-
-    /// An abandoned payment (failed, never seen charged) against the provider's record:
-    /// a charge that landed after all is booked (or refunded when the hold is gone), a
-    /// decline makes the failure final, nothing leaves it for a later visit. No lease is
-    /// taken on a failed payment; the conditional transitions decide between racers.
-    async fn revisit_abandoned(
-        &self,
-        payment: Payment,
-        lease: Lease,
-    ) -> Result<&'static str, Error> {
-        let provider = self.provider_for(payment.id).await?;
-        let key = payment.charge_key();
-        let record = self
-            .provider_call("lookup", provider.lookup(&key))
-            .await
-            .map_err(|error| Error::ProviderUnavailable(error.to_string()))?;
-        match record {
-            Some(LedgerRecord::Charge(ChargeOutcome::Succeeded { charge_id })) => {
-                tracing::warn!(payment_id = %payment.id, "an abandoned payment was charged after all: booking it");
-                self.book_found(payment, &charge_id, lease).await
-            }
-            Some(LedgerRecord::Charge(ChargeOutcome::Declined { .. })) => {
-                let mut conn = self.pool.acquire().await?;
-                lifecycle::mark_declined(&mut conn, payment.id).await?;
-                Ok("failed")
-            }
-            Some(LedgerRecord::Refund { .. }) | None => Ok("skipped"),
-        }
-    }
-
-    /// Books a payment whose charge the provider's record shows; returns the action.
-    async fn book_found(
-        &self,
-        payment: Payment,
-        charge_id: &str,
-        lease: Lease,
-    ) -> Result<&'static str, Error> {
-        let order = self.book(payment, charge_id, lease, None).await?;
-        Ok(match order.payment.status {
-            PaymentStatus::Captured => "captured",
-            PaymentStatus::Refunded => "refunded",
-            _ => "skipped",
-        })
-    }
-
-    /// Completes a pending payment (lease held) from the provider's record of its charge:
-    /// charged → book (capture or refund); declined → failed; nothing → failed once
-    /// older than the abandon age, else left for later. Returns the action taken.
-    ///
-    /// # Errors
-    /// [`Error::ProviderUnavailable`]; as [`PaymentsService::book`].
-    pub(super) async fn resolve_pending(
-        &self,
-        payment: Payment,
-        lease: Lease,
-    ) -> Result<&'static str, Error> {
-        let provider = match self.provider_for(payment.id).await {
-            Ok(provider) => provider,
-            Err(error) => {
-                self.give_back(payment.id, lease).await;
-                return Err(error);
-            }
-        };
-        let key = payment.charge_key();
-        let record = match self.provider_call("lookup", provider.lookup(&key)).await {
-            Ok(record) => record,
-            Err(error) => {
-                self.give_back(payment.id, lease).await;
-                return Err(Error::ProviderUnavailable(error.to_string()));
-            }
-        };
-        match record {
-            Some(LedgerRecord::Charge(ChargeOutcome::Succeeded { charge_id })) => {
-                self.book_found(payment, &charge_id, lease).await
-            }
-            Some(LedgerRecord::Charge(ChargeOutcome::Declined { .. })) => {
-                let mut conn = self.pool.acquire().await?;
-                lifecycle::mark_declined(&mut conn, payment.id).await?;
-                Ok("failed")
-            }
-            Some(LedgerRecord::Refund { .. }) | None => {
-                let mut conn = self.pool.acquire().await?;
-                if lifecycle::mark_abandoned(&mut conn, payment.id, self.settings.abandon_after)
-                    .await?
-                {
-                    tracing::warn!(payment_id = %payment.id, "pending payment never charged: failed");
-                    Ok("failed")
-                } else {
-                    drop(conn);
-                    self.give_back(payment.id, lease).await;
-                    Ok("skipped")
-                }
-            }
-        }
     }
 }

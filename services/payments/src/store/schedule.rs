@@ -14,7 +14,7 @@ use crate::error::Error;
 pub const ABANDONED_WATCH: Duration = Duration::from_secs(24 * 3600);
 
 /// The payments due for the reconciler (the scan): unfinished ones nobody holds a lease
-/// on, and abandoned ones younger than [`ABANDONED_WATCH`], whose `reconcile_at` has
+/// on, and abandoned ones younger than `ABANDONED_WATCH` (a day), whose `reconcile_at` has
 /// come, earliest first.
 ///
 /// # Errors
