@@ -1,6 +1,7 @@
 //! The payments service against a real holds service and PostgreSQL, over gRPC: the
 //! confirm flow, refusals, recovery after timeouts and crashes, box-office refunds and
-//! comps, and the payment cases C05–C09.
+//! comps, the payment state machine transition by transition, and the payment cases
+//! C05–C09.
 
 mod admin;
 mod cases;
@@ -17,4 +18,5 @@ mod standalone;
 mod stripe;
 mod stripe_webhooks;
 mod support;
+mod transitions;
 mod window;

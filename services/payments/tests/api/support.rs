@@ -626,14 +626,21 @@ async fn seed_venue(pool: &PgPool) -> (i64, u64, Vec<u64>) {
     (venue, section.id, section.seats)
 }
 
-/// The wire request of a charge-succeeded `notice` signed `signature`.
+/// The wire request of `notice` signed `signature`.
 pub fn notice_request(
     notice: payments::provider::Notice,
     signature: String,
 ) -> stadium_proto::payments::v1::ProviderNoticeRequest {
+    use payments::provider::NoticeKind;
+    use stadium_proto::payments::v1::NoticeKind as Wire;
+    let kind = match notice.kind {
+        NoticeKind::ChargeSucceeded => Wire::ChargeSucceeded,
+        NoticeKind::ChargeFailed => Wire::ChargeFailed,
+        NoticeKind::RefundSucceeded => Wire::RefundSucceeded,
+    };
     stadium_proto::payments::v1::ProviderNoticeRequest {
         notice_id: notice.notice_id,
-        kind: stadium_proto::payments::v1::NoticeKind::ChargeSucceeded as i32,
+        kind: kind as i32,
         idempotency_key: notice.idempotency_key,
         provider_charge_id: notice.provider_charge_id,
         amount: Some(stadium_proto::common::v1::Money {
