@@ -1,7 +1,8 @@
-//! Flags of the payments service, each with an environment fallback.
+//! Flags of the payments service, each with an environment fallback; Stripe's in
+//! [`stripe`].
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+mod stripe;
+
 use std::time::{Duration, SystemTime};
 
 use secrecy::{ExposeSecret, SecretString};
@@ -12,7 +13,8 @@ use stadium_kit::tls::SERVICE_TOKEN;
 use stadium_tokens::{DevIssuer, Role};
 
 use crate::lifecycle::Settings;
-use crate::provider::stripe::DEFAULT_API_URL;
+
+pub use stripe::StripeArgs;
 
 /// Which payment provider new payments are charged through (`--provider`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -115,36 +117,9 @@ pub struct Config {
     #[arg(long, env = "PAYMENT_PROVIDER", value_enum, default_value_t = ProviderChoice::Sim)]
     pub provider: ProviderChoice,
 
-    /// With `--provider stripe`: the base URL of Stripe's API. Must be https, except to
-    /// a loopback host (a local fake of the API).
-    #[arg(long, env = "STRIPE_API_URL", default_value = DEFAULT_API_URL, value_name = "URL")]
-    pub stripe_api_url: http::Uri,
-
-    /// With `--provider stripe`: a file holding the Stripe secret key (`sk_live_…`),
-    /// read at start; surrounding whitespace is ignored. Never logged.
-    #[arg(long, env = "STRIPE_SECRET_KEY_FILE", value_name = "FILE")]
-    pub stripe_secret_key_file: Option<PathBuf>,
-
-    /// With `--webhook-listen`: a file holding the webhook endpoint's signing secret
-    /// (`whsec_…`), which Stripe-Signature headers are checked against. Never logged.
-    #[arg(long, env = "STRIPE_WEBHOOK_SECRET_FILE", value_name = "FILE")]
-    pub stripe_webhook_secret_file: Option<PathBuf>,
-
-    /// Largest difference, in seconds, between a webhook's signed timestamp and now
-    /// (Stripe's libraries use 300); older deliveries are refused as replays.
-    #[arg(long, env = "STRIPE_WEBHOOK_TOLERANCE_S", default_value_t = 300,
-          value_parser = clap::value_parser!(u64).range(1..=86_400), value_name = "SECONDS")]
-    pub stripe_webhook_tolerance_s: u64,
-
-    /// With `--provider stripe`: serve Stripe's webhooks (`POST /webhooks/stripe`,
-    /// plain HTTP/1.1; put TLS in front) on `host:port`. Unset: no webhooks, and the
-    /// reconciler alone learns outcomes the charge call did not tell.
-    #[arg(
-        long = "webhook-listen",
-        env = "WEBHOOK_LISTEN_ADDR",
-        value_name = "HOST:PORT"
-    )]
-    pub webhook_listen: Option<SocketAddr>,
+    /// Stripe's flags: the API, the secret key, the webhooks.
+    #[command(flatten)]
+    pub stripe: StripeArgs,
 
     /// gRPC address of a standalone simulated provider (`sim-provider`) to charge
     /// through, e.g. `http://127.0.0.1:51054`. Comma-separated, one URL per replica;
@@ -284,66 +259,20 @@ impl Config {
         stadium_kit::embedded::config("payments", database_url, max_connections, &flags)
     }
 
-    /// Checks that the provider flags fit together: Stripe needs its secret key and
-    /// takes no `--provider-url`; webhooks need Stripe and the webhook secret; Stripe's
-    /// files are refused beside the simulator (a sign of a half-switched deployment).
+    /// Checks that the provider flags fit together: Stripe takes no `--provider-url`
+    /// (the simulator's), and Stripe's own flags fit the choice (see
+    /// [`StripeArgs::check`]).
     ///
     /// # Errors
     /// [`StartError::Config`] naming the flag.
     pub fn check_provider(&self) -> Result<(), StartError> {
-        let refuse = |message: &str| Err(StartError::Config(message.to_owned()));
-        match self.provider {
-            ProviderChoice::Stripe => {
-                if !self.provider_url.is_empty() {
-                    return refuse("--provider-url is the simulator's; not with --provider stripe");
-                }
-                if self.stripe_secret_key_file.is_none() {
-                    return refuse("--provider stripe needs --stripe-secret-key-file");
-                }
-                if self.webhook_listen.is_some() && self.stripe_webhook_secret_file.is_none() {
-                    return refuse("--webhook-listen needs --stripe-webhook-secret-file");
-                }
-            }
-            ProviderChoice::Sim => {
-                if self.stripe_secret_key_file.is_some()
-                    || self.stripe_webhook_secret_file.is_some()
-                    || self.webhook_listen.is_some()
-                {
-                    return refuse(
-                        "--stripe-secret-key-file, --stripe-webhook-secret-file and \
-                         --webhook-listen need --provider stripe",
-                    );
-                }
-            }
+        let stripe = self.provider == ProviderChoice::Stripe;
+        if stripe && !self.provider_url.is_empty() {
+            return Err(StartError::Config(
+                "--provider-url is the simulator's; not with --provider stripe".to_owned(),
+            ));
         }
-        Ok(())
-    }
-
-    /// The Stripe secret key, read from `--stripe-secret-key-file`.
-    ///
-    /// # Errors
-    /// [`StartError::Config`] when the flag is unset or the file unreadable or empty.
-    pub fn stripe_secret_key(&self) -> Result<SecretString, StartError> {
-        read_secret(
-            "--stripe-secret-key-file",
-            self.stripe_secret_key_file.as_deref(),
-        )
-    }
-
-    /// The webhook signing secret, read from `--stripe-webhook-secret-file`.
-    ///
-    /// # Errors
-    /// As [`Config::stripe_secret_key`].
-    pub fn stripe_webhook_secret(&self) -> Result<SecretString, StartError> {
-        read_secret(
-            "--stripe-webhook-secret-file",
-            self.stripe_webhook_secret_file.as_deref(),
-        )
-    }
-
-    /// The webhook timestamp tolerance.
-    pub fn stripe_webhook_tolerance(&self) -> Duration {
-        Duration::from_secs(self.stripe_webhook_tolerance_s)
+        self.stripe.check(stripe)
     }
 
     /// The flow's timing from the flags.
@@ -388,21 +317,6 @@ impl Config {
             .map_err(|_| "--ticket-signing-seed: needs 64 hex digits (32 bytes)".to_owned())?;
         Ok(Some(seed))
     }
-}
-
-/// A secret kept in the file at `path` (the value of `flag`), trimmed.
-fn read_secret(flag: &str, path: Option<&Path>) -> Result<SecretString, StartError> {
-    let path = path.ok_or_else(|| StartError::Config(format!("{flag} is required")))?;
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| StartError::Config(format!("{flag} {}: {e}", path.display())))?;
-    let text = text.trim();
-    if text.is_empty() {
-        return Err(StartError::Config(format!(
-            "{flag} {}: empty",
-            path.display()
-        )));
-    }
-    Ok(SecretString::from(text.to_owned()))
 }
 
 #[cfg(test)]
@@ -496,7 +410,7 @@ mod tests {
         let sim = parse(&[]).unwrap();
         assert_eq!(sim.provider, ProviderChoice::Sim);
         assert!(sim.check_provider().is_ok());
-        assert_eq!(sim.stripe_api_url.to_string(), "https://api.stripe.com/");
+        assert_eq!(sim.stripe.api_url.to_string(), "https://api.stripe.com/");
         let dir = std::env::temp_dir().join(format!("payments-config-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
         let key = dir.join("key");
@@ -507,7 +421,7 @@ mod tests {
         let stripe = parse(&["--provider", "stripe", "--stripe-secret-key-file", key]).unwrap();
         assert!(stripe.check_provider().is_ok());
         assert_eq!(
-            stripe.stripe_secret_key().unwrap().expose_secret(),
+            stripe.stripe.secret_key().unwrap().expose_secret(),
             "sk_test_123"
         );
         assert!(
@@ -547,7 +461,7 @@ mod tests {
             empty.to_str().unwrap(),
         ])
         .unwrap();
-        assert!(blank.stripe_secret_key().is_err());
+        assert!(blank.stripe.secret_key().is_err());
         assert!(parse(&["--provider", "paypal"]).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }

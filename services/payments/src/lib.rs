@@ -206,12 +206,12 @@ pub fn provider(config: &Config) -> Result<Arc<dyn PaymentProvider>, StartError>
     config.check_provider()?;
     if config.provider == ProviderChoice::Stripe {
         let stripe = provider::stripe::StripeProvider::new(
-            &config.stripe_api_url,
-            &config.stripe_secret_key()?,
+            &config.stripe.api_url,
+            &config.stripe.secret_key()?,
             Duration::from_millis(config.provider_timeout_ms),
         )
         .map_err(|e| StartError::Config(format!("--stripe-api-url: {e}")))?;
-        tracing::info!(api = %config.stripe_api_url, "charging through stripe");
+        tracing::info!(api = %config.stripe.api_url, "charging through stripe");
         return Ok(Arc::new(stripe));
     }
     Ok(if config.provider_url.is_empty() {
@@ -260,12 +260,12 @@ pub async fn serve_parts(
         .with_method_timeout(grpc::REFUND_ORDER_PATH, flows)
         .add_service(BodyLimit::new(PaymentsServer::new(api), MAX_CALL_BYTES))
         .serve(listener, shutdown.clone());
-    let webhooks = match config.webhook_listen {
+    let webhooks = match config.stripe.webhook_listen {
         Some(addr) => {
             let hooks = webhook::StripeWebhooks::new(
                 parts.core.clone(),
-                config.stripe_webhook_secret()?,
-                config.stripe_webhook_tolerance(),
+                config.stripe.webhook_secret()?,
+                config.stripe.webhook_tolerance(),
             );
             let listener = TcpListener::bind(addr)
                 .await
