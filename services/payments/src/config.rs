@@ -215,6 +215,10 @@ impl Config {
         if self.service_token.is_some() {
             uses.push(SERVICE_TOKEN);
         }
+        uses.extend(
+            self.stripe
+                .convenience(self.provider == ProviderChoice::Stripe),
+        );
         uses
     }
 
@@ -463,6 +467,68 @@ mod tests {
         .unwrap();
         assert!(blank.stripe.secret_key().is_err());
         assert!(parse(&["--provider", "paypal"]).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Production reaches Stripe itself, over TLS: a plain-http API URL (a local fake,
+    /// even on loopback) is a development convenience, which production mode refuses
+    /// naming `--stripe-api-url`.
+    #[test]
+    fn a_plain_http_stripe_api_is_for_development_only() {
+        let dir = std::env::temp_dir().join(format!("payments-config-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = dir.join("key");
+        std::fs::write(&key, "sk_test_123\n").unwrap();
+        let key = key.to_str().unwrap();
+        let asks = |provider: &str, api: &str| {
+            parse(&[
+                "--provider",
+                provider,
+                "--stripe-secret-key-file",
+                key,
+                "--stripe-api-url",
+                api,
+            ])
+            .unwrap()
+            .stripe
+            .convenience(provider == "stripe")
+        };
+        for plain in ["http://127.0.0.1:12111", "http://localhost:12111"] {
+            let convenience = asks("stripe", plain).expect(plain);
+            let refused = stadium_kit::mode::admit(
+                stadium_kit::mode::Mode::Production,
+                "payments",
+                &[convenience],
+            )
+            .unwrap_err();
+            assert!(
+                refused.to_string().contains("--stripe-api-url"),
+                "{refused}"
+            );
+        }
+        for tls in ["https://api.stripe.com", "https://127.0.0.1:12111"] {
+            assert_eq!(asks("stripe", tls), None, "{tls}");
+        }
+        assert_eq!(
+            asks("sim", "http://127.0.0.1:12111"),
+            None,
+            "not charging through it"
+        );
+        let development = parse(&[
+            "--provider",
+            "stripe",
+            "--stripe-secret-key-file",
+            key,
+            "--stripe-api-url",
+            "http://127.0.0.1:12111",
+        ])
+        .unwrap();
+        assert!(
+            development
+                .conveniences()
+                .iter()
+                .any(|c| c.instead == "--stripe-api-url")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1,6 +1,6 @@
 //! The shipped binaries: `payments` documents its flags, refuses an unreachable
-//! database at start, and in production mode refuses the simulated provider and a
-//! generated ticket key; `sim-provider` runs as its own process, keeps a ledger that
+//! database at start, and in production mode refuses the simulated provider, a
+//! generated ticket key and a plain-http Stripe API; `sim-provider` runs as its own process, keeps a ledger that
 //! honours idempotency keys, takes faults over gRPC and stops on SIGTERM.
 
 use std::time::Duration;
@@ -124,6 +124,42 @@ async fn production_refuses_the_simulated_provider_and_generated_keys() {
         .spawn()
         .expect("starting payments");
     assert_serving_over(addr, Some(&certificates.tls("a-client"))).await;
+}
+
+/// Production charges Stripe itself, over TLS: a plain-http Stripe API URL is refused
+/// even to a loopback host (where development mode reaches a local fake of the API),
+/// while the same host over https starts.
+#[tokio::test]
+async fn production_refuses_a_plain_http_stripe_api_even_on_loopback() {
+    let db = stadium_testkit::fresh_database().await;
+    let jwks = dev_jwks();
+    let key = std::env::temp_dir().join(format!("payments-stripe-key-{}", uuid::Uuid::new_v4()));
+    std::fs::write(&key, "sk_test_binary").unwrap();
+    let certificates = stadium_testkit::TestCertificates::new();
+    let production = |api: &str| {
+        let mut command = payments(&jwks);
+        command
+            .env("DATABASE_URL", &db.url)
+            .env("IDENTITY_ISSUER", "https://login.example")
+            .env("HOLDS_URL", "https://127.0.0.1:1")
+            .env("TICKET_SIGNING_SEED", "ab".repeat(32))
+            .env("PAYMENT_PROVIDER", "stripe")
+            .env("STRIPE_SECRET_KEY_FILE", &key)
+            .env("STRIPE_API_URL", api)
+            .envs(certificates.env("payments"));
+        command
+    };
+    let stderr = refused_start(production("http://127.0.0.1:12111")).await;
+    assert!(stderr.contains("--stripe-api-url"), "{stderr}");
+    assert!(stderr.contains("plain-http Stripe API URL"), "{stderr}");
+
+    let addr = loopback_listener().await.1;
+    let _served = production("https://127.0.0.1:12111")
+        .args(["--listen", &addr.to_string()])
+        .spawn()
+        .expect("starting payments");
+    assert_serving_over(addr, Some(&certificates.tls("a-client"))).await;
+    std::fs::remove_file(&key).unwrap();
 }
 
 fn eur(amount_minor: i64) -> Option<Money> {

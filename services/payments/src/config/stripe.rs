@@ -8,14 +8,22 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 use stadium_kit::StartError;
+use stadium_kit::mode::Convenience;
 
 use crate::provider::stripe::DEFAULT_API_URL;
+
+/// A plain-http Stripe API URL: only a local fake of the API is reached that way, so
+/// production, which must reach Stripe itself over TLS, refuses it.
+const PLAIN_HTTP_API: Convenience = Convenience::new(
+    "a plain-http Stripe API URL (a local fake of the API, not Stripe)",
+    "--stripe-api-url",
+);
 
 /// The flags of charging through Stripe, each with an environment fallback.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StripeArgs {
     /// With `--provider stripe`: the base URL of Stripe's API. Must be https, except to
-    /// a loopback host (a local fake of the API).
+    /// a loopback host (a local fake of the API), and that only in development mode.
     #[arg(
         long = "stripe-api-url",
         env = "STRIPE_API_URL",
@@ -89,6 +97,13 @@ impl StripeArgs {
             return refuse("--webhook-listen needs --stripe-webhook-secret-file");
         }
         Ok(())
+    }
+
+    /// The development convenience these flags ask for when Stripe is the provider
+    /// (`chosen`): a plain-http API URL, which the client allows only to a loopback host
+    /// (a local fake) and production mode refuses altogether.
+    pub fn convenience(&self, chosen: bool) -> Option<Convenience> {
+        (chosen && self.api_url.scheme_str() == Some("http")).then_some(PLAIN_HTTP_API)
     }
 
     /// The Stripe secret key, read from `--stripe-secret-key-file`.
