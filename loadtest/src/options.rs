@@ -129,7 +129,9 @@ pub struct OnSaleOptions {
 /// The default [`OnSaleOptions::final_answer_bound`]: two minutes. Payments takes
 /// over a payment whose driver died once its lease (30 s by default) has run out, at
 /// its next reconciler pass (every 5 s), and then waits at most one provider call
-/// (10 s) and one holds call (3 s): under a minute, with room for a database restart.
+/// (10 s) and one holds call (3 s); a payment the provider never charged is marked
+/// failed once 60 s old (the abandon age): about 70 s at most, with room for a
+/// database restart.
 pub const FINAL_ANSWER_BOUND: Duration = Duration::from_secs(120);
 
 impl Default for OnSaleOptions {

@@ -182,11 +182,15 @@ pub struct Config {
     pub reconcile_batch: u32,
 
     /// A pending payment with no charge at the provider this many milliseconds old is
-    /// marked failed by the reconciler (its confirm died before charging).
+    /// marked failed by the reconciler (its confirm died before charging), so a fan who
+    /// left after an open Confirm learns it within about this long. Keep it above the
+    /// lease: a driver's charge call ends within its lease. A charge that lands even
+    /// later is still found: the reconciler looks at abandoned payments again for a day
+    /// and books or refunds it.
     #[arg(
         long,
         env = "ABANDON_AFTER_MS",
-        default_value_t = 600_000,
+        default_value_t = 60_000,
         value_name = "MS"
     )]
     pub abandon_after_ms: u64,
