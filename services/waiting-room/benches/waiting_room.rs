@@ -96,6 +96,7 @@ async fn start() -> Bench {
         fans_per_minute: 1,
         active_fan_cap: 0,
         admission_ttl_ms: 0,
+        ..Default::default()
     };
     client
         .configure_event(bearer(configure, &admin))

@@ -12,7 +12,7 @@ use sqlx::PgPool;
 use stadium_kit::outbound::{Bearer, as_service};
 use stadium_proto::box_office::v1::PushOutcome;
 use stadium_proto::waiting_room::v1::{
-    ConfigureEventRequest, SaleState, SetAdmissionRateRequest,
+    ConfigureEventRequest, GetQueueStatsResponse, SaleState, SetAdmissionRateRequest,
     waiting_room_client::WaitingRoomClient,
 };
 use tokio_util::sync::CancellationToken;
@@ -211,12 +211,19 @@ impl Pusher {
         let mut client = client.clone();
         let result = match kind {
             PushKind::Configure => {
-                let request = as_service(
-                    configure_request(&event, state),
-                    token.as_ref(),
-                    Some(DEADLINE),
-                );
-                client.configure_event(request).await.map(drop)
+                let request = match self.with_marks(configure_request(&event, state)).await {
+                    Ok(request) => request,
+                    Err(why) => return Attempt::Retry(why),
+                };
+                let request = as_service(request, token.as_ref(), Some(DEADLINE));
+                match client.configure_event(request).await {
+                    Ok(answer) => {
+                        self.record_marks(event_id, answer.get_ref().stats.as_ref())
+                            .await;
+                        Ok(())
+                    }
+                    Err(status) => Err(status),
+                }
             }
             PushKind::Rate => {
                 let request = SetAdmissionRateRequest {
@@ -268,7 +275,7 @@ impl Pusher {
             let Some(state) = sale_state(&event, chrono::Utc::now()) else {
                 return Ok(Resynced::Skipped);
             };
-            let request = configure_request(&event, state);
+            let request = self.with_marks(configure_request(&event, state)).await?;
             if sent.as_ref() == Some(&request) {
                 break;
             }
@@ -277,11 +284,54 @@ impl Pusher {
                 .clone()
                 .configure_event(call)
                 .await
-                .map_err(|status| format!("{:?}: {}", status.code(), status.message()))?;
-            created |= answer.into_inner().created;
+                .map_err(|status| format!("{:?}: {}", status.code(), status.message()))?
+                .into_inner();
+            self.record_marks(event_id, answer.stats.as_ref()).await;
+            created |= answer.created;
             sent = Some(request);
         }
         Ok(Resynced::Sent { created })
+    }
+
+    /// `request` with the queue's marks as last seen as its floors: a queue the waiting
+    /// room creates again after Redis lost it starts from them.
+    async fn with_marks(
+        &self,
+        mut request: ConfigureEventRequest,
+    ) -> Result<ConfigureEventRequest, String> {
+        let event_id: i64 = request
+            .event_id
+            .parse()
+            .map_err(|_| format!("event id {:?}", request.event_id))?;
+        let mut conn = self.pool.acquire().await.map_err(|e| e.to_string())?;
+        let marks = store::queue_marks::load(&mut conn, event_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        request.admitted_floor = marks.admitted;
+        request.numbered_floor = marks.numbered;
+        Ok(request)
+    }
+
+    /// Raises `event_id`'s marks to the queue's counters in a configuration's answer.
+    /// A failure is logged and left to the next answer: the marks only bound how far
+    /// a recreated queue falls back.
+    async fn record_marks(&self, event_id: i64, stats: Option<&GetQueueStatsResponse>) {
+        let Some(stats) = stats else {
+            return;
+        };
+        let seen = store::queue_marks::QueueMarks {
+            admitted: stats.admitted,
+            numbered: stats.numbered,
+        };
+        let recorded = match self.pool.acquire().await {
+            Ok(mut conn) => store::queue_marks::raise(&mut conn, event_id, seen)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(why) = recorded {
+            tracing::warn!(event_id, why, "recording where the queue stood");
+        }
     }
 
     async fn load(&self, event_id: i64) -> Result<Event, String> {
@@ -314,6 +364,8 @@ pub fn configure_request(event: &Event, state: SaleState) -> ConfigureEventReque
         fans_per_minute: event.settings.admission_rate_per_min,
         active_fan_cap: event.settings.active_fan_cap,
         admission_ttl_ms: u64::from(event.settings.admission_ttl_ms),
+        admitted_floor: 0,
+        numbered_floor: 0,
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod events;
 pub mod invariants;
+pub mod queue_marks;
 pub mod reports;
 pub mod seat_counts;
 pub mod venues;

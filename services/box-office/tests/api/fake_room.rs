@@ -31,6 +31,10 @@ pub struct Call {
 #[derive(Clone, Default)]
 pub struct FakeWaitingRoom {
     calls: Arc<Mutex<Vec<Call>>>,
+    /// The floors each ConfigureEvent carried, by event, in order.
+    floors: Arc<Mutex<Vec<(String, u64, u64)>>>,
+    /// The `admitted` and `numbered` a ConfigureEvent answers with.
+    queue: Arc<Mutex<(u64, u64)>>,
     failures_left: Arc<Mutex<u32>>,
     gate: Arc<Mutex<Option<Gate>>>,
 }
@@ -80,6 +84,24 @@ impl FakeWaitingRoom {
     }
 
     /// Holds the next ConfigureEvent call (see [`Held`]).
+    /// The floors (`admitted_floor`, `numbered_floor`) of the ConfigureEvent calls
+    /// recorded for `event_id`, in order.
+    pub fn floors(&self, event_id: &str) -> Vec<(u64, u64)> {
+        self.floors
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(id, ..)| id == event_id)
+            .map(|(_, a, n)| (*a, *n))
+            .collect()
+    }
+
+    /// From now on ConfigureEvent answers that the queue has `admitted` fans admitted
+    /// and `numbered` numbers handed out.
+    pub fn set_queue(&self, admitted: u64, numbered: u64) {
+        *self.queue.lock().unwrap() = (admitted, numbered);
+    }
+
     pub fn hold_next_configure(&self) -> Held {
         let (arrived_tx, arrived) = oneshot::channel();
         let (release, release_rx) = oneshot::channel();
@@ -149,7 +171,20 @@ impl WaitingRoom for FakeWaitingRoom {
             r.state,
             r.fans_per_minute,
         )?;
-        Ok(Response::new(wr::ConfigureEventResponse::default()))
+        self.floors
+            .lock()
+            .unwrap()
+            .push((r.event_id.clone(), r.admitted_floor, r.numbered_floor));
+        let (admitted, numbered) = *self.queue.lock().unwrap();
+        Ok(Response::new(wr::ConfigureEventResponse {
+            stats: Some(wr::GetQueueStatsResponse {
+                event_id: r.event_id.clone(),
+                admitted,
+                numbered,
+                ..Default::default()
+            }),
+            created: false,
+        }))
     }
     async fn set_admission_rate(
         &self,

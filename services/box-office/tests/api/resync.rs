@@ -1,7 +1,8 @@
 //! The waiting room resync: every interval, every event on sale or paused is sent
 //! again as the database has it (drafts and closed sales never), with the service
-//! token; it stops with the service; and a sale change committed while a resync call
-//! is in flight is sent after it, so the waiting room never keeps the older state.
+//! token; it stops with the service; a sale change committed while a resync call is in
+//! flight is sent after it, so the waiting room never keeps the older state; and each
+//! call carries where the queue last stood, so a queue Redis lost starts from there.
 
 use std::time::Duration;
 
@@ -157,6 +158,50 @@ async fn a_sale_change_made_while_a_resync_is_in_flight_is_sent_after_it() {
             wr::SaleState::Closed as i32,
         ],
         "the late open is followed by the close"
+    );
+    office.stop().await;
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn each_resync_carries_where_the_queue_last_stood_never_lower() {
+    let (mut office, fake, _, stop) =
+        office_with_fake_and(0, "3", &["--waiting-room-resync-ms", "50"]).await;
+    let venue = office.venue().await.venue_id;
+    let on_sale = event(&mut office, &venue, -60).await;
+    fake.set_queue(1_200, 1_900);
+    open(&mut office, &on_sale).await;
+    let carried = |fake: &FakeWaitingRoom| fake.floors(&on_sale).last().copied();
+    tokio::time::timeout(PATIENCE, async {
+        while carried(&fake) != Some((1_200, 1_900)) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the answer's counters come back as floors");
+    assert_eq!(
+        fake.floors(&on_sale).first(),
+        Some(&(0, 0)),
+        "nothing is known before the first answer"
+    );
+
+    // Redis lost the queue: the waiting room answers from zero again. The floors sent
+    // stay where the queue stood, so the recreated queue starts there.
+    fake.set_queue(3, 40);
+    let seen = fake.floors(&on_sale).len();
+    tokio::time::timeout(PATIENCE, async {
+        while fake.floors(&on_sale).len() < seen + 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("more resyncs");
+    assert!(
+        fake.floors(&on_sale)[seen..]
+            .iter()
+            .all(|f| *f == (1_200, 1_900)),
+        "{:?}",
+        fake.floors(&on_sale)
     );
     office.stop().await;
     stop.cancel();

@@ -9,7 +9,7 @@ use stadium_proto::waiting_room::v1 as pb;
 use crate::domain::{EventId, Inventory, QueueSnapshot, SaleState, Standing};
 use crate::error::Error;
 use crate::service::FanStatus;
-use crate::store::{EventSettings, RequestedState};
+use crate::store::{EventSettings, QueueFloor, RequestedState};
 
 /// Highest accepted admission rate, fans per minute: keeps the credit arithmetic in
 /// Redis (Lua doubles) exact.
@@ -142,6 +142,10 @@ pub fn settings(
             fans_per_minute,
             active_fan_cap: req.active_fan_cap,
             admission_ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+            floor: QueueFloor {
+                admitted: req.admitted_floor,
+                numbered: req.numbered_floor.max(req.admitted_floor),
+            },
         },
     ))
 }
@@ -226,6 +230,7 @@ pub fn stats(event: &EventId, snap: &QueueSnapshot) -> pb::GetQueueStatsResponse
         joined: snap.joined,
         admitted: snap.frontier,
         waiting: snap.waiting(),
+        numbered: snap.numbered,
         fans_per_minute: snap.fans_per_minute,
         active_admitted: snap.active,
         active_fan_cap: snap.active_fan_cap,
@@ -255,6 +260,7 @@ mod tests {
             fans_per_minute: 600,
             active_fan_cap: 0,
             admission_ttl_ms: 0,
+            ..Default::default()
         }
     }
 

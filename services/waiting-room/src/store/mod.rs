@@ -37,6 +37,18 @@ pub struct EventSettings {
     pub active_fan_cap: u32,
     /// Admission token lifetime, ms (>= 1000).
     pub admission_ttl_ms: u64,
+    /// Where the queue stood when the box office last saw it; used only when the
+    /// configuration creates the queue of a sale already open (see `CONFIGURE`).
+    pub floor: QueueFloor,
+}
+
+/// The frontier and numbering a queue recreated after a data loss starts from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueFloor {
+    /// Fans admitted (the frontier), at least.
+    pub admitted: u64,
+    /// Queue numbers handed out, at least (>= `admitted`).
+    pub numbered: u64,
 }
 
 /// What [`Store::configure`] did.
@@ -183,6 +195,8 @@ impl Store {
             .arg(settings.admission_ttl_ms)
             .arg(hex::encode(seed))
             .arg(self.now_arg())
+            .arg(settings.floor.admitted)
+            .arg(settings.floor.numbered)
             .invoke_async(&mut self.conn.clone())
             .await?;
         match reply.as_str() {

@@ -197,7 +197,10 @@ return 'done'
 "#;
 
 /// KEYS: cfg, adm. ARGV: requested state (`scheduled|open|paused|closed`), on-sale ms
-/// (`''` = now), rate, cap, ttl ms, seed hex, now.
+/// (`''` = now), rate, cap, ttl ms, seed hex, now, admitted floor, numbered floor.
+/// Creating an event asked open or paused whose on-sale time has passed, with a floor
+/// (the box office saw the queue before: the store lost it), opens it at once with its
+/// frontier and numbering at the floor and nothing in the pre-queue.
 /// Creates or updates an event. Returns `created` (the event was unknown: first
 /// configured, or configured again after the store lost it), `changed`, `same` (the
 /// settings were already these: nothing changed but the credit brought up to now) or
@@ -218,6 +221,17 @@ local paused = '0'
 if req == 'paused' then paused = '1' end
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then
+  local floor, numbered = num(ARGV[8]), num(ARGV[9])
+  if numbered < floor then numbered = floor end
+  local reopen = (req == 'open' or req == 'paused') and numbered > 0
+  if reopen and ARGV[2] ~= '' and tonumber(ARGV[2]) <= now then
+    redis.call('HSET', KEYS[1], 'state', 'open', 'paused', paused, 'onsale', ARGV[2],
+      'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'seed', ARGV[6],
+      'credit', fmt(floor * 60000), 'last', fmt(now), 'frontier', fmt(floor),
+      'numbered', fmt(numbered), 'joined', 0, 'completed', 0, 'prequeue', 0,
+      'opened_at', fmt(now))
+    return 'created'
+  end
   local st, at = 'scheduled', start_at()
   if req == 'scheduled' then at = scheduled_at() end
   if req == 'closed' then st = 'closed' end

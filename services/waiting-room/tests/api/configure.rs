@@ -32,6 +32,7 @@ async fn push(
         fans_per_minute: RATE,
         active_fan_cap: CAP,
         admission_ttl_ms: TTL_MS,
+        ..Default::default()
     };
     let answer = room
         .client(1)
@@ -122,4 +123,60 @@ async fn configuring_again_with_the_same_settings_changes_nothing() {
         .unwrap()
         .into_inner();
     assert_eq!((stats.admitted, stats.joined), (4, 7));
+}
+
+/// Sends ConfigureEvent OPEN as the box office's resync does after Redis lost the
+/// queue: with where the queue stood when the box office last saw it.
+async fn push_floored(
+    room: &Room,
+    onsale: SystemTime,
+    (admitted, numbered): (u64, u64),
+) -> (bool, pb::GetQueueStatsResponse) {
+    let request = pb::ConfigureEventRequest {
+        event_id: EVENT.into(),
+        state: pb::SaleState::Open as i32,
+        onsale_at: Some(timestamp(onsale)),
+        fans_per_minute: RATE,
+        active_fan_cap: CAP,
+        admission_ttl_ms: TTL_MS,
+        admitted_floor: admitted,
+        numbered_floor: numbered,
+    };
+    let answer = room
+        .client(0)
+        .configure_event(bearer(request, &room.service("box-office")))
+        .await
+        .expect("configure")
+        .into_inner();
+    (answer.created, answer.stats.expect("stats"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_created_again_for_an_open_sale_starts_from_the_floors() {
+    let room = Room::start("wr_configure_floor", 2, Duration::from_millis(250)).await;
+    // On sale for a minute already: the queue is gone from Redis, the box office last
+    // saw 500 fans admitted and 800 numbered.
+    let onsale = room.clock.now() - Duration::from_secs(60);
+    let (created, stats) = push_floored(&room, onsale, (500, 800)).await;
+    assert!(created);
+    assert_eq!(stats.state, pb::SaleState::Open as i32);
+    assert!(
+        (500..=500 + u64::from(CAP)).contains(&stats.admitted),
+        "the frontier starts at the floor, not at 0 (nor at 800): {}",
+        stats.admitted
+    );
+    assert_eq!(stats.numbered, 800);
+    let newcomer = room.join(1, "newcomer").await.unwrap();
+    assert_eq!(newcomer.queue_number, 801, "newcomers line up behind");
+
+    // The floors create nothing else: sent again to the queue that exists, nothing in
+    // Redis changes.
+    let before = room.dump().await;
+    let (created, _) = push_floored(&room, onsale, (900, 1_000)).await;
+    assert!(!created);
+    assert_eq!(
+        room.dump().await,
+        before,
+        "floors changed an existing queue"
+    );
 }

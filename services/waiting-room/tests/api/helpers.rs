@@ -214,6 +214,7 @@ impl Room {
             fans_per_minute,
             active_fan_cap: cap,
             admission_ttl_ms: ttl_ms,
+            ..Default::default()
         };
         self.client(0)
             .configure_event(bearer(request, &self.admin(&[Role::BoxOffice])))

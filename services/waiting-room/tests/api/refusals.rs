@@ -113,6 +113,7 @@ async fn bad_joins_and_admin_calls_are_refused_and_write_nothing() {
         fans_per_minute: 600,
         active_fan_cap: 0,
         admission_ttl_ms: 0,
+        ..Default::default()
     };
     let err = client
         .configure_event(bearer(configure.clone(), &fan))
