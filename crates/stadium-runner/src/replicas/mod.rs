@@ -13,6 +13,7 @@ pub mod manifest;
 pub mod objects;
 pub mod proxy;
 pub mod replica;
+mod watchdog;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -30,6 +31,7 @@ use self::manifest::{Container, EnvValue, ObjectRef};
 use self::objects::Objects;
 use self::proxy::Proxy;
 use self::replica::{Launch, Replica};
+use self::watchdog::Watchdog;
 use crate::stack::{Endpoints, PaymentTiming};
 use crate::stores::Stores;
 
@@ -161,6 +163,7 @@ pub struct ProcessStack {
     provider: Replica,
     /// Payments' links to each holds replica.
     holds_links: Vec<Proxy>,
+    watchdog: Watchdog,
     _dir: tempfile::TempDir,
     local: Option<LocalStack>,
 }
@@ -521,6 +524,7 @@ impl ProcessStack {
             replicas,
             provider,
             holds_links,
+            watchdog: Watchdog::spawn(dir.path())?,
             _dir: dir,
             local: stores.local,
         };
@@ -544,7 +548,15 @@ impl ProcessStack {
             }
             tracing::info!(service, "replicas serving");
         }
-        Ok(())
+        self.watch_pids()
+    }
+
+    /// Tells the watchdog which processes are the run's now.
+    fn watch_pids(&self) -> anyhow::Result<()> {
+        let pids = std::iter::once(&self.provider)
+            .chain(&self.replicas)
+            .filter_map(Replica::pid);
+        self.watchdog.watch(pids)
     }
 
     /// The deployment an on-sale runs against.
@@ -599,6 +611,7 @@ impl ProcessStack {
                 serving_again_after: killed_at.elapsed(),
             });
         }
+        self.watch_pids()?;
         Ok(restarts)
     }
 
@@ -652,6 +665,7 @@ impl ProcessStack {
         let grace = STOP_GRACE;
         futures::future::join_all(self.replicas.iter_mut().map(|r| r.terminate(grace))).await;
         self.provider.terminate(grace).await;
+        self.watchdog.dismiss().await;
         if let Some(local) = self.local.take() {
             local.stop().await;
         }

@@ -60,6 +60,11 @@ impl Replica {
         format!("{}#{}", self.service, self.index)
     }
 
+    /// The running process's id, if it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+
     /// Starts the process (not waiting for it to serve).
     ///
     /// # Errors
