@@ -275,11 +275,14 @@ impl Pusher {
             let Some(state) = sale_state(&event, chrono::Utc::now()) else {
                 return Ok(Resynced::Skipped);
             };
-            let request = self.with_marks(configure_request(&event, state)).await?;
-            if sent.as_ref() == Some(&request) {
+            // Compared without the floors: they rise with every answer, and only a
+            // sale change is worth a second call.
+            let settings = configure_request(&event, state);
+            if sent.as_ref() == Some(&settings) {
                 break;
             }
-            let call = as_service(request.clone(), token.as_ref(), Some(DEADLINE));
+            let request = self.with_marks(settings.clone()).await?;
+            let call = as_service(request, token.as_ref(), Some(DEADLINE));
             let answer = client
                 .clone()
                 .configure_event(call)
@@ -288,7 +291,7 @@ impl Pusher {
                 .into_inner();
             self.record_marks(event_id, answer.stats.as_ref()).await;
             created |= answer.created;
-            sent = Some(request);
+            sent = Some(settings);
         }
         Ok(Resynced::Sent { created })
     }

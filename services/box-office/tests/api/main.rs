@@ -7,6 +7,7 @@ mod events;
 mod fake_room;
 mod inventory;
 mod push;
+mod queue_marks;
 mod resync;
 mod scale;
 mod support;

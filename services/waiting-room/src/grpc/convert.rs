@@ -143,11 +143,27 @@ pub fn settings(
             active_fan_cap: req.active_fan_cap,
             admission_ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
             floor: QueueFloor {
-                admitted: req.admitted_floor,
-                numbered: req.numbered_floor.max(req.admitted_floor),
+                admitted: queue_floor("admitted_floor", req.admitted_floor)?,
+                numbered: queue_floor("numbered_floor", req.numbered_floor)?
+                    .max(req.admitted_floor),
             },
         },
     ))
+}
+
+/// Highest queue number a floor may name: far above any queue, low enough that the
+/// credit (number × 60,000 in Lua doubles) stays exact.
+pub const MAX_QUEUE_FLOOR: u64 = 10_000_000_000;
+
+/// Checks a `ConfigureEventRequest` floor.
+fn queue_floor(field: &'static str, value: u64) -> Result<u64, Error> {
+    if value > MAX_QUEUE_FLOOR {
+        return Err(Error::invalid(
+            field,
+            format!("must be at most {MAX_QUEUE_FLOOR}"),
+        ));
+    }
+    Ok(value)
 }
 
 /// Most seats an inventory report may count (per figure): far above any venue, low
@@ -251,6 +267,28 @@ pub fn stats(event: &EventId, snap: &QueueSnapshot) -> pb::GetQueueStatsResponse
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_floor_past_any_queue_is_refused_naming_its_field() {
+        for field in ["admitted_floor", "numbered_floor"] {
+            let mut r = request();
+            r.state = pb::SaleState::Open as i32;
+            match field {
+                "admitted_floor" => r.admitted_floor = MAX_QUEUE_FLOOR + 1,
+                _ => r.numbered_floor = u64::MAX,
+            }
+            let error = settings(&r, Duration::from_secs(600)).unwrap_err();
+            assert!(format!("{error:?}").contains(field), "{error:?}");
+        }
+        let mut r = request();
+        r.admitted_floor = MAX_QUEUE_FLOOR;
+        r.numbered_floor = 5;
+        let (_, checked) = settings(&r, Duration::from_secs(600)).unwrap();
+        assert_eq!(
+            checked.floor.numbered, MAX_QUEUE_FLOOR,
+            "never below admitted"
+        );
+    }
 
     fn request() -> pb::ConfigureEventRequest {
         pb::ConfigureEventRequest {
