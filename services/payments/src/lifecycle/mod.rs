@@ -134,6 +134,12 @@ impl Lifecycle {
         self
     }
 
+    /// How old a pending payment never seen charged must be before the reconciler
+    /// gives it up.
+    pub fn abandon_after(&self) -> Duration {
+        self.settings.abandon_after
+    }
+
     /// The ticket signer (its public half verifies codes offline).
     pub fn signer(&self) -> &TicketSigner {
         &self.signer

@@ -67,7 +67,13 @@ impl PaymentsService {
             let result = self.lifecycle.reconcile(id).await;
             if !result.as_ref().is_ok_and(|visit| visit.finished()) {
                 let mut conn = self.pool.acquire().await?;
-                store::postpone(&mut conn, id, REVISIT_BASE, REVISIT_MAX).await?;
+                store::postpone(
+                    &mut conn,
+                    id,
+                    (REVISIT_BASE, REVISIT_MAX),
+                    self.lifecycle.abandon_after(),
+                )
+                .await?;
             }
             match result {
                 Ok(visit) => {

@@ -28,27 +28,35 @@ pub async fn due(conn: &mut PgConnection, limit: i64) -> Result<Vec<Uuid>, Error
 }
 
 /// Pushes the payment's next reconciler visit back after a visit that left it
-/// unfinished: `base` × 2^visits, at most `max`, by the database clock.
+/// unfinished: `base` × 2^visits, at most `max`, by the database clock; but a pending
+/// payment is visited again no later than when it reaches `abandon_after`, so one the
+/// provider never charged is given up then, not a backoff step later (a fan who left
+/// after an open Confirm waits for that answer).
 ///
 /// # Errors
 /// [`Error::Database`].
 pub async fn postpone(
     conn: &mut PgConnection,
     id: Uuid,
-    base: Duration,
-    max: Duration,
+    (base, max): (Duration, Duration),
+    abandon_after: Duration,
 ) -> Result<(), Error> {
-    sqlx::query!(
+    // LEAST ignores the NULL of a payment that is not pending or already old enough.
+    sqlx::query(
         "UPDATE payments.payments
-         SET reconcile_at = now()
-                 + LEAST($2::bigint * (1::bigint << LEAST(reconcile_visits, 30)), $3::bigint)
+         SET reconcile_at = LEAST(
+                 now() + LEAST($2::bigint * (1::bigint << LEAST(reconcile_visits, 30)), $3::bigint)
                      * interval '1 millisecond',
+                 CASE WHEN status = 'pending'
+                           AND created_at + $4::bigint * interval '1 millisecond' > now()
+                      THEN created_at + $4::bigint * interval '1 millisecond' END),
              reconcile_visits = reconcile_visits + 1
          WHERE payment_id = $1",
-        id,
-        millis(base),
-        millis(max),
     )
+    .bind(id)
+    .bind(millis(base))
+    .bind(millis(max))
+    .bind(millis(abandon_after))
     .execute(&mut *conn)
     .await?;
     Ok(())
