@@ -38,6 +38,12 @@ const TAKE_BEST: f64 = 0.4;
 const TAKE_ALTERNATIVES: f64 = 0.5;
 /// Share of fans who take seats apart when best available finds none together.
 const TAKE_APART: f64 = 0.7;
+/// Share of best-available fans who take any price level (their own first, then the
+/// nearest others); the rest take their level or a cheaper one.
+const TAKE_ANY_LEVEL: f64 = 0.5;
+/// Share of the house free on the map below which fewer fans pick seats by hand (see
+/// [`map_pick_share`]).
+const PICKING_FADES_BELOW: f64 = 0.2;
 /// Share of fans who take fewer seats when best available says only fewer fit.
 const TAKE_FEWER: f64 = 0.5;
 /// Unscaled pause after losing seats before trying again (a person reacting).
@@ -92,8 +98,8 @@ enum Want {
     /// These seats of this section.
     Seats(u64, Vec<u64>),
     /// The best block holds finds for this target (a section, or a price category in
-    /// any section), adjacent or not.
-    Best(Target, Together),
+    /// any section, then the further categories listed, in order), adjacent or not.
+    Best(Target, Together, Vec<String>),
 }
 
 /// Whether a best-available claim asks for adjacent seats.
@@ -115,6 +121,18 @@ enum Pick {
     Wait,
     /// Every seat is sold: the fan goes home.
     SoldOut,
+}
+
+/// The chance that a fan picks seats on the map rather than press "best available":
+/// `1 - best_available_share` while the map shows at least [`PICKING_FADES_BELOW`] of
+/// the house free, then falling in proportion to what is left, as people stop hunting
+/// for single grey-free seats on a nearly full map (and would mostly lose them to fans
+/// who saw the same map).
+fn map_pick_share(ctx: &Ctx, available: &[u32]) -> f64 {
+    let free: u64 = available.iter().map(|a| u64::from(*a)).sum();
+    let free_share = free as f64 / ctx.map.seat_count().max(1) as f64;
+    let share = 1.0 - ctx.options.best_available_share;
+    (share * (free_share / PICKING_FADES_BELOW).min(1.0)).clamp(0.0, 1.0)
 }
 
 /// Picks the next seats to try: a section, then a suggestion in it (quantity is
@@ -144,20 +162,23 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
             }
         }
     };
-    if rng.gen_bool(ctx.options.best_available_share) {
+    if !rng.gen_bool(map_pick_share(ctx, &available)) {
         // As on a box office's page: a quantity and a price level (the best one the
         // map shows room for in the section the fan likes), holds choosing the section;
         // most fans take seats apart when no block is left, and say so at once.
-        let target = match ctx.map.best_level(section, *quantity) {
-            Some(level) => Target::PriceCategory(level.to_owned()),
-            None => Target::SectionId(section),
+        let (target, also) = match ctx.map.best_level(section, *quantity) {
+            Some(level) => (
+                Target::PriceCategory(level.to_owned()),
+                ctx.map.other_levels(level, rng.gen_bool(TAKE_ANY_LEVEL)),
+            ),
+            None => (Target::SectionId(section), Vec::new()),
         };
         let together = if rng.gen_bool(TAKE_APART) {
             Together::No
         } else {
             Together::Yes
         };
-        return Pick::Claim(Want::Best(target, together));
+        return Pick::Claim(Want::Best(target, together, also));
     }
     // Each fan aims at its own spot (front rows favoured), as people do on a map.
     let point = ctx.map.preferred_point(section, rng);
@@ -345,7 +366,7 @@ async fn claim_round(
                     // Best available already tried every block there: the same seats
                     // apart when it says they exist (most people take them), else
                     // another section it named, else look at the map again.
-                    Want::Best(target, together) => {
+                    Want::Best(target, together, also) => {
                         let said = |key: &str| {
                             info.as_ref()
                                 .and_then(|i| i.metadata.get(key))
@@ -356,16 +377,18 @@ async fn claim_round(
                         let fewer = said("fewer_seats").parse::<u32>().unwrap_or(0);
                         let others = listed("other_section_ids");
                         if apart && rng.gen_bool(TAKE_APART) {
-                            Some(Want::Best(target.clone(), Together::No))
+                            Some(Want::Best(target.clone(), Together::No, also.clone()))
                         } else if !others.is_empty() {
                             let other = others[rng.gen_range(0..others.len())];
-                            Some(Want::Best(
-                                elsewhere(ctx, target, other, *quantity),
-                                Together::Yes,
-                            ))
+                            let target = elsewhere(ctx, target, other, *quantity);
+                            let also = match &target {
+                                Target::PriceCategory(code) => ctx.map.other_levels(code, false),
+                                Target::SectionId(_) => Vec::new(),
+                            };
+                            Some(Want::Best(target, Together::Yes, also))
                         } else if fewer > 0 && fewer < *quantity && rng.gen_bool(TAKE_FEWER) {
                             *quantity = fewer;
-                            Some(Want::Best(target.clone(), *together))
+                            Some(Want::Best(target.clone(), *together, also.clone()))
                         } else {
                             // Nothing the fan wants fits anywhere holds knows of: wait for
                             // the map to change (returns, lapses) instead of asking again.
@@ -589,7 +612,7 @@ async fn claim(
             .await
             .map(|r| r.hold.map_or(Answer::Empty, Answer::Held))
         }
-        Want::Best(target, together) => {
+        Want::Best(target, together, also) => {
             let request = ClaimBestAvailableRequest {
                 admission_token: admission.to_owned(),
                 event_id: ctx.event.event_id.clone(),
@@ -598,6 +621,7 @@ async fn claim(
                 together: *together == Together::Yes,
                 request_id: request_id.to_owned(),
                 wait_for_returns: true,
+                also_price_categories: also.clone(),
             };
             ctx.call(
                 "Holds/ClaimBestAvailable",

@@ -117,7 +117,8 @@ pub struct OnSaleArgs {
     #[arg(long, default_value_t = 1.0)]
     pub time_scale: f64,
     /// Share of claims made with "best available" (holds picks the block); the others
-    /// pick seats on the map. 0 to 1.
+    /// pick seats on the map (fewer once it shows less than a fifth of the house free).
+    /// 0 to 1.
     #[arg(long, default_value_t = 0.8)]
     pub best_available_share: f64,
     /// Hold TTL of the event, seconds.

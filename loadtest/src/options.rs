@@ -104,7 +104,8 @@ pub struct OnSaleOptions {
     /// weight 1 / (r + 1)^skew. 0 = uniform.
     pub section_skew: f64,
     /// Share of claims made with "best available" (holds picks the block); the others
-    /// pick seats from the seat map's suggestions. 0 to 1.
+    /// pick seats from the seat map's suggestions, fewer once the map shows less than a
+    /// fifth of the house free. 0 to 1.
     pub best_available_share: f64,
     /// How long the shared seat map snapshot is reused before it is read again.
     pub map_refresh: Duration,

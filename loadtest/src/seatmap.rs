@@ -209,6 +209,18 @@ impl SeatMap {
         self.levels.get(level).map(String::as_str)
     }
 
+    /// The price levels a fan whose first choice is `first` also takes, in the order it
+    /// prefers them: the cheaper ones (after `first` in the layout's order), then, when
+    /// it takes `any` level, the dearer ones, nearest first. Empty for an unknown code.
+    pub fn other_levels(&self, first: &str, any: bool) -> Vec<String> {
+        let Some(at) = self.levels.iter().position(|code| code == first) else {
+            return Vec::new();
+        };
+        let cheaper = self.levels[at + 1..].iter();
+        let dearer = self.levels[..at].iter().rev().filter(|_| any);
+        cheaper.chain(dearer).cloned().collect()
+    }
+
     /// Where a fan would like to sit in `section_id`: a seat's position, front rows
     /// favoured, so fans spread over the section instead of all asking for the same
     /// best seats. `None` when the layout gives no positions.
@@ -309,5 +321,9 @@ mod tests {
         assert_eq!(map.best_level(2, 2), Some("A"));
         assert_eq!(map.best_level(2, 3), None);
         assert_eq!(map.best_level(99, 1), None);
+        assert_eq!(map.other_levels("A", false), vec!["B".to_owned()]);
+        assert_eq!(map.other_levels("B", false), Vec::<String>::new());
+        assert_eq!(map.other_levels("B", true), vec!["A".to_owned()]);
+        assert!(map.other_levels("Z", true).is_empty());
     }
 }

@@ -367,6 +367,7 @@ pub async fn run(
                             together: true,
                             request_id: String::new(),
                             wait_for_returns: false,
+                            also_price_categories: Vec::new(),
                         });
                         request.metadata_mut().insert("authorization", bearer);
                         grpc.claim_best_available(request).await.map(|_| ())

@@ -38,6 +38,28 @@ pub struct BestRequest {
     pub together: bool,
     /// The client's id for this claim: a retry with it finds the hold it made.
     pub request: Option<RequestId>,
+    /// With a [`Target::Category`]: further category codes the fan also takes, in order
+    /// of preference, each tried when those before it have no fitting block (at most
+    /// [`MAX_ALSO_CATEGORIES`], none repeated, none the target's own).
+    pub also_categories: Vec<String>,
+}
+
+/// Most further price categories one best-available request may list.
+pub const MAX_ALSO_CATEGORIES: usize = 16;
+
+impl BestRequest {
+    /// The request as tried for each category it accepts, in order: itself alone for a
+    /// section or a lone category; then one request per further category (same
+    /// quantity, request id, everything), none with further categories of its own.
+    pub fn each_category(&self) -> Vec<BestRequest> {
+        let mut first = self.clone();
+        first.also_categories = Vec::new();
+        let rest = self.also_categories.iter().map(|code| BestRequest {
+            target: Target::Category(code.clone()),
+            ..first.clone()
+        });
+        std::iter::once(first.clone()).chain(rest).collect()
+    }
 }
 
 /// What a fan can still get when no block fits, from fresh availability.

@@ -2,7 +2,7 @@
 
 use stadium_proto::holds::v1 as pb;
 
-use crate::domain::best::{BestRequest, Target};
+use crate::domain::best::{BestRequest, MAX_ALSO_CATEGORIES, Target};
 use crate::domain::{
     EventId, Hold, HoldKey, HoldStatus, RequestId, SeatSet, SeatSetError, SectionId,
 };
@@ -56,13 +56,41 @@ pub(super) fn best_request(body: &pb::ClaimBestAvailableRequest) -> Result<BestR
     if body.quantity == 0 {
         return Err(Error::invalid("quantity", "must be at least 1"));
     }
+    let also_categories = also_categories(&target, &body.also_price_categories)?;
     Ok(BestRequest {
         event,
         target,
         quantity: body.quantity,
         together: body.together,
         request: request_id(&body.request_id)?,
+        also_categories,
     })
+}
+
+/// The further categories of a best-available request, each bounded, in order, without
+/// repeats or the target's own code.
+fn also_categories(target: &Target, raw: &[String]) -> Result<Vec<String>, Error> {
+    const FIELD: &str = "also_price_categories";
+    if raw.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Target::Category(first) = target else {
+        return Err(Error::invalid(FIELD, "only with a price_category target"));
+    };
+    if raw.len() > MAX_ALSO_CATEGORIES {
+        return Err(Error::invalid(
+            FIELD,
+            format!("at most {MAX_ALSO_CATEGORIES} codes"),
+        ));
+    }
+    let mut codes: Vec<String> = Vec::with_capacity(raw.len());
+    for (i, code) in raw.iter().enumerate() {
+        let code = text(&format!("{FIELD}[{i}]"), code, MAX_CATEGORY_LEN)?;
+        if code != *first && !codes.contains(&code) {
+            codes.push(code);
+        }
+    }
+    Ok(codes)
 }
 
 /// The optional `request_id` of a claim: `None` when empty.

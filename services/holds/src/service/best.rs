@@ -89,6 +89,23 @@ impl From<Error> for Answer {
     }
 }
 
+/// The rounds of one request, over every category it takes: it may go on while fewer
+/// than [`MAX_ROUNDS`] rounds were lost to concurrent claims (a round that found its
+/// section full is no lost race: it does not count).
+#[derive(Debug, Default)]
+struct Rounds {
+    /// Claim rounds sent to the database.
+    rounds: usize,
+    /// Sections found without a fitting block.
+    exhausted: usize,
+}
+
+impl Rounds {
+    fn left(&self) -> bool {
+        self.rounds < MAX_ROUNDS + self.exhausted
+    }
+}
+
 /// Counts a request in flight while it lives.
 struct InFlight<'a>(&'a AtomicUsize);
 
@@ -107,7 +124,8 @@ impl HoldsService {
     /// event's per-claim limit, an unknown section or price category (nothing written);
     /// as `store::claim` ([`Error::EventNotOnSale`], [`Error::LimitExceeded`], …);
     /// [`Error::NoBlockLeft`] when the fresh availability has no fitting block (for a
-    /// price category: in none of its sections that had room within the last second);
+    /// price category: in none of its sections that had room within the last second;
+    /// with further categories: for none of them);
     /// [`Error::Contention`] after [`MAX_ROUNDS`] lost rounds.
     #[tracing::instrument(skip_all, fields(event_id = %request.event, quantity = request.quantity))]
     pub async fn claim_best(
@@ -125,7 +143,7 @@ impl HoldsService {
                     Target::Category(_) => true,
                 }
         };
-        let result = match self.best_rounds(request, fan, admission_jti).await {
+        let result = match self.each_category(request, fan, admission_jti).await {
             Err(Answer::Repeated(key)) => self.made_before(key, fan.as_str(), asked).await,
             Err(Answer::Refused(refused @ Error::LimitExceeded { .. })) => {
                 self.answered_before(refused, request.event, fan.as_str(), admission_jti, asked)
@@ -148,11 +166,71 @@ impl HoldsService {
         result
     }
 
+    /// The rounds of each category the request accepts, in order (a section or a lone
+    /// category: its own rounds): the first hold ends it; a category without a fitting
+    /// block passes to the next; when none fits, the refusal says what is possible over
+    /// all of them (`other_sections`: sections where none of them was asked). The
+    /// [`MAX_ROUNDS`] lost rounds are shared by all the categories, so a long list costs
+    /// a request no more claim attempts than one category.
+    async fn each_category(
+        &self,
+        request: &BestRequest,
+        fan: &FanId,
+        admission_jti: &str,
+    ) -> Result<Hold, Answer> {
+        let tries = request.each_category();
+        if tries.len() > 1 {
+            // Every code is checked before any claim, so a bad list writes nothing.
+            let layout = self.event_layout(request.event).await?;
+            for code in &request.also_categories {
+                layout
+                    .sections_for(&Target::Category(code.clone()))
+                    .map_err(|_| {
+                        Error::invalid(
+                            "also_price_categories",
+                            format!("no seat of the event's venue has price category {code:?}"),
+                        )
+                    })?;
+            }
+        }
+        let mut refusal: Option<(u32, bool, Vec<SectionId>)> = None;
+        let mut budget = Rounds::default();
+        for each in &tries {
+            match self
+                .best_rounds(each, fan, admission_jti, &mut budget)
+                .await
+            {
+                Err(Answer::Refused(Error::NoBlockLeft {
+                    fewer_seats,
+                    not_together,
+                    other_sections,
+                })) => {
+                    refusal = Some(match refusal {
+                        None => (fewer_seats, not_together, other_sections),
+                        Some((fewer, apart, mut others)) => {
+                            others.retain(|s| other_sections.contains(s));
+                            (fewer.max(fewer_seats), apart || not_together, others)
+                        }
+                    });
+                }
+                other => return other,
+            }
+        }
+        let (fewer_seats, not_together, other_sections) = refusal.unwrap_or_default();
+        Err(Answer::Refused(Error::NoBlockLeft {
+            fewer_seats,
+            not_together,
+            other_sections,
+        }))
+    }
+
+    /// The rounds of one target, within what is left of the request's `budget`.
     async fn best_rounds(
         &self,
         request: &BestRequest,
         fan: &FanId,
         admission_jti: &str,
+        budget: &mut Rounds,
     ) -> Result<Hold, Answer> {
         let layout = self.event_layout(request.event).await?;
         let max = layout.max_seats_per_claim();
@@ -191,9 +269,7 @@ impl HoldsService {
         let mut fresh: HashSet<SectionId> = HashSet::new();
         // Sections tried and found without a fitting block, for what is still possible.
         let mut exhausted: Vec<SectionId> = Vec::new();
-        let mut rounds = 0;
-        // A round that found its section full is no lost race: it does not count.
-        while rounds < MAX_ROUNDS + exhausted.len() {
+        while budget.left() {
             let round: Vec<SectionId> = candidates
                 .iter()
                 .copied()
@@ -210,6 +286,7 @@ impl HoldsService {
             if blocks.is_empty() && round.iter().all(known) {
                 // Nothing fits in these sections: the next ones.
                 candidates.retain(|s| !round.contains(s));
+                budget.exhausted += round.len();
                 exhausted.extend(round);
                 if !candidates.is_empty() {
                     continue;
@@ -225,7 +302,7 @@ impl HoldsService {
                     other_sections,
                 }));
             }
-            rounds += 1;
+            budget.rounds += 1;
             spread(&mut blocks, turn, crowd);
             let outcome = retry_transient(
                 self.retry,
@@ -303,8 +380,8 @@ impl HoldsService {
         }
     }
 
-    /// Whether a section of `request`'s target had room for it (see [`Room::fits`]; for
-    /// a price category, in its seats), as counted at most [`HINT_TTL`] ago: a cheap
+    /// Whether a section of `request`'s target, or of a further category it takes, had
+    /// room for it (see [`Room::fits`]; for a price category, in its seats), as counted at most [`HINT_TTL`] ago: a cheap
     /// filter before a claim, which still decides.
     ///
     /// # Errors
@@ -312,8 +389,13 @@ impl HoldsService {
     /// not have; [`Error::Database`].
     pub(super) async fn target_has_room(&self, request: &BestRequest) -> Result<bool, Error> {
         let layout = self.event_layout(request.event).await?;
-        layout.sections_for(&request.target)?;
-        Ok(!self.target_rooms(&layout, request).await?.is_empty())
+        for each in request.each_category() {
+            layout.sections_for(&each.target)?;
+            if !self.target_rooms(&layout, &each).await?.is_empty() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The sections of `request`'s target where it fitted at most [`HINT_TTL`] ago (in

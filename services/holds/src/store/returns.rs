@@ -43,7 +43,7 @@ pub async fn queue_for_returns<'e>(
     };
     let place = sqlx::query_scalar!(
         r#"SELECT place_in_line AS "place_in_line!"
-           FROM holds.queue_for_returns($1, $2, $3, to_timestamp($4), $5, $6, $7, $8, $9)"#,
+           FROM holds.queue_for_returns($1, $2, $3, to_timestamp($4), $5, $6, $7, $8, $9, $10)"#,
         request.event.get(),
         fan.as_str(),
         admission_jti,
@@ -53,6 +53,7 @@ pub async fn queue_for_returns<'e>(
         category,
         i32::try_from(request.quantity).unwrap_or(i32::MAX),
         request.together,
+        &request.also_categories,
     )
     .fetch_optional(db)
     .await?;
@@ -70,7 +71,7 @@ pub async fn queued_claims<'e>(
 ) -> Result<Vec<QueuedClaim>, Error> {
     let rows = sqlx::query!(
         "SELECT place, event_id, fan_id, admission_jti, request_id, section_id, \
-                price_category, quantity, together \
+                price_category, quantity, together, also_price_categories \
          FROM holds.return_queue \
          WHERE admission_expires_at > now() \
          ORDER BY place LIMIT $1",
@@ -98,6 +99,7 @@ pub async fn queued_claims<'e>(
                     quantity: u32::try_from(row.quantity)
                         .map_err(|_| corrupt("quantity", row.place))?,
                     together: row.together,
+                    also_categories: row.also_price_categories,
                     request: Some(
                         RequestId::try_from(row.request_id.as_str())
                             .map_err(|_| corrupt("request_id", row.place))?,

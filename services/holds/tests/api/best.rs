@@ -28,6 +28,7 @@ async fn best(
         together,
         request_id: String::new(),
         wait_for_returns: false,
+        also_price_categories: Vec::new(),
     };
     fan.client
         .claim_best_available(bearer(request, &fan.session))
@@ -268,6 +269,7 @@ async fn bad_best_available_requests_name_the_field_and_write_nothing() {
             together: true,
             request_id: String::new(),
             wait_for_returns: false,
+            also_price_categories: Vec::new(),
         };
         let status = HoldsClient::new(app.channel.clone())
             .claim_best_available(bearer(request, &fan.session))

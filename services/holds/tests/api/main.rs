@@ -11,6 +11,7 @@ mod lifecycle;
 mod mode;
 mod payment_window;
 mod plans;
+mod price_levels;
 mod readmission;
 mod refusals;
 mod repeated;

@@ -28,6 +28,7 @@ async fn ask(
         together: true,
         request_id: request_id.to_owned(),
         wait_for_returns: true,
+        also_price_categories: Vec::new(),
     };
     fan.client
         .claim_best_available(bearer(request, &fan.session))
