@@ -68,7 +68,7 @@ impl Store {
             .cmd("HMGET")
             .arg(self.key(event, "cfg"))
             .arg(&["seed", "prequeue", "opened_at", "committed_at"]);
-        let range_end = (start + count).saturating_sub(1);
+        let range_end = start.saturating_add(count).saturating_sub(1);
         // LRANGE counts from the end for negative indexes; both fit an i64 here.
         let in_range = count > 0 && i64::try_from(range_end).is_ok();
         if in_range {
