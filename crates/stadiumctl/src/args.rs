@@ -121,6 +121,9 @@ pub enum Command {
         /// Event id.
         event_id: String,
     },
+    /// The waiting room's public records of an event's queue (no token needed).
+    #[command(subcommand)]
+    Queue(QueueCommand),
     /// Mint an admin token with a dev issuer, for local runs only. The same seed gives
     /// the same key, so a box office started with `--identity-jwks` from `--jwks`
     /// trusts it.
@@ -279,6 +282,40 @@ pub enum SaleCommand {
         /// Fans per minute.
         fans_per_minute: u32,
     },
+}
+
+/// `queue` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Audit an event's pre-queue shuffle from the waiting room's public answers: before
+    /// opening, print the commitment to its seed (record it); after, check the revealed
+    /// seed against it, read the whole join order and recompute the queue numbers.
+    /// Exit status 2 when a check fails.
+    Audit(QueueAudit),
+}
+
+/// `queue audit` arguments.
+#[derive(Debug, Args)]
+pub struct QueueAudit {
+    /// Event id.
+    pub event_id: String,
+    /// The waiting room's gRPC address (not the box office's `--target`).
+    #[arg(
+        long,
+        env = "STADIUM_WAITING_ROOM",
+        default_value = "http://127.0.0.1:50051"
+    )]
+    pub waiting_room: String,
+    /// The commitment recorded before opening (64 hex digits): it must still be the
+    /// published one, and SHA-256 of the revealed seed.
+    #[arg(long)]
+    pub commitment: Option<String>,
+    /// A fan id (session `sub`) whose queue number to recompute; repeatable.
+    #[arg(long = "fan")]
+    pub fans: Vec<String>,
+    /// Also print the recomputed order: queue number and pseudonym (hex) per fan.
+    #[arg(long)]
+    pub order: bool,
 }
 
 /// `dev-token` arguments.

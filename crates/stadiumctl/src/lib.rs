@@ -1,6 +1,8 @@
 //! `stadiumctl`, the box office's command line: every RPC as a subcommand, readable
-//! tables by default, `--json` for scripts. Exit status: 0 on success, 1 when a call
-//! or the input fails, 2 when `check` finds any invariant violation.
+//! tables by default, `--json` for scripts; and `queue audit`, which checks an event's
+//! pre-queue shuffle from the waiting room's public answers ([`queue`]). Exit status: 0
+//! on success, 1 when a call or the input fails, 2 when `check` finds any invariant
+//! violation or a `queue audit` check fails.
 //!
 //! A local session (the seed is any 64 hex characters; the box office must trust the
 //! same dev key, so start it with `--identity-jwks "$(stadiumctl dev-token --jwks)"`):
@@ -16,12 +18,16 @@
 //! stadiumctl sale rate 1 3000
 //! stadiumctl report 1 --by category
 //! stadiumctl --json check 1 || echo "invariants broken"
+//! stadiumctl queue audit 1 --waiting-room http://127.0.0.1:50051   # before opening
+//! stadiumctl queue audit 1 --commitment <recorded> --fan <your sub> # after
 //! ```
 pub mod args;
+pub mod queue;
 pub mod render;
 
 pub use args::{
-    Cli, Command, CreateEvent, DevToken, EventCommand, Format, Grouping, SaleCommand, VenueCommand,
+    Cli, Command, CreateEvent, DevToken, EventCommand, Format, Grouping, QueueAudit, QueueCommand,
+    SaleCommand, VenueCommand,
 };
 
 use std::process::ExitCode;
@@ -87,6 +93,10 @@ pub async fn run(cli: Cli) -> ExitCode {
     // A dev token needs no box office, so it works before one is running.
     let result = match &cli.command {
         Command::DevToken(args) => dev_token(args),
+        // The waiting room's public RPCs: another address, no token.
+        Command::Queue(QueueCommand::Audit(args)) => {
+            queue::run(args, cli.tls_ca_file.as_deref()).await
+        }
         _ => execute(cli).await,
     };
     match result {
@@ -201,11 +211,12 @@ fn event_outcome(
     Ok(Outcome::new(text, value))
 }
 
-async fn execute(cli: Cli) -> Result<Outcome, CliError> {
-    let mut endpoint = tonic::transport::Endpoint::from_shared(cli.target.clone())
-        .map_err(|e| CliError::Other(format!("--target {:?}: {e}", cli.target)))?;
-    if cli.target.starts_with("https://") {
-        let path = cli.tls_ca_file.as_ref().ok_or_else(|| {
+/// A channel to `target`, verifying an `https://` target against `tls_ca_file`.
+async fn connect(target: &str, tls_ca_file: Option<&std::path::Path>) -> Result<Channel, CliError> {
+    let mut endpoint = tonic::transport::Endpoint::from_shared(target.to_owned())
+        .map_err(|e| CliError::Other(format!("address {target:?}: {e}")))?;
+    if target.starts_with("https://") {
+        let path = tls_ca_file.ok_or_else(|| {
             CliError::Other("an https:// target needs --tls-ca-file (its authority)".into())
         })?;
         let pem = std::fs::read(path)
@@ -216,10 +227,14 @@ async fn execute(cli: Cli) -> Result<Outcome, CliError> {
             .tls_config(tls)
             .map_err(|e| CliError::Other(format!("--tls-ca-file: {e}")))?;
     }
-    let channel = endpoint
+    endpoint
         .connect()
         .await
-        .map_err(|e| CliError::Other(format!("cannot reach {}: {e}", cli.target)))?;
+        .map_err(|e| CliError::Other(format!("cannot reach {target}: {e}")))
+}
+
+async fn execute(cli: Cli) -> Result<Outcome, CliError> {
+    let channel = connect(&cli.target, cli.tls_ca_file.as_deref()).await?;
     let mut c = Client {
         inner: BoxOfficeClient::new(channel),
         token: cli.token.clone(),
@@ -227,6 +242,10 @@ async fn execute(cli: Cli) -> Result<Outcome, CliError> {
     match cli.command {
         // Minted locally (see `run`); never sent anywhere.
         Command::DevToken(args) => dev_token(&args),
+        // Answered in `run`: the waiting room, not the box office.
+        Command::Queue(QueueCommand::Audit(args)) => {
+            queue::run(&args, cli.tls_ca_file.as_deref()).await
+        }
         Command::Venue(cmd) => venue(&mut c, cmd).await,
         Command::Event(cmd) => event(&mut c, cmd).await,
         Command::Sale(cmd) => sale(&mut c, cmd).await,

@@ -45,6 +45,8 @@ service!(WaitingRoom {
     watch_status(wr::WatchStatusRequest) -> Self::WatchStatusStream;
     get_signing_keys(wr::GetSigningKeysRequest) -> wr::GetSigningKeysResponse;
     get_shuffle_seed(wr::GetShuffleSeedRequest) -> wr::GetShuffleSeedResponse;
+    get_shuffle_commitment(wr::GetShuffleCommitmentRequest) -> wr::GetShuffleCommitmentResponse;
+    list_pre_queue(wr::ListPreQueueRequest) -> wr::ListPreQueueResponse;
     configure_event(wr::ConfigureEventRequest) -> wr::ConfigureEventResponse;
     set_admission_rate(wr::SetAdmissionRateRequest) -> wr::SetAdmissionRateResponse;
     pause_admission(wr::PauseAdmissionRequest) -> wr::PauseAdmissionResponse;

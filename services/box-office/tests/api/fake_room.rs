@@ -148,6 +148,18 @@ impl WaitingRoom for FakeWaitingRoom {
     ) -> Result<Response<wr::GetShuffleSeedResponse>, Status> {
         unused()
     }
+    async fn get_shuffle_commitment(
+        &self,
+        _: Request<wr::GetShuffleCommitmentRequest>,
+    ) -> Result<Response<wr::GetShuffleCommitmentResponse>, Status> {
+        unused()
+    }
+    async fn list_pre_queue(
+        &self,
+        _: Request<wr::ListPreQueueRequest>,
+    ) -> Result<Response<wr::ListPreQueueResponse>, Status> {
+        unused()
+    }
     async fn complete_admission(
         &self,
         _: Request<wr::CompleteAdmissionRequest>,

@@ -1,7 +1,9 @@
 //! The waiting room's domain: identifiers checked at the edge, the queue snapshot a
-//! replica caches, the seat inventory reported to it, when to poll, the pre-queue shuffle and the arithmetic of positions and waits.
+//! replica caches, the seat inventory reported to it, when to poll, the pre-queue
+//! shuffle and its audit, and the arithmetic of positions and waits.
 //! No tonic and no Redis types here.
 
+pub mod audit;
 pub mod ids;
 pub mod inventory;
 pub mod poll;

@@ -6,11 +6,12 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The algorithm, as published in `GetShuffleSeedResponse.algorithm`.
-pub const ALGORITHM: &str = "fisher-yates/hmac-sha256/v1: list the pre-queue fan ids in join \
-order as f[0..n). For i = n-1 down to 1: d = HMAC-SHA256(key = the 32 seed bytes, message = \
+pub const ALGORITHM: &str = "fisher-yates/hmac-sha256/v1: list the pre-queue in join order as \
+f[0..n) (the fans, or the entries ListPreQueue publishes for them: the permutation depends \
+only on n and the seed). For i = n-1 down to 1: d = HMAC-SHA256(key = the 32 seed bytes, message = \
 the ASCII bytes \"stadium-prequeue-v1\" followed by i as an 8-byte big-endian integer); \
 j = (the first 16 bytes of d read as a big-endian unsigned 128-bit integer) mod (i + 1); \
-swap f[i] and f[j]. Then fan f[k] has queue number k + 1.";
+swap f[i] and f[j]. Then f[k] has queue number k + 1.";
 
 const DOMAIN: &[u8] = b"stadium-prequeue-v1";
 

@@ -1,6 +1,7 @@
 //! The tonic implementation of `stadium.waiting_room.v1.WaitingRoom`: credentials and
 //! request fields are checked here, then the domain and the store do the work.
 
+pub mod audit;
 pub mod convert;
 
 use std::pin::Pin;
@@ -16,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use crate::auth::Authenticator;
-use crate::domain::{FanId, shuffle};
+use crate::domain::FanId;
 use crate::error::Error;
 use crate::service::WaitingRoomService;
 use crate::store::Configured;
@@ -168,12 +169,30 @@ impl WaitingRoom for WaitingRoomApi {
     ) -> Result<Response<pb::GetShuffleSeedResponse>, Status> {
         let event = convert::event_id(&request.get_ref().event_id)?;
         let seed = self.service.shuffle_seed(&event).await?;
-        Ok(Response::new(pb::GetShuffleSeedResponse {
-            event_id: event.to_string(),
-            seed_hex: hex::encode(seed.seed),
-            pre_queue_size: seed.pre_queue_size,
-            algorithm: shuffle::ALGORITHM.to_owned(),
-        }))
+        Ok(Response::new(audit::seed(&event, &seed)))
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn get_shuffle_commitment(
+        &self,
+        request: Request<pb::GetShuffleCommitmentRequest>,
+    ) -> Result<Response<pb::GetShuffleCommitmentResponse>, Status> {
+        let event = convert::event_id(&request.get_ref().event_id)?;
+        let found = self.service.shuffle_commitment(&event).await?;
+        Ok(Response::new(audit::commitment(&event, &found)))
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn list_pre_queue(
+        &self,
+        request: Request<pb::ListPreQueueRequest>,
+    ) -> Result<Response<pb::ListPreQueueResponse>, Status> {
+        let req = request.get_ref();
+        let event = convert::event_id(&req.event_id)?;
+        let page_size = audit::page_size(req.page_size)?;
+        let start = audit::page_token(&req.page_token)?;
+        let page = self.service.join_order(&event, start, page_size).await?;
+        Ok(Response::new(audit::join_order(&event, page)))
     }
 
     async fn complete_admission(

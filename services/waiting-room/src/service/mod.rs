@@ -1,8 +1,10 @@
 //! The waiting room's operations, in domain terms (no wire types): a fan joins and asks
 //! where they stand ([`status`]); staff and services configure an event's queue, steer
-//! admission, report completions and seat counts. Each change goes to Redis as one
-//! script ([`crate::store`]) and drops this replica's cached snapshot of the event.
+//! admission, report completions and seat counts; anyone checks the pre-queue shuffle
+//! ([`audit`]). Each change goes to Redis as one script ([`crate::store`]) and drops
+//! this replica's cached snapshot of the event.
 
+pub mod audit;
 pub mod status;
 
 use std::sync::Arc;
@@ -15,8 +17,9 @@ use crate::clock::Clock;
 use crate::domain::{EventId, FanId, Inventory, QueueSnapshot};
 use crate::error::Error;
 use crate::metrics::Metrics;
-use crate::store::{Configured, EventSettings, SeedInfo, Store};
+use crate::store::{Configured, EventSettings, Store};
 
+pub use audit::JoinOrderPage;
 pub use status::{Admission, FanStatus};
 
 /// The queue of every event, on Redis, with this replica's snapshots and tokens.
@@ -131,14 +134,6 @@ impl WaitingRoomService {
         self.ring
             .jwks_json()
             .map_err(|e| Error::Internal(format!("exporting the JWKS: {e}")))
-    }
-
-    /// The pre-queue shuffle's seed of `event`, once revealed.
-    ///
-    /// # Errors
-    /// As the store.
-    pub async fn shuffle_seed(&self, event: &EventId) -> Result<SeedInfo, Error> {
-        self.store.shuffle_seed(event).await
     }
 
     /// Records that `fan` is done with `event` (the place returns to the active-fan

@@ -1,5 +1,6 @@
 //! The queue in Redis: key layout and typed calls of the Lua scripts in [`scripts`].
 
+mod audit;
 mod restore;
 pub mod scripts;
 
@@ -10,6 +11,8 @@ use redis::aio::ConnectionManager;
 use crate::clock::Clock;
 use crate::domain::{EventId, FanId, Inventory, QueueSnapshot, SaleState, shuffle};
 use crate::error::Error;
+
+pub use audit::{PreQueueSlice, SeedInfo, ShuffleCommitment};
 
 /// What an admin asks an event's queue to be (see `ConfigureEvent`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,15 +64,6 @@ pub enum Configured {
     Changed,
     /// The settings were already these; nothing changed.
     Unchanged,
-}
-
-/// The published shuffle seed of an opened event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SeedInfo {
-    /// The 32-byte seed.
-    pub seed: [u8; 32],
-    /// Fans in the pre-queue at opening.
-    pub pre_queue_size: u64,
 }
 
 /// The outcome of storing an admission token.
@@ -445,30 +439,6 @@ impl Store {
             "older" => Ok(false),
             "missing" => Err(Error::EventNotFound(event.to_string())),
             other => Err(Error::Internal(format!("report answered {other:?}"))),
-        }
-    }
-
-    /// The shuffle seed, once the event has opened.
-    ///
-    /// # Errors
-    /// [`Error::EventNotFound`]; [`Error::NotYetOpen`]; [`Error::Redis`].
-    pub async fn shuffle_seed(&self, event: &EventId) -> Result<SeedInfo, Error> {
-        // Opening is lazy: make sure an event past its on-sale time has opened.
-        self.snapshot(event).await?;
-        let reply: Vec<Option<String>> = redis::cmd("HMGET")
-            .arg(self.key(event, "cfg"))
-            .arg(&["seed", "prequeue", "opened_at"])
-            .query_async(&mut self.conn.clone())
-            .await?;
-        match reply.as_slice() {
-            [Some(seed), Some(size), Some(_opened)] => Ok(SeedInfo {
-                seed: decode_seed(Some(seed))?,
-                pre_queue_size: size
-                    .parse()
-                    .map_err(|_| Error::Internal(format!("bad pre-queue size {size:?}")))?,
-            }),
-            [Some(_), _, None] => Err(Error::NotYetOpen(event.to_string())),
-            _ => Err(Error::EventNotFound(event.to_string())),
         }
     }
 }

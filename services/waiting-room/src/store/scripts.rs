@@ -5,13 +5,17 @@
 //! - `cfg` (hash): `state` (`scheduled|open|closed`), `paused` (`0|1`), `onsale`,
 //!   `rate` (fans/min), `cap`, `ttl` (ms), `seed` (hex), `credit` (1/60000 fan units),
 //!   `last` (ms the credit was brought up to), `frontier`, `numbered`, `joined`,
-//!   `completed`, `prequeue`, `opened_at`, and the latest inventory report:
+//!   `completed`, `prequeue`, `opened_at`, `committed_at` (ms the seed was drawn: when
+//!   the event was created; `seed` is never written after), and the latest inventory
+//!   report:
 //!   `inv_free`, `inv_held`, `inv_holds` (seats and holds), `inv_first` (seats a fan
 //!   is counted as taking while nothing is held), `inv_at` (ms the database counted
 //!   them), `inv_until` (ms the report goes stale);
 //! - `fans` (hash): fan id → queue number (`0` while in the pre-queue); after the
 //!   store lost its data, also the number on a ticket from before (`RAISE`, `ISSUE`);
-//! - `pre` (list): pre-queue fan ids in join order (kept after opening, for audit);
+//! - `pre` (list): pre-queue fan ids in join order, appended by `JOIN` (once per fan)
+//!   and never changed after opening, when its first `prequeue` entries are the
+//!   published join order (`ListPreQueue`);
 //! - `adm` (sorted set): admitted queue numbers still active, scored by the instant
 //!   (ms) their admission expires: the frontier's advance plus the token lifetime,
 //!   then the token's own `exp` once it is handed out;
@@ -201,7 +205,8 @@ return 'done'
 /// Creating an event asked open or paused whose on-sale time has passed, with a floor
 /// (the box office saw the queue before: the store lost it), opens it at once with its
 /// frontier and numbering at the floor and nothing in the pre-queue.
-/// Creates or updates an event. Returns `created` (the event was unknown: first
+/// Creates or updates an event. Only creating it writes `seed` (drawn by the caller)
+/// and `committed_at`: the published commitment never changes. Returns `created` (the event was unknown: first
 /// configured, or configured again after the store lost it), `changed`, `same` (the
 /// settings were already these: nothing changed but the credit brought up to now) or
 /// `already_open` (asked to schedule an event that has opened; nothing written). The
@@ -229,7 +234,7 @@ if not state then
       'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'seed', ARGV[6],
       'credit', fmt(floor * 60000), 'last', fmt(now), 'frontier', fmt(floor),
       'numbered', fmt(numbered), 'joined', 0, 'completed', 0, 'prequeue', 0,
-      'opened_at', fmt(now))
+      'opened_at', fmt(now), 'committed_at', fmt(now))
     return 'created'
   end
   local st, at = 'scheduled', start_at()
@@ -238,7 +243,7 @@ if not state then
   redis.call('HSET', KEYS[1], 'state', st, 'paused', paused, 'onsale', fmt(at),
     'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'seed', ARGV[6], 'credit', 0,
     'last', fmt(at), 'frontier', 0, 'numbered', 0, 'joined', 0, 'completed', 0,
-    'prequeue', 0)
+    'prequeue', 0, 'committed_at', fmt(now))
   return 'created'
 end
 local opened = redis.call('HEXISTS', KEYS[1], 'opened_at') == 1

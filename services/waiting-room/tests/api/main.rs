@@ -2,6 +2,7 @@
 //! service instances sharing one queue, a manual clock and test-unique key prefixes.
 
 mod admission;
+mod audit;
 mod configure;
 mod helpers;
 mod inventory;
