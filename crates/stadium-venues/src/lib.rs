@@ -30,6 +30,7 @@
 mod csv_manifest;
 mod error;
 mod generate;
+mod json;
 mod plan;
 mod pretix;
 mod store;
