@@ -145,6 +145,7 @@ pub fn parse_csv(name: &str, bytes: &[u8]) -> Result<VenuePlan, ImportError> {
             x,
             y,
             category: category.to_owned(),
+            accessible: false,
         });
     }
     assemble(name.to_owned(), categories, groups, issues)

@@ -62,6 +62,8 @@ pub struct PlanSeat {
     pub y: f64,
     /// Category code.
     pub category: String,
+    /// Fit for a wheelchair user, as the plan marks it.
+    pub accessible: bool,
     /// The plan's own seat id (pretix `seat_guid`); not unique in real plans.
     pub source_guid: Option<String>,
     /// Where the seat came from: JSON path or CSV line.
@@ -137,6 +139,7 @@ pub(crate) struct RawSeat {
     pub x: f64,
     pub y: f64,
     pub category: String,
+    pub accessible: bool,
 }
 
 pub(crate) struct RawRow {
@@ -217,6 +220,7 @@ fn row_seats(raw: Vec<RawSeat>) -> Vec<PlanSeat> {
             x: seat.x,
             y: seat.y,
             category: seat.category,
+            accessible: seat.accessible,
             source_guid: seat.guid,
             source_place: seat.place,
         });

@@ -176,6 +176,7 @@ pub fn parse_pretix(bytes: &[u8]) -> Result<VenuePlan, ImportError> {
                             x: origin.0 + x,
                             y: origin.1 + y,
                             category,
+                            accessible: false,
                         });
                     }
                 }

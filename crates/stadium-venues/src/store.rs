@@ -219,6 +219,8 @@ pub async fn store_plan(
     .execute(&mut *tx)
     .await?;
 
+    mark_accessible(&mut tx, plan, &section_ids).await?;
+
     // count(*) is never NULL.
     let out_of_order = sqlx::query_scalar!(
         r#"SELECT count(*) AS "out_of_order!" FROM (
@@ -248,4 +250,40 @@ pub async fn store_plan(
         warnings: plan.warnings.clone(),
         already_imported: false,
     })
+}
+
+/// Flags the plan's accessible seats, found by their place (section, row, seat label is
+/// unique per section); a plan without any costs no statement.
+async fn mark_accessible(
+    conn: &mut PgConnection,
+    plan: &VenuePlan,
+    section_ids: &[i64],
+) -> Result<(), ImportError> {
+    let mut sections = Vec::new();
+    let mut rows = Vec::new();
+    let mut seats = Vec::new();
+    for (section, id) in plan.sections.iter().zip(section_ids) {
+        for row in &section.rows {
+            for seat in row.seats.iter().filter(|s| s.accessible) {
+                sections.push(*id);
+                rows.push(row.label.as_str());
+                seats.push(seat.label.as_str());
+            }
+        }
+    }
+    if sections.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE catalog.seats s SET accessible = true
+         FROM unnest($1::bigint[], $2::text[], $3::text[]) AS t(section_id, row_label, seat_label)
+         WHERE s.section_id = t.section_id AND s.row_label = t.row_label
+           AND s.seat_label = t.seat_label",
+    )
+    .bind(&sections)
+    .bind(&rows)
+    .bind(&seats)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
