@@ -148,5 +148,5 @@ pub fn parse_csv(name: &str, bytes: &[u8]) -> Result<VenuePlan, ImportError> {
             accessible: false,
         });
     }
-    assemble(name.to_owned(), categories, groups, issues)
+    assemble(name.to_owned(), categories, groups, issues, "guid")
 }

@@ -200,5 +200,5 @@ pub fn parse_pretix(bytes: &[u8]) -> Result<VenuePlan, ImportError> {
             });
         }
     }
-    assemble(name, categories, groups, issues)
+    assemble(name, categories, groups, issues, "seat_guid")
 }

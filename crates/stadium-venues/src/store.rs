@@ -30,21 +30,23 @@ pub fn digest(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Parses `bytes` in `format`; `name` names a CSV plan (pretix plans carry their own).
+/// Parses `bytes` in `format`; `name` names a CSV plan (pretix plans and seats.io charts
+/// carry their own).
 ///
-/// Errors: as [`crate::parse_pretix`] and [`crate::parse_csv`]; for
+/// Errors: as [`crate::parse_pretix`], [`crate::parse_seatsio`] and [`crate::parse_csv`]; for
 /// [`SourceFormat::Generated`] an issue at `format` (generated plans are made by
 /// [`crate::generate_stadium`] and stored with [`store_plan`]).
 pub fn parse(format: SourceFormat, name: &str, bytes: &[u8]) -> Result<VenuePlan, ImportError> {
     match format {
         SourceFormat::PretixJson => crate::parse_pretix(bytes),
         SourceFormat::CsvManifest => crate::parse_csv(name, bytes),
+        SourceFormat::SeatsioJson => crate::parse_seatsio(bytes),
         SourceFormat::Generated => {
             let mut issues = Issues::default();
             issues.push(
                 "format",
                 Problem::WrongType {
-                    expected: "pretix_json or csv_manifest",
+                    expected: "pretix_json, csv_manifest or seatsio_json",
                 },
             );
             Err(ImportError::Invalid { issues: issues.0 })
