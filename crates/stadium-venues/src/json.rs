@@ -115,3 +115,38 @@ pub(crate) fn number(
         }
     }
 }
+
+/// `obj[key]` as a boolean; absent or null is `false`.
+pub(crate) fn flag(
+    obj: &Map<String, Value>,
+    key: &str,
+    place: &str,
+    issues: &mut Issues,
+) -> Option<bool> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Some(false),
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => {
+            issues.push(
+                format!("{place}.{key}"),
+                Problem::WrongType {
+                    expected: "true or false",
+                },
+            );
+            None
+        }
+    }
+}
+
+/// `obj[key]` as an array; absent or null is empty.
+pub(crate) fn list<'a>(
+    obj: &'a Map<String, Value>,
+    key: &str,
+    place: &str,
+    issues: &mut Issues,
+) -> &'a [Value] {
+    match obj.get(key) {
+        None | Some(Value::Null) => &[],
+        Some(v) => array(v, &format!("{place}.{key}"), issues).map_or(&[], Vec::as_slice),
+    }
+}
