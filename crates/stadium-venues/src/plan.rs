@@ -154,7 +154,8 @@ pub(crate) struct RawRow {
     pub seats: Vec<RawSeat>,
 }
 
-/// A zone (pretix) or a named section (CSV).
+/// A zone (pretix), a named section (CSV), or a section or the loose rows of one
+/// `sectionLabel` (seats.io).
 pub(crate) struct RawGroup {
     pub code: String,
     pub name: String,
