@@ -94,8 +94,9 @@ pub struct OnSaleArgs {
     /// admin tokens.
     #[arg(long, env = "STADIUM_DEV_ISSUER_SEED", hide_env_values = true)]
     pub dev_issuer_seed: SecretString,
-    /// Seating plan to import: pretix `.json` or CSV manifest `.csv`. Without it (and
-    /// without --venue-id) a stadium bowl of --seats seats is generated.
+    /// Seating plan to import: a pretix plan, a seats.io chart or a CSV manifest, told
+    /// from the content. Without it (and without --venue-id) a stadium bowl of --seats
+    /// seats is generated.
     #[arg(long, value_name = "FILE", conflicts_with = "venue_id")]
     pub venue: Option<PathBuf>,
     /// An already imported venue.

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use stadium_proto::box_office::v1::PlanFormat;
-use stadium_venues::{StadiumParams, VenuePlan, generate_stadium};
+use stadium_venues::{SourceFormat, StadiumParams, VenuePlan, detect_format, generate_stadium};
 
 use crate::error::{LoadtestError, Result};
 
@@ -15,6 +15,8 @@ pub enum VenueFormat {
     PretixJson,
     /// CSV manifest `section,row,seat,category[,x,y]` with a header line.
     CsvManifest,
+    /// seats.io chart JSON.
+    SeatsioJson,
 }
 
 impl VenueFormat {
@@ -23,6 +25,7 @@ impl VenueFormat {
         match self {
             VenueFormat::PretixJson => PlanFormat::PretixJson,
             VenueFormat::CsvManifest => PlanFormat::CsvManifest,
+            VenueFormat::SeatsioJson => PlanFormat::SeatsioJson,
         }
     }
 }
@@ -47,30 +50,22 @@ pub enum VenueSource {
 }
 
 impl VenueSource {
-    /// A plan file: `.json` is read as pretix JSON, `.csv` as a CSV manifest; the
-    /// venue is named after the file stem.
+    /// A plan file, its format told from its content whatever its name
+    /// (`stadium_venues::detect_format`: a seats.io chart, a pretix plan or a CSV
+    /// manifest); the venue is named after the file stem.
     ///
-    /// Errors: [`LoadtestError::Venue`] for another extension; [`LoadtestError::Io`]
-    /// when the file cannot be read.
+    /// Errors: [`LoadtestError::Io`] when the file cannot be read.
     pub fn from_file(path: &Path) -> Result<Self> {
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        let format = match ext.as_deref() {
-            Some("json") => VenueFormat::PretixJson,
-            Some("csv") => VenueFormat::CsvManifest,
-            _ => {
-                return Err(LoadtestError::Venue(format!(
-                    "{}: expected a .json (pretix) or .csv (manifest) file",
-                    path.display()
-                )));
-            }
-        };
         let content = std::fs::read(path).map_err(|source| LoadtestError::Io {
             path: path.display().to_string(),
             source,
         })?;
+        let format = match detect_format(&content) {
+            SourceFormat::PretixJson => VenueFormat::PretixJson,
+            SourceFormat::SeatsioJson => VenueFormat::SeatsioJson,
+            // detect_format never answers Generated.
+            SourceFormat::CsvManifest | SourceFormat::Generated => VenueFormat::CsvManifest,
+        };
         let name = path
             .file_stem()
             .and_then(|s| s.to_str())
@@ -159,10 +154,40 @@ mod tests {
     }
 
     #[test]
-    fn unknown_extensions_are_refused() {
+    fn plan_files_are_read_by_their_content_not_their_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            (
+                "chart.txt",
+                &br#"{"categories": {"list": []}, "subChart": {"sections": []}}"#[..],
+                VenueFormat::SeatsioJson,
+            ),
+            (
+                "plan.csv",
+                &br#"{"name": "x", "categories": [], "zones": []}"#[..],
+                VenueFormat::PretixJson,
+            ),
+            (
+                "manifest.json",
+                &b"section,row,seat,category\nA,1,1,Main\n"[..],
+                VenueFormat::CsvManifest,
+            ),
+        ];
+        for (file, content, expected) in cases {
+            let path = dir.path().join(file);
+            std::fs::write(&path, content).unwrap();
+            let VenueSource::Import { format, name, .. } = VenueSource::from_file(&path).unwrap()
+            else {
+                panic!("expected an import");
+            };
+            assert_eq!(
+                (format, name.as_str()),
+                (expected, file.split('.').next().unwrap())
+            );
+        }
         assert!(matches!(
-            VenueSource::from_file(Path::new("plan.txt")),
-            Err(LoadtestError::Venue(_))
+            VenueSource::from_file(&dir.path().join("missing.json")),
+            Err(LoadtestError::Io { .. })
         ));
     }
 }

@@ -64,8 +64,9 @@ enum Command {
 /// What the on-sale sells, to whom, how fast.
 #[derive(clap::Args)]
 struct SaleArgs {
-    /// A pretix seating plan (`.json`) or CSV manifest (`.csv`, header
-    /// `section,row,seat,category[,x,y]`); unset: a generated stadium of --seats seats.
+    /// A pretix seating plan, a seats.io chart or a CSV manifest (header
+    /// `section,row,seat,category[,x,y]`), told from the content whatever the file's
+    /// name; unset: a generated stadium of --seats seats.
     #[arg(long, value_name = "FILE")]
     venue: Option<PathBuf>,
     /// Seats of the generated stadium, 1,000 to 500,000.

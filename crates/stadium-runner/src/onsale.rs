@@ -19,8 +19,8 @@ use crate::replicas::ProcessStack;
 /// What to sell and to how many fans.
 #[derive(Debug, Clone)]
 pub struct OnSaleConfig {
-    /// A pretix seating plan (`.json`) or CSV manifest (`.csv`); `None` generates a
-    /// stadium bowl of `seats` seats in `sections` sections.
+    /// A pretix seating plan, seats.io chart or CSV manifest (told from the content);
+    /// `None` generates a stadium bowl of `seats` seats in `sections` sections.
     pub venue: Option<PathBuf>,
     /// Seats of the generated stadium.
     pub seats: u32,

@@ -145,7 +145,8 @@ pub fn parse_csv(name: &str, bytes: &[u8]) -> Result<VenuePlan, ImportError> {
             x,
             y,
             category: category.to_owned(),
+            accessible: false,
         });
     }
-    assemble(name.to_owned(), categories, groups, issues)
+    assemble(name.to_owned(), categories, groups, issues, "guid")
 }

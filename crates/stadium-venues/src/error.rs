@@ -22,6 +22,15 @@ pub enum Problem {
         /// The name used.
         name: String,
     },
+    /// A seat has no category: none on the seat, its row or its section (seats.io).
+    #[error("no category on the seat, its row or its section")]
+    NoCategory,
+    /// A seats.io section names a zone the chart does not define.
+    #[error("unknown zone {key:?}")]
+    UnknownZone {
+        /// The zone key used.
+        key: String,
+    },
     /// Two categories share a name.
     #[error("category {name:?} already defined at {first}")]
     RepeatedCategory {
@@ -78,10 +87,13 @@ pub enum Problem {
     NoSeats,
 }
 
-/// One problem at one place, e.g. `zones[1].rows[3].seats[7].category: missing field`.
+/// One problem at one place, e.g. `zones[1].rows[3].seats[7].category: missing field`
+/// (pretix) or `$.subChart.sections[2].subChart.rows[5].seats[3].label: missing field`
+/// (seats.io).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanIssue {
-    /// JSON path (`zones[1].rows[3].seats[7].category`) or CSV place (`line 12, field category`).
+    /// JSON path (`zones[1].rows[3].seats[7].category`, `$.subChart.sections[0].label`) or
+    /// CSV place (`line 12, field category`).
     pub place: String,
     /// What is wrong there.
     pub problem: Problem,

@@ -177,6 +177,7 @@ pub fn generate_stadium(params: StadiumParams) -> Result<VenuePlan, ImportError>
                         x,
                         y,
                         category: String::new(),
+                        accessible: false,
                         source_guid: None,
                         source_place: format!("sections[{w}].rows[{r}].seats[{s}]"),
                     }

@@ -12,16 +12,20 @@ pub enum SourceFormat {
     PretixJson,
     /// CSV manifest `section,row,seat,category[,x,y]`.
     CsvManifest,
+    /// seats.io chart JSON (zones, sections, rows, seats).
+    SeatsioJson,
     /// Made by [`crate::generate_stadium`].
     Generated,
 }
 
 impl SourceFormat {
-    /// The database spelling: `pretix_json`, `csv_manifest` or `generated`.
+    /// The database spelling: `pretix_json`, `csv_manifest`, `seatsio_json` or
+    /// `generated`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::PretixJson => "pretix_json",
             Self::CsvManifest => "csv_manifest",
+            Self::SeatsioJson => "seatsio_json",
             Self::Generated => "generated",
         }
     }
@@ -31,6 +35,7 @@ impl SourceFormat {
         match s {
             "pretix_json" => Some(Self::PretixJson),
             "csv_manifest" => Some(Self::CsvManifest),
+            "seatsio_json" => Some(Self::SeatsioJson),
             "generated" => Some(Self::Generated),
             _ => None,
         }
@@ -62,7 +67,10 @@ pub struct PlanSeat {
     pub y: f64,
     /// Category code.
     pub category: String,
-    /// The plan's own seat id (pretix `seat_guid`); not unique in real plans.
+    /// Fit for a wheelchair user (seats.io `accessible`, on the seat or its category).
+    pub accessible: bool,
+    /// The plan's own seat id (pretix `seat_guid`, seats.io `uuid`); not unique in real
+    /// plans.
     pub source_guid: Option<String>,
     /// Where the seat came from: JSON path or CSV line.
     pub source_place: String,
@@ -137,6 +145,7 @@ pub(crate) struct RawSeat {
     pub x: f64,
     pub y: f64,
     pub category: String,
+    pub accessible: bool,
 }
 
 pub(crate) struct RawRow {
@@ -145,7 +154,8 @@ pub(crate) struct RawRow {
     pub seats: Vec<RawSeat>,
 }
 
-/// A zone (pretix) or a named section (CSV).
+/// A zone (pretix), a named section (CSV), or a section or the loose rows of one
+/// `sectionLabel` (seats.io).
 pub(crate) struct RawGroup {
     pub code: String,
     pub name: String,
@@ -217,6 +227,7 @@ fn row_seats(raw: Vec<RawSeat>) -> Vec<PlanSeat> {
             x: seat.x,
             y: seat.y,
             category: seat.category,
+            accessible: seat.accessible,
             source_guid: seat.guid,
             source_place: seat.place,
         });
@@ -234,12 +245,14 @@ pub(crate) fn focus(rows: &[PlanRow]) -> (f64, f64) {
     (sx / n, sy / n)
 }
 
-/// Turns parsed groups into sections, checks seat places, and reports repeated guids.
+/// Turns parsed groups into sections, checks seat places, and reports repeated guids
+/// (`guid_field` names the source's field, e.g. `seat_guid`).
 pub(crate) fn assemble(
     name: String,
     categories: Vec<Category>,
     groups: Vec<RawGroup>,
     mut issues: Issues,
+    guid_field: &str,
 ) -> Result<VenuePlan, ImportError> {
     let mut sections: Vec<PlanSection> = Vec::new();
     let mut codes: HashMap<String, usize> = HashMap::new();
@@ -313,7 +326,7 @@ pub(crate) fn assemble(
     if sections.is_empty() && issues.0.is_empty() {
         issues.push("plan", Problem::NoSeats);
     }
-    let warnings = repeated_guids(&sections);
+    let warnings = repeated_guids(&sections, guid_field);
     issues.into_result(VenuePlan {
         name,
         categories,
@@ -322,7 +335,7 @@ pub(crate) fn assemble(
     })
 }
 
-fn repeated_guids(sections: &[PlanSection]) -> Vec<ImportWarning> {
+fn repeated_guids(sections: &[PlanSection], guid_field: &str) -> Vec<ImportWarning> {
     let mut order: Vec<&str> = Vec::new();
     let mut places: HashMap<&str, Vec<&str>> = HashMap::new();
     for seat in sections.iter().flat_map(|s| &s.rows).flat_map(|r| &r.seats) {
@@ -341,7 +354,7 @@ fn repeated_guids(sections: &[PlanSection]) -> Vec<ImportWarning> {
             (at.len() > 1).then(|| ImportWarning {
                 place: at[0].to_owned(),
                 message: format!(
-                    "seat_guid {guid:?} is used by {} seats ({}); each is imported as its own seat",
+                    "{guid_field} {guid:?} is used by {} seats ({}); each is imported as its own seat",
                     at.len(),
                     at.join(", ")
                 ),
@@ -359,6 +372,7 @@ mod tests {
         for f in [
             SourceFormat::PretixJson,
             SourceFormat::CsvManifest,
+            SourceFormat::SeatsioJson,
             SourceFormat::Generated,
         ] {
             assert_eq!(SourceFormat::from_db(f.as_str()), Some(f));

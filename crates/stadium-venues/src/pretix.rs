@@ -7,95 +7,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use crate::error::{ImportError, Issues, Problem};
-use crate::plan::{Category, MAX_LABEL, RawGroup, RawRow, RawSeat, VenuePlan, assemble};
-
-fn object<'a>(
-    value: &'a Value,
-    place: &str,
-    issues: &mut Issues,
-) -> Option<&'a Map<String, Value>> {
-    let found = value.as_object();
-    if found.is_none() {
-        issues.push(
-            place,
-            Problem::WrongType {
-                expected: "an object",
-            },
-        );
-    }
-    found
-}
-
-/// The field, or `None` after recording a missing-field issue.
-fn required<'a>(
-    obj: &'a Map<String, Value>,
-    key: &str,
-    place: &str,
-    issues: &mut Issues,
-) -> Option<&'a Value> {
-    match obj.get(key) {
-        None | Some(Value::Null) => {
-            issues.push(format!("{place}.{key}"), Problem::MissingField);
-            None
-        }
-        Some(value) => Some(value),
-    }
-}
-
-fn array<'a>(value: &'a Value, place: &str, issues: &mut Issues) -> Option<&'a Vec<Value>> {
-    let found = value.as_array();
-    if found.is_none() {
-        issues.push(
-            place,
-            Problem::WrongType {
-                expected: "an array",
-            },
-        );
-    }
-    found
-}
-
-/// A label: a string, or a number written as its text (pretix accepts both).
-fn label(value: &Value, place: &str, issues: &mut Issues) -> Option<String> {
-    let text = match value {
-        Value::String(s) => s.trim().to_owned(),
-        Value::Number(n) => n.to_string(),
-        _ => {
-            issues.push(
-                place,
-                Problem::WrongType {
-                    expected: "a string",
-                },
-            );
-            return None;
-        }
-    };
-    if text.is_empty() || text.chars().count() > MAX_LABEL {
-        issues.push(place, Problem::BadLength { max: MAX_LABEL });
-        return None;
-    }
-    Some(text)
-}
-
-fn number(obj: &Map<String, Value>, key: &str, place: &str, issues: &mut Issues) -> Option<f64> {
-    let value = required(obj, key, place, issues)?;
-    match value.as_f64() {
-        Some(n) if n.is_finite() => Some(n),
-        Some(_) => {
-            issues.push(format!("{place}.{key}"), Problem::NotFinite);
-            None
-        }
-        None => {
-            issues.push(
-                format!("{place}.{key}"),
-                Problem::WrongType {
-                    expected: "a number",
-                },
-            );
-            None
-        }
-    }
-}
+use crate::json::{self, array, label, number, object, required};
+use crate::plan::{Category, RawGroup, RawRow, RawSeat, VenuePlan, assemble};
 
 /// `position: {x, y}`; absent means the origin when `optional`.
 fn position(
@@ -126,11 +39,7 @@ fn position(
 /// every issue with its JSON path (missing or mistyped field, unknown or repeated
 /// category, repeated seat place, no seats).
 pub fn parse_pretix(bytes: &[u8]) -> Result<VenuePlan, ImportError> {
-    let root: Value = serde_json::from_slice(bytes).map_err(|e| ImportError::Syntax {
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })?;
+    let root = json::document(bytes)?;
     let mut issues = Issues::default();
     let Some(root) = object(&root, "plan", &mut issues) else {
         return Err(ImportError::Invalid { issues: issues.0 });
@@ -267,6 +176,7 @@ pub fn parse_pretix(bytes: &[u8]) -> Result<VenuePlan, ImportError> {
                             x: origin.0 + x,
                             y: origin.1 + y,
                             category,
+                            accessible: false,
                         });
                     }
                 }
@@ -290,5 +200,5 @@ pub fn parse_pretix(bytes: &[u8]) -> Result<VenuePlan, ImportError> {
             });
         }
     }
-    assemble(name, categories, groups, issues)
+    assemble(name, categories, groups, issues, "seat_guid")
 }

@@ -30,21 +30,23 @@ pub fn digest(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Parses `bytes` in `format`; `name` names a CSV plan (pretix plans carry their own).
+/// Parses `bytes` in `format`; `name` names a CSV plan (pretix plans and seats.io charts
+/// carry their own).
 ///
-/// Errors: as [`crate::parse_pretix`] and [`crate::parse_csv`]; for
+/// Errors: as [`crate::parse_pretix`], [`crate::parse_seatsio`] and [`crate::parse_csv`]; for
 /// [`SourceFormat::Generated`] an issue at `format` (generated plans are made by
 /// [`crate::generate_stadium`] and stored with [`store_plan`]).
 pub fn parse(format: SourceFormat, name: &str, bytes: &[u8]) -> Result<VenuePlan, ImportError> {
     match format {
         SourceFormat::PretixJson => crate::parse_pretix(bytes),
         SourceFormat::CsvManifest => crate::parse_csv(name, bytes),
+        SourceFormat::SeatsioJson => crate::parse_seatsio(bytes),
         SourceFormat::Generated => {
             let mut issues = Issues::default();
             issues.push(
                 "format",
                 Problem::WrongType {
-                    expected: "pretix_json or csv_manifest",
+                    expected: "pretix_json, csv_manifest or seatsio_json",
                 },
             );
             Err(ImportError::Invalid { issues: issues.0 })
@@ -219,6 +221,8 @@ pub async fn store_plan(
     .execute(&mut *tx)
     .await?;
 
+    mark_accessible(&mut tx, plan, &section_ids).await?;
+
     // count(*) is never NULL.
     let out_of_order = sqlx::query_scalar!(
         r#"SELECT count(*) AS "out_of_order!" FROM (
@@ -248,4 +252,40 @@ pub async fn store_plan(
         warnings: plan.warnings.clone(),
         already_imported: false,
     })
+}
+
+/// Flags the plan's accessible seats, found by their place (section, row, seat label is
+/// unique per section); a plan without any costs no statement.
+async fn mark_accessible(
+    conn: &mut PgConnection,
+    plan: &VenuePlan,
+    section_ids: &[i64],
+) -> Result<(), ImportError> {
+    let mut sections = Vec::new();
+    let mut rows = Vec::new();
+    let mut seats = Vec::new();
+    for (section, id) in plan.sections.iter().zip(section_ids) {
+        for row in &section.rows {
+            for seat in row.seats.iter().filter(|s| s.accessible) {
+                sections.push(*id);
+                rows.push(row.label.as_str());
+                seats.push(seat.label.as_str());
+            }
+        }
+    }
+    if sections.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE catalog.seats s SET accessible = true
+         FROM unnest($1::bigint[], $2::text[], $3::text[]) AS t(section_id, row_label, seat_label)
+         WHERE s.section_id = t.section_id AND s.row_label = t.row_label
+           AND s.seat_label = t.seat_label",
+    )
+    .bind(&sections)
+    .bind(&rows)
+    .bind(&seats)
+    .execute(conn)
+    .await?;
+    Ok(())
 }

@@ -140,9 +140,9 @@ pub enum VenueCommand {
         /// Venue name.
         #[arg(long)]
         name: String,
-        /// Plan format.
+        /// Plan format; without it the box office tells it from the file's content.
         #[arg(long, value_enum)]
-        format: Format,
+        format: Option<Format>,
     },
     /// List venues.
     List {
@@ -167,6 +167,8 @@ pub enum Format {
     Pretix,
     /// CSV `section,row,seat,category[,x,y]`.
     Csv,
+    /// seats.io chart JSON.
+    Seatsio,
 }
 
 /// Report groupings.

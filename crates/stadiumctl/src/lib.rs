@@ -10,7 +10,7 @@
 //! ```text
 //! export STADIUM_DEV_SEED=$(openssl rand -hex 32)
 //! export STADIUM_ADMIN_TOKEN=$(stadiumctl dev-token --roles box_office,sre)
-//! stadiumctl venue import plan.csv --name "City Arena" --format csv
+//! stadiumctl venue import plan.csv --name "City Arena"    # format told from the content
 //! stadiumctl event create --venue 1 --name Final --currency EUR \
 //!     --starts-at 2027-06-01T20:00:00Z --onsale-at 2027-05-01T10:00:00Z \
 //!     --price FRONT=9000 --price BACK=4500
@@ -389,8 +389,10 @@ async fn venue(c: &mut Client, cmd: VenueCommand) -> Result<Outcome, CliError> {
             let content = std::fs::read(&file)
                 .map_err(|e| CliError::Other(format!("reading {}: {e}", file.display())))?;
             let format = match format {
-                Format::Pretix => pb::PlanFormat::PretixJson,
-                Format::Csv => pb::PlanFormat::CsvManifest,
+                None => pb::PlanFormat::Unspecified,
+                Some(Format::Pretix) => pb::PlanFormat::PretixJson,
+                Some(Format::Csv) => pb::PlanFormat::CsvManifest,
+                Some(Format::Seatsio) => pb::PlanFormat::SeatsioJson,
             } as i32;
             let req = c.request(pb::ImportVenueRequest {
                 name,
@@ -399,7 +401,15 @@ async fn venue(c: &mut Client, cmd: VenueCommand) -> Result<Outcome, CliError> {
             })?;
             let r = c.inner.import_venue(req).await?.into_inner();
             let venue = r.venue.unwrap_or_default();
+            // Named as `--format` names it.
+            let read_as = match pb::PlanFormat::try_from(r.format) {
+                Ok(pb::PlanFormat::PretixJson) => "pretix",
+                Ok(pb::PlanFormat::CsvManifest) => "csv",
+                Ok(pb::PlanFormat::SeatsioJson) => "seatsio",
+                _ => "unknown",
+            };
             let mut text = render::venue_table(&venue);
+            text.push_str(&format!("read as {read_as}\n"));
             if r.already_imported {
                 text.push_str("\nthis plan was imported before; nothing changed\n");
             }
@@ -408,6 +418,7 @@ async fn venue(c: &mut Client, cmd: VenueCommand) -> Result<Outcome, CliError> {
             }
             let mut value = render::venue_json(&venue);
             value["already_imported"] = json!(r.already_imported);
+            value["format"] = json!(read_as);
             value["warnings"] = json!(r.warnings);
             Ok(Outcome::new(text, value))
         }

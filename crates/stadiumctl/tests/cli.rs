@@ -184,3 +184,31 @@ async fn the_cli_runs_a_sale_and_exits_non_zero_on_violations() {
     );
     office.shutdown.cancel();
 }
+
+#[tokio::test]
+async fn a_seatsio_chart_imports_without_naming_its_format() {
+    let office = Office::start().await;
+    let token = office.token("ann", &[Role::BoxOffice]);
+    let chart =
+        stadium_testkit::venues::seatsio_dir().join(stadium_testkit::venues::SEATSIO_SAMPLE);
+    let counts = stadium_testkit::venues::seatsio_readme_counts();
+    let out = ctl(
+        &office,
+        Some(&token),
+        &[
+            "--json",
+            "venue",
+            "import",
+            chart.to_str().unwrap(),
+            "--name",
+            "Race Track",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let venue = json_of(&out);
+    assert_eq!(venue["format"], "seatsio");
+    assert_eq!(venue["seat_count"], counts.seats);
+    assert_eq!(venue["section_count"], counts.sections);
+    office.shutdown.cancel();
+}

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use prost_types::Timestamp;
 use stadium_proto::box_office::v1 as pb;
 use stadium_proto::common::v1::{Money, PageRequest};
+use stadium_venues::SourceFormat;
 
 use crate::clients::push::PushReport;
 use crate::domain::{
@@ -280,6 +281,17 @@ pub fn status(s: EventStatus) -> pb::EventStatus {
         EventStatus::OnSale => pb::EventStatus::OnSale,
         EventStatus::Paused => pb::EventStatus::Paused,
         EventStatus::Closed => pb::EventStatus::Closed,
+    }
+}
+
+/// The wire enum of a plan's format (a generated plan is never imported over the wire,
+/// so it has none: `UNSPECIFIED`).
+pub fn plan_format(f: SourceFormat) -> pb::PlanFormat {
+    match f {
+        SourceFormat::PretixJson => pb::PlanFormat::PretixJson,
+        SourceFormat::CsvManifest => pb::PlanFormat::CsvManifest,
+        SourceFormat::SeatsioJson => pb::PlanFormat::SeatsioJson,
+        SourceFormat::Generated => pb::PlanFormat::Unspecified,
     }
 }
 

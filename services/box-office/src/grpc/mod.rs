@@ -134,19 +134,21 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
             async {
                 let caller = self.caller(&request, CHANGE)?;
                 let req = request.get_ref();
-                let format = match pb::PlanFormat::try_from(req.format) {
-                    Ok(pb::PlanFormat::PretixJson) => SourceFormat::PretixJson,
-                    Ok(pb::PlanFormat::CsvManifest) => SourceFormat::CsvManifest,
-                    _ => {
-                        return Err(Error::invalid(
-                            "format",
-                            "must be PRETIX_JSON or CSV_MANIFEST",
-                        ));
-                    }
-                };
                 if req.content.is_empty() {
                     return Err(Error::invalid("content", "is empty"));
                 }
+                let format = match pb::PlanFormat::try_from(req.format) {
+                    Ok(pb::PlanFormat::Unspecified) => stadium_venues::detect_format(&req.content),
+                    Ok(pb::PlanFormat::PretixJson) => SourceFormat::PretixJson,
+                    Ok(pb::PlanFormat::CsvManifest) => SourceFormat::CsvManifest,
+                    Ok(pb::PlanFormat::SeatsioJson) => SourceFormat::SeatsioJson,
+                    Err(_) => {
+                        return Err(Error::invalid(
+                            "format",
+                            "must be UNSPECIFIED, PRETIX_JSON, CSV_MANIFEST or SEATSIO_JSON",
+                        ));
+                    }
+                };
                 let name = text("name", &req.name, true)?;
                 let imported = self
                     .office
@@ -156,6 +158,7 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
                     venue: Some(convert::venue(&imported.venue)),
                     already_imported: imported.already_imported,
                     warnings: imported.warnings,
+                    format: convert::plan_format(format) as i32,
                 })
             }
             .await,

@@ -15,7 +15,7 @@ pub struct VenueSummary {
     pub venue_id: i64,
     /// Display name.
     pub name: String,
-    /// `pretix_json`, `csv_manifest` or `generated`.
+    /// `pretix_json`, `csv_manifest`, `seatsio_json` or `generated`.
     pub source_format: String,
     /// SHA-256 of the imported file, hex.
     pub source_digest: String,

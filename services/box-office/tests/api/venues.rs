@@ -97,7 +97,7 @@ async fn bad_plans_are_refused_with_their_place_and_store_nothing() {
         (
             pb::ImportVenueRequest {
                 name: "X".into(),
-                format: pb::PlanFormat::Unspecified as i32,
+                format: 99,
                 content: VENUE_CSV.as_bytes().to_vec(),
             },
             "format",
