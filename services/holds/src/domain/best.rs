@@ -85,6 +85,10 @@ struct Section {
 pub struct EventLayout {
     max_seats_per_claim: u32,
     sections: BTreeMap<SectionId, Section>,
+    /// Per price category code, the sections with a seat of it, ascending: looked up by
+    /// every request naming a category (a scan of every seat's category would cost a
+    /// request a pass over the whole venue, per category it takes).
+    by_category: HashMap<String, Vec<SectionId>>,
 }
 
 /// A block to try: seats of one section, ascending (adjacent in a row, except the
@@ -114,9 +118,19 @@ impl EventLayout {
         for (layout, categories) in sections {
             out.insert(layout_id(&layout)?, Section { layout, categories });
         }
+        let mut by_category: HashMap<String, Vec<SectionId>> = HashMap::new();
+        for (id, section) in &out {
+            let mut codes: Vec<&String> = section.categories.iter().collect();
+            codes.sort_unstable();
+            codes.dedup();
+            for code in codes {
+                by_category.entry(code.clone()).or_default().push(*id);
+            }
+        }
         Ok(Self {
             max_seats_per_claim,
             sections: out,
+            by_category,
         })
     }
 
@@ -137,21 +151,12 @@ impl EventLayout {
                 "section_id",
                 format!("section {id} is not a section of the event's venue"),
             )),
-            Target::Category(code) => {
-                let ids: Vec<SectionId> = self
-                    .sections
-                    .iter()
-                    .filter(|(_, s)| s.categories.iter().any(|c| c == code))
-                    .map(|(id, _)| *id)
-                    .collect();
-                if ids.is_empty() {
-                    return Err(Error::invalid(
-                        "price_category",
-                        "no seat of the event's venue has this price category",
-                    ));
-                }
-                Ok(ids)
-            }
+            Target::Category(code) => self.by_category.get(code).cloned().ok_or_else(|| {
+                Error::invalid(
+                    "price_category",
+                    "no seat of the event's venue has this price category",
+                )
+            }),
         }
     }
 
