@@ -141,8 +141,10 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
     let available = ctx.map.available(ctx).await;
     if available.iter().all(|a| *a == 0) {
         // Sold out only once nothing is held any more: abandoned and late holds
-        // lapse and their seats come back to whoever is still looking.
-        if get(&ctx.stats.seats_held_now) == 0 {
+        // lapse and their seats come back to whoever is still looking; and only on a
+        // map that is newer than the last seats that came back.
+        if get(&ctx.stats.seats_held_now) == 0 && ctx.map.shows_none_free_after(ctx.last_hold_end())
+        {
             ctx.mark_sold_out();
             return Pick::SoldOut;
         }

@@ -54,6 +54,9 @@ pub(crate) struct Ctx {
     sold_out_ms: AtomicU64,
     /// Milliseconds after `started` of the latest paid order.
     last_sale_ms: AtomicU64,
+    /// When a hold of a fan last left its hands (paid, lapsed, refused), so the
+    /// sell-out is only called on a map newer than that.
+    last_hold_end: std::sync::Mutex<Option<Instant>>,
 }
 
 impl Ctx {
@@ -81,6 +84,7 @@ impl Ctx {
             sold_out: AtomicBool::new(false),
             sold_out_ms: AtomicU64::new(0),
             last_sale_ms: AtomicU64::new(0),
+            last_hold_end: std::sync::Mutex::new(None),
         }
     }
 
@@ -124,6 +128,23 @@ impl Ctx {
                 Err(status)
             }
         }
+    }
+
+    /// A fan's hold of `seats` seats is no longer held for it (paid, lapsed, refused).
+    pub fn hold_ended(&self, seats: u64) {
+        crate::stats::sub(&self.stats.seats_held_now, seats);
+        *self
+            .last_hold_end
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+    }
+
+    /// When a fan's hold last ended ([`Self::hold_ended`]); `None` before any.
+    pub fn last_hold_end(&self) -> Option<Instant> {
+        *self
+            .last_hold_end
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Whether the seat map has shown the event without a free seat.

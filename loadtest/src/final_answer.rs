@@ -14,7 +14,7 @@ use tonic::{Code, Status};
 use crate::claim::HeldSeats;
 use crate::fan::{Ctx, transient};
 use crate::pay::{lookup_order, unsettled};
-use crate::stats::{add, inc, sub};
+use crate::stats::{add, inc};
 
 /// How long a fan who walked away stays away before its first look.
 const AWAY_FOR: Duration = Duration::from_secs(2);
@@ -73,7 +73,7 @@ pub(crate) async fn walk_away(ctx: &Ctx, session: &str, held: &HeldSeats, starte
         }
         tokio::time::sleep(LOOK_EVERY).await;
     };
-    sub(&stats.seats_held_now, held.seats());
+    ctx.hold_ended(held.seats());
     match found {
         Err(status) if status.code() == Code::NotFound => {
             inc(&stats.final_answers);

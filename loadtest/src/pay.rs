@@ -17,7 +17,7 @@ use crate::credentials::authed;
 use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, complete_admission, think, transient};
 use crate::final_answer;
 use crate::mix::{Behaviour, FanPlan};
-use crate::stats::{add, inc, sub};
+use crate::stats::{add, inc};
 
 /// Confirms repeated while a payment's outcome is open.
 const RESOLVE_ATTEMPTS: u32 = 10;
@@ -62,14 +62,14 @@ pub(crate) async fn settle(
         Behaviour::Abandon => {
             complete_admission(ctx, session, admission).await;
             lapse(&held).await;
-            sub(&stats.seats_held_now, held.seats());
+            ctx.hold_ended(held.seats());
             inc(&stats.holds_expired);
             add(&stats.seats_expired, held.seats());
         }
         Behaviour::PayLate => {
             complete_admission(ctx, session, admission).await;
             lapse(&held).await;
-            sub(&stats.seats_held_now, held.seats());
+            ctx.hold_ended(held.seats());
             inc(&stats.late_payments);
             let started = Instant::now();
             let first = confirm(ctx, session, &held, rng).await;
@@ -236,7 +236,7 @@ async fn count_payment(
     let seats = held.seats();
     let result = resolve(ctx, session, held, result, rng).await;
     final_answer::record(ctx, started, &result);
-    sub(&stats.seats_held_now, seats);
+    ctx.hold_ended(seats);
     match result {
         Ok(order) if order.status == OrderStatus::Paid as i32 => {
             inc(&stats.orders_paid);

@@ -38,6 +38,11 @@ pub(crate) fn front_biased_row(rows: usize, roll: f64) -> usize {
 #[derive(Debug)]
 struct Snapshot {
     read_at: Option<Instant>,
+    /// The server's availability is at least as new as this (its last successful read
+    /// less the staleness bound it answered with); `None` before any.
+    data_from: Option<Instant>,
+    /// Whether [`SeatMap::mark_short`] lowered a count since that read.
+    marked: bool,
     available: Arc<Vec<u32>>,
     /// Per section (layout order), the longest free run in a row per price level.
     runs: Arc<Vec<Vec<u32>>>,
@@ -114,6 +119,8 @@ impl SeatMap {
             index,
             snapshot: Mutex::new(Snapshot {
                 read_at: None,
+                data_from: None,
+                marked: false,
                 available,
                 runs,
             }),
@@ -166,6 +173,9 @@ impl SeatMap {
         let mut snap = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
         snap.read_at = Some(Instant::now());
         if let Ok(response) = fetched {
+            snap.data_from =
+                Instant::now().checked_sub(Duration::from_millis(response.staleness_bound_ms));
+            snap.marked = false;
             let mut counts: Vec<u32> = snap.available.as_ref().clone();
             let mut runs: Vec<Vec<u32>> = snap.runs.as_ref().clone();
             for s in response.sections {
@@ -191,7 +201,21 @@ impl SeatMap {
         let mut snap = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
         if snap.available[i] >= below {
             Arc::make_mut(&mut snap.available)[i] = below.saturating_sub(1);
+            snap.marked = true;
         }
+    }
+
+    /// Whether the server's own availability, newer than `after` (any, for `None`),
+    /// shows no free seat: seats that came back at `after` (a lapsed hold) must be
+    /// seen free or taken again before a fan calls the event sold out.
+    pub fn shows_none_free_after(&self, after: Option<Instant>) -> bool {
+        let snap = self.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
+        let newer = match (snap.data_from, after) {
+            (Some(from), Some(after)) => from > after,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        newer && !snap.marked && snap.available.iter().all(|a| *a == 0)
     }
 
     /// The best price level (category code) of `section_id` that shows `quantity` free
@@ -285,6 +309,38 @@ mod tests {
             }],
             ..Section::default()
         }
+    }
+
+    #[test]
+    fn the_sell_out_is_called_only_on_data_newer_than_the_last_return() {
+        let layout = Layout {
+            sections: vec![section(1, "A", 2)],
+            categories: vec![Category {
+                code: "A".into(),
+                ..Category::default()
+            }],
+            ..Layout::default()
+        };
+        let map = SeatMap::from_layout(&layout, Duration::from_secs(1));
+        // Never read from the server: no call, whatever the counts.
+        assert!(!map.shows_none_free_after(None));
+        let read = Instant::now();
+        {
+            let mut snap = map.snapshot.lock().unwrap();
+            snap.data_from = Some(read);
+            snap.available = Arc::new(vec![0]);
+        }
+        assert!(map.shows_none_free_after(None));
+        assert!(map.shows_none_free_after(read.checked_sub(Duration::from_millis(1))));
+        assert!(!map.shows_none_free_after(Some(read + Duration::from_millis(1))));
+        map.snapshot.lock().unwrap().available = Arc::new(vec![1]);
+        assert!(!map.shows_none_free_after(None));
+        map.snapshot.lock().unwrap().available = Arc::new(vec![2]);
+        map.mark_short(1, 1);
+        assert!(
+            !map.shows_none_free_after(None),
+            "a local mark is no server data"
+        );
     }
 
     #[test]
