@@ -81,6 +81,8 @@ reasons! {
     VenueNotFound = "VENUE_NOT_FOUND",
     /// The section is not part of the event's venue.
     SectionNotFound = "SECTION_NOT_FOUND",
+    /// No such seat in the event's venue (metadata `field`).
+    SeatNotFound = "SEAT_NOT_FOUND",
     /// A seating plan that does not parse or is wrong (metadata `path`, `problem`).
     PlanInvalid = "PLAN_INVALID",
     /// The sale is not in a state the change starts from (metadata `from`, `to`).

@@ -121,6 +121,9 @@ pub enum Command {
         /// Event id.
         event_id: String,
     },
+    /// Seats: their status history.
+    #[command(subcommand)]
+    Seat(SeatCommand),
     /// The waiting room's public records of an event's queue (no token needed).
     #[command(subcommand)]
     Queue(QueueCommand),
@@ -128,6 +131,31 @@ pub enum Command {
     /// the same key, so a box office started with `--identity-jwks` from `--jwks`
     /// trusts it.
     DevToken(DevToken),
+}
+
+/// `seat` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SeatCommand {
+    /// Every status change of a seat (claimed, expired, booked, refunded, …) with who
+    /// and when; without a seat, every seat of the event (use `--csv` to export).
+    History(SeatHistory),
+}
+
+/// `seat history` arguments.
+#[derive(Debug, Args)]
+pub struct SeatHistory {
+    /// Event id.
+    #[arg(long = "event")]
+    pub event_id: String,
+    /// The seat by its labels: SECTION/ROW/SEAT, e.g. `A/12/7`.
+    #[arg(long)]
+    pub seat: Option<String>,
+    /// The seat by id.
+    #[arg(long)]
+    pub seat_id: Option<u64>,
+    /// Print CSV (one line per change, streamed page by page).
+    #[arg(long)]
+    pub csv: bool,
 }
 
 /// `venue` subcommands.

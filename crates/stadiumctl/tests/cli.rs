@@ -87,17 +87,15 @@ fn json_of(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {output:?}"))
 }
 
-#[tokio::test]
-async fn the_cli_runs_a_sale_and_exits_non_zero_on_violations() {
-    let office = Office::start().await;
-    let token = office.token("ann", &[Role::BoxOffice, Role::Sre]);
+/// Imports [`VENUE_CSV`] and creates a draft event on it with `stadiumctl`, checking
+/// each step; returns the event as `--json` prints it.
+async fn draft_event(office: &Office, token: &str) -> Value {
     let plan = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(plan.path(), VENUE_CSV).unwrap();
     let path = plan.path().to_str().unwrap();
-
     let out = ctl(
-        &office,
-        Some(&token),
+        office,
+        Some(token),
         &[
             "--json", "venue", "import", path, "--name", "Arena", "--format", "csv",
         ],
@@ -105,10 +103,9 @@ async fn the_cli_runs_a_sale_and_exits_non_zero_on_violations() {
     .await;
     assert!(out.status.success(), "{out:?}");
     let venue_id = json_of(&out)["venue_id"].as_str().unwrap().to_owned();
-
     let out = ctl(
-        &office,
-        Some(&token),
+        office,
+        Some(token),
         &[
             "--json",
             "event",
@@ -131,7 +128,14 @@ async fn the_cli_runs_a_sale_and_exits_non_zero_on_violations() {
     )
     .await;
     assert!(out.status.success(), "{out:?}");
-    let event = json_of(&out);
+    json_of(&out)
+}
+
+#[tokio::test]
+async fn the_cli_runs_a_sale_and_exits_non_zero_on_violations() {
+    let office = Office::start().await;
+    let token = office.token("ann", &[Role::BoxOffice, Role::Sre]);
+    let event = draft_event(&office, &token).await;
     assert_eq!(event["status"], "draft");
     let event_id = event["event_id"].as_str().unwrap().to_owned();
 
@@ -210,5 +214,99 @@ async fn a_seatsio_chart_imports_without_naming_its_format() {
     assert_eq!(venue["format"], "seatsio");
     assert_eq!(venue["seat_count"], counts.seats);
     assert_eq!(venue["section_count"], counts.sections);
+    office.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn seat_history_shows_a_seat_and_exports_an_event_as_csv() {
+    let office = Office::start().await;
+    let token = office.token("ann", &[Role::BoxOffice]);
+    let event = draft_event(&office, &token).await;
+    let event_id = event["event_id"].as_str().unwrap().to_owned();
+    // Holds' triggers record a claim of seat A/1/2 and its booking.
+    let key = uuid::Uuid::new_v4();
+    sqlx::query(
+        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, status, expires_at)
+         SELECT $2, e.event_id, e.section_id, e.seat_id, 'fan-7', 'held', now() + interval '5 minutes'
+         FROM catalog.event_seats e JOIN catalog.seats s USING (seat_id)
+         WHERE e.event_id = $1 AND s.row_label = '1' AND s.seat_label = '2'
+           AND e.section_id = (SELECT min(section_id) FROM catalog.event_seats WHERE event_id = $1)",
+    )
+    .bind(event_id.parse::<i64>().unwrap())
+    .bind(key)
+    .execute(office.pool())
+    .await
+    .unwrap();
+    sqlx::query("UPDATE holds.seat_holds SET status = 'booked' WHERE hold_key = $1")
+        .bind(key)
+        .execute(office.pool())
+        .await
+        .unwrap();
+
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["seat", "history", "--event", &event_id, "--seat", "A/1/2"],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("SEAT_ID") && lines[0].contains("CHANGE"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("claimed") && lines[1].contains("fan-7"),
+        "{text}"
+    );
+    assert!(lines[2].contains("booked"), "{text}");
+
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["seat", "history", "--event", &event_id, "--csv"],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let mut csv = csv::Reader::from_reader(&out.stdout[..]);
+    assert_eq!(
+        csv.headers().unwrap().iter().collect::<Vec<_>>(),
+        stadiumctl::SEAT_HISTORY_CSV_HEADER
+    );
+    let changes: Vec<(String, String, String)> = csv
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[1].to_owned(), r[4].to_owned(), r[6].to_owned())
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            ("A".to_owned(), "claimed".to_owned(), key.to_string()),
+            ("A".to_owned(), "booked".to_owned(), key.to_string()),
+        ]
+    );
+
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["seat", "history", "--event", &event_id, "--seat", "A-1-2"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SECTION/ROW/SEAT"));
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["seat", "history", "--event", &event_id, "--seat", "Z/1/1"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("SEAT_NOT_FOUND"),
+        "{out:?}"
+    );
     office.shutdown.cancel();
 }

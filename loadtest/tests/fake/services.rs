@@ -406,4 +406,5 @@ service!(BoxOffice {
     issue_comp(bo::IssueCompRequest) -> bo::IssueCompResponse;
     refund_order(bo::RefundOrderRequest) -> bo::RefundOrderResponse;
     get_sales_timeline(bo::GetSalesTimelineRequest) -> bo::GetSalesTimelineResponse;
+    get_seat_history(bo::GetSeatHistoryRequest) -> bo::GetSeatHistoryResponse;
 });

@@ -42,6 +42,14 @@ pub enum Error {
     /// No event with that id.
     #[error("no event {0}")]
     EventNotFound(i64),
+    /// No such seat in the event's venue; `field` is the request field that named it.
+    #[error("no seat {seat} in the event's venue")]
+    SeatNotFound {
+        /// The proto field path, e.g. `seat.seat_id` or `seat.labels`.
+        field: &'static str,
+        /// The seat as the request named it.
+        seat: String,
+    },
     /// The sale is not in a state the requested change starts from.
     #[error("cannot go from {from} to {to}")]
     InvalidTransition {
@@ -98,6 +106,7 @@ impl ServiceError for Error {
             Self::PlanInvalid { .. } => (Code::InvalidArgument, Reason::PlanInvalid),
             Self::VenueNotFound(_) => (Code::NotFound, Reason::VenueNotFound),
             Self::EventNotFound(_) => (Code::NotFound, Reason::EventNotFound),
+            Self::SeatNotFound { .. } => (Code::NotFound, Reason::SeatNotFound),
             Self::InvalidTransition { .. } => (Code::FailedPrecondition, Reason::InvalidTransition),
             Self::PricesMissing(_) => (Code::FailedPrecondition, Reason::PricesMissing),
             Self::EventClosed(_) => (Code::FailedPrecondition, Reason::EventClosed),
@@ -123,6 +132,7 @@ impl ServiceError for Error {
             }
             Self::VenueNotFound(id) => meta(&[("venue_id", &id.to_string())]),
             Self::EventNotFound(id) => meta(&[("event_id", &id.to_string())]),
+            Self::SeatNotFound { field, .. } => meta(&[("field", field)]),
             Self::InvalidTransition { from, to } => meta(&[("from", from), ("to", to)]),
             Self::PricesMissing(codes) => meta(&[("categories", &codes.join(","))]),
             Self::NotConfigured(service) | Self::Upstream { service, .. } => {
@@ -194,6 +204,14 @@ mod tests {
             ),
             (Error::VenueNotFound(3), Code::NotFound, "VENUE_NOT_FOUND"),
             (Error::EventNotFound(3), Code::NotFound, "EVENT_NOT_FOUND"),
+            (
+                Error::SeatNotFound {
+                    field: "seat.seat_id",
+                    seat: "9".into(),
+                },
+                Code::NotFound,
+                "SEAT_NOT_FOUND",
+            ),
             (
                 Error::InvalidTransition {
                     from: "closed".into(),

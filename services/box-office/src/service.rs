@@ -15,6 +15,7 @@ use crate::store::audit::{self, AuditEntry};
 use crate::store::invariants::Violation;
 use crate::store::reports::{Grouping, ReportLine, TimelineBucket};
 use crate::store::seat_counts::{self, SeatCounts};
+use crate::store::seat_history::{self, After, SeatChange};
 use crate::store::venues::VenueSummary;
 use crate::store::{events, invariants, reports, venues};
 
@@ -27,6 +28,24 @@ pub struct Imported {
     pub already_imported: bool,
     /// Non-fatal findings of the parser.
     pub warnings: Vec<String>,
+}
+
+/// Which seat a seat-history read is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeatQuery {
+    /// Every seat of the event (an export).
+    All,
+    /// A seat by id.
+    Id(i64),
+    /// A seat by section code, row label and seat label.
+    Labels {
+        /// Section code.
+        section: String,
+        /// Row label.
+        row: String,
+        /// Seat label.
+        seat: String,
+    },
 }
 
 /// The box office over its database and the waiting room.
@@ -372,6 +391,43 @@ impl BoxOfficeService {
         let event = events::load(&mut conn, event_id, false).await?;
         let buckets = reports::timeline(&mut conn, event_id, bucket_ms).await?;
         Ok((event, buckets))
+    }
+
+    /// Up to `limit` status changes of `event_id`'s seat (or every seat) after
+    /// `after`, in seat then history order.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::SeatNotFound`]; [`Error::Database`].
+    pub async fn seat_history(
+        &self,
+        event_id: i64,
+        seat: &SeatQuery,
+        after: After,
+        limit: i64,
+    ) -> Result<Vec<SeatChange>> {
+        let mut conn = self.pool.acquire().await?;
+        events::load(&mut conn, event_id, false).await?;
+        let seat_id = match seat {
+            SeatQuery::All => None,
+            SeatQuery::Id(id) => {
+                if !seat_history::seat_in_event(&mut conn, event_id, *id).await? {
+                    return Err(Error::SeatNotFound {
+                        field: "seat.seat_id",
+                        seat: id.to_string(),
+                    });
+                }
+                Some(*id)
+            }
+            SeatQuery::Labels { section, row, seat } => Some(
+                seat_history::seat_by_labels(&mut conn, event_id, section, row, seat)
+                    .await?
+                    .ok_or_else(|| Error::SeatNotFound {
+                        field: "seat.labels",
+                        seat: format!("{section}/{row}/{seat}"),
+                    })?,
+            ),
+        };
+        seat_history::page(&mut conn, event_id, seat_id, after, limit).await
     }
 
     /// Every invariant violation of `event_id`, read in one snapshot.

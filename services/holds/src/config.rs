@@ -92,6 +92,12 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub sweep_batch: u32,
 
+    /// Days the seat history is kept (the sweeper deletes older rows every 60th pass;
+    /// with the sweeper off nothing is deleted).
+    #[arg(long, env = "SEAT_HISTORY_RETENTION_DAYS", default_value_t = 365,
+          value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub seat_history_retention_days: u32,
+
     /// Batches of fans' claims in flight at once, each one transaction on its own
     /// connection: claims that arrive while every batch is busy share the next one.
     #[arg(long, env = "CLAIM_BATCHES", default_value_t = 4,
@@ -125,6 +131,10 @@ impl std::fmt::Debug for Config {
             .field("identity_issuer", &self.identity_issuer)
             .field("sweep_interval_ms", &self.sweep_interval_ms)
             .field("sweep_batch", &self.sweep_batch)
+            .field(
+                "seat_history_retention_days",
+                &self.seat_history_retention_days,
+            )
             .field("claim_batches", &self.claim_batches)
             .field("claim_batch_max", &self.claim_batch_max)
             .field("claim_max_attempts", &self.claim_max_attempts)
@@ -155,6 +165,11 @@ impl Config {
     /// The sweeper's interval, `None` when it is off.
     pub fn sweep_interval(&self) -> Option<Duration> {
         (self.sweep_interval_ms > 0).then(|| Duration::from_millis(self.sweep_interval_ms))
+    }
+
+    /// How long seat-history rows are kept.
+    pub fn seat_history_keep(&self) -> Duration {
+        Duration::from_secs(u64::from(self.seat_history_retention_days) * 86_400)
     }
 
     /// Holds embedded in another process in development mode (tests, benchmarks): on

@@ -164,6 +164,7 @@ pub async fn serve_parts(
             parts.service.clone(),
             interval,
             config.sweep_batch,
+            config.seat_history_keep(),
             background.stop(),
         )
     });

@@ -1,7 +1,8 @@
 //! The background sweeper: every interval, marks lapsed holds expired (small batches,
 //! short transactions, `SKIP LOCKED`), then serves the returns queue in order with the
-//! seats that came back, until shutdown. Claims never wait for it: a lapsed hold is
-//! already free to them.
+//! seats that came back, and every 60th pass (once a minute at the default interval)
+//! trims the seat history to its retention, until shutdown. Claims never wait for it: a lapsed hold is already free
+//! to them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,15 +12,21 @@ use tokio_util::sync::CancellationToken;
 
 use crate::service::{HoldsService, ServedReturns};
 
+/// Sweeper passes between two trims of the seat history (the first pass trims).
+const TRIM_EVERY: u32 = 60;
+
 /// Starts the sweeper; it stops when `shutdown` is cancelled (mid-sleep at once,
-/// mid-batch after that batch's transaction).
+/// mid-batch after that batch's transaction). `history_keep` is how long seat-history
+/// rows are kept.
 pub fn spawn(
     service: Arc<HoldsService>,
     interval: Duration,
     batch: u32,
+    history_keep: Duration,
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
+        let mut pass: u32 = 0;
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => break,
@@ -40,6 +47,16 @@ pub fn spawn(
                 ),
                 Err(error) => {
                     tracing::warn!(%error, "serving the returns queue failed; next interval retries");
+                }
+            }
+            pass = pass.wrapping_add(1);
+            if pass % TRIM_EVERY == 1 {
+                match service.trim_history(history_keep, batch).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(deleted = n, "trimmed the seat history"),
+                    Err(error) => {
+                        tracing::warn!(%error, "trimming the seat history failed; next trim retries");
+                    }
                 }
             }
         }

@@ -2,6 +2,7 @@
 //! request, call [`BoxOfficeService`], convert the answer.
 
 pub mod convert;
+mod history;
 mod inventory;
 
 use std::sync::Arc;
@@ -507,6 +508,14 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
             }
             .await,
         )
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn get_seat_history(
+        &self,
+        request: Request<pb::GetSeatHistoryRequest>,
+    ) -> Reply<pb::GetSeatHistoryResponse> {
+        reply(self.get_seat_history_inner(request).await)
     }
 
     #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]

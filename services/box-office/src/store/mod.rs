@@ -8,4 +8,5 @@ pub mod invariants;
 pub mod queue_marks;
 pub mod reports;
 pub mod seat_counts;
+pub mod seat_history;
 pub mod venues;

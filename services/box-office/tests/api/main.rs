@@ -10,6 +10,7 @@ mod push;
 mod queue_marks;
 mod resync;
 mod scale;
+mod seat_history;
 mod seatsio;
 mod support;
 mod upstream;

@@ -313,7 +313,10 @@ impl Holds for HoldsApi {
         } else {
             crate::store::ReleaseScope::BlocksOnly
         };
-        let hold = self.service.admin_release(key, scope).await?;
+        let hold = self
+            .service
+            .admin_release(key, scope, caller.name())
+            .await?;
         Ok(Response::new(ReleaseSeatsResponse {
             hold: Some(to_wire(&hold)),
         }))

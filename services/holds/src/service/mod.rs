@@ -285,7 +285,8 @@ impl HoldsService {
         .await
     }
 
-    /// Ends the hold `key` whoever owns it (box office, service).
+    /// Ends the hold `key` whoever owns it (box office, service); `actor` goes into the
+    /// seat history.
     ///
     /// # Errors
     /// As `store::admin_release`.
@@ -294,8 +295,9 @@ impl HoldsService {
         &self,
         key: HoldKey,
         scope: store::ReleaseScope,
+        actor: &str,
     ) -> Result<Hold, Error> {
-        in_tx!(self, |conn| store::admin_release(conn, key, scope))
+        in_tx!(self, |conn| store::admin_release(conn, key, scope, actor))
     }
 
     /// Marks lapsed holds expired in batches of `batch` rows, one short transaction per
@@ -310,6 +312,25 @@ impl HoldsService {
             let mut conn = self.pool.acquire().await?;
             let done = store::sweep_expired(&mut conn, batch).await?;
             self.metrics.expired(done, false);
+            total += done;
+            if done < u64::from(batch) {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Deletes seat-history rows older than `keep` in batches of `batch` rows, one
+    /// short transaction per batch, until a batch comes back short; returns the rows
+    /// deleted.
+    ///
+    /// # Errors
+    /// [`Error::Database`] (batches already committed stay deleted).
+    pub async fn trim_history(&self, keep: Duration, batch: u32) -> Result<u64, Error> {
+        let batch = batch.max(1);
+        let mut total = 0;
+        loop {
+            let mut conn = self.pool.acquire().await?;
+            let done = store::trim_seat_history(&mut conn, keep, batch).await?;
             total += done;
             if done < u64::from(batch) {
                 return Ok(total);

@@ -102,7 +102,9 @@ pub async fn release(conn: &mut PgConnection, key: HoldKey, fan: &str) -> Result
 }
 
 /// Box office / service: ends a block, or (service only: payments after a refund) a
-/// comp or a booking. Idempotent: a released hold is returned unchanged.
+/// comp or a booking. Idempotent: a released hold is returned unchanged. `actor` (an
+/// admin's `sub` or a service's name) is recorded as who made the change in the seat
+/// history (the transaction's `stadium.actor` setting, read by the history trigger).
 ///
 /// Box-office staff may end blocks only: releasing a booking or a comp without its
 /// refund would leave money or tickets without seats, so that goes through payments.
@@ -114,6 +116,7 @@ pub async fn admin_release(
     conn: &mut PgConnection,
     key: HoldKey,
     scope: ReleaseScope,
+    actor: &str,
 ) -> Result<Hold, Error> {
     let rows = locked_hold_rows(conn, key).await?;
     if !owned_by(&rows, None) {
@@ -122,6 +125,7 @@ pub async fn admin_release(
     if scope == ReleaseScope::BlocksOnly && rows.kind() != Some(HoldKind::Block) {
         return Err(Error::ReleaseNotAllowed);
     }
+    record_actor(conn, actor).await?;
     sqlx::query!(
         "UPDATE holds.seat_holds SET status = 'released', updated_at = now() \
          WHERE hold_key = $1 AND status IN ('held', 'booked', 'blocked')",
@@ -130,6 +134,20 @@ pub async fn admin_release(
     .execute(&mut *conn)
     .await?;
     reported(&hold_rows(conn, key).await?)
+}
+
+/// Names `actor` as who makes this transaction's seat changes, for the seat history
+/// (`set_config(…, true)`: the setting ends with the transaction, so a pooled
+/// connection never carries it to the next caller).
+///
+/// # Errors
+/// [`Error::Database`].
+async fn record_actor(conn: &mut PgConnection, actor: &str) -> Result<(), Error> {
+    sqlx::query("SELECT set_config('stadium.actor', $1, true)")
+        .bind(actor)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }
 
 /// Which holds an admin release may end.

@@ -10,6 +10,7 @@
 mod best;
 mod claim;
 mod claim_many;
+mod history;
 mod holds;
 mod layout;
 mod payment;
@@ -21,6 +22,7 @@ mod sweep;
 pub use best::{BestOutcome, claim_best};
 pub use claim::{ClaimOutcome, Claimed, claim};
 pub use claim_many::{Batched, claim_many};
+pub use history::trim_seat_history;
 pub use holds::{ReleaseScope, admin_release, get, live_holds, release};
 pub use layout::{event_layout, unavailable_seat_ids};
 pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};

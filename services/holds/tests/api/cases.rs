@@ -272,7 +272,7 @@ async fn c04_opposite_orders_a_thousand_times() {
             "round {round}: {loser:?}"
         );
         service
-            .admin_release(winners[0].key, holds::store::ReleaseScope::Any)
+            .admin_release(winners[0].key, holds::store::ReleaseScope::Any, "test")
             .await
             .unwrap();
     }

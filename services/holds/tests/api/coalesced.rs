@@ -370,7 +370,7 @@ async fn two_batches_crossing_each_other_always_finish() {
         for hold in held {
             app.parts
                 .service
-                .admin_release(hold.key, holds::store::ReleaseScope::Any)
+                .admin_release(hold.key, holds::store::ReleaseScope::Any, "test")
                 .await
                 .unwrap();
         }

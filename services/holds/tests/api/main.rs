@@ -6,6 +6,7 @@ mod best;
 mod cases;
 mod claims;
 mod coalesced;
+mod history;
 mod keys;
 mod lifecycle;
 mod mode;
