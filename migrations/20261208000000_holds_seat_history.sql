@@ -23,10 +23,15 @@
 --                                its refund)
 --   booked → released (comp)     'voided'
 --   blocked → released           'released'
--- The actor is the transaction's `stadium.actor` setting when the writer set one
+--   INSERT blocked (channel)     'to_channel' (the box office gave the seat to a channel)
+--   released → blocked (channel) 'to_channel' (a channel fan's hold ended: back to it)
+--   blocked → released (channel) 'from_channel' (to a fan with the channel's code, or
+--                                to general sale)
+-- The actor of an expiry, and of a seat's return to its channel, is 'system'. Otherwise
+-- it is the transaction's `stadium.actor` setting when the writer set one
 -- (`set_config('stadium.actor', …, true)`: the admin or service that released,
--- refunded or voided); otherwise 'system' for an expiry and the row's owner (the fan,
--- or the admin who made a block or comp) for the rest.
+-- refunded, voided or assigned, the fan who claimed with a presale code), else the
+-- row's owner (the fan, or the admin who made a block or comp).
 --
 -- No primary key: nothing looks a row up by its id, and every index is paid by every
 -- claimed seat. One b-tree serves a seat's history and an event's export (in seat
@@ -38,12 +43,13 @@ CREATE TABLE holds.seat_history (
     seat_id    bigint      NOT NULL,
     -- The hold, which is also the order: payments keys one payment per hold key.
     hold_key   uuid        NOT NULL,
-    -- 'fan' | 'block' | 'comp', the hold's kind.
+    -- 'fan' | 'block' | 'comp' | 'channel', the hold's kind.
     kind       text        NOT NULL,
     change     text        NOT NULL CHECK (change IN ('claimed', 'extended', 'payment_started',
                                                       'expired', 'released', 'booked',
                                                       'refunded', 'voided', 'blocked',
-                                                      'comped')),
+                                                      'comped', 'to_channel',
+                                                      'from_channel')),
     actor      text        NOT NULL,
     -- The hold's expiry after the change (NULL once the seat left the hold).
     expires_at timestamptz,
@@ -60,7 +66,8 @@ BEGIN
     INSERT INTO holds.seat_history
         (event_id, section_id, seat_id, hold_key, kind, change, actor, expires_at, at)
     SELECT n.event_id, n.section_id, n.seat_id, n.hold_key, n.kind,
-           CASE n.kind WHEN 'block' THEN 'blocked' WHEN 'comp' THEN 'comped' ELSE 'claimed' END,
+           CASE n.kind WHEN 'block' THEN 'blocked' WHEN 'comp' THEN 'comped'
+                       WHEN 'channel' THEN 'to_channel' ELSE 'claimed' END,
            coalesce(nullif(current_setting('stadium.actor', true), ''), n.fan_id),
            CASE WHEN n.status = 'held' THEN n.expires_at END,
            now()
@@ -77,8 +84,9 @@ BEGIN
     INSERT INTO holds.seat_history
         (event_id, section_id, seat_id, hold_key, kind, change, actor, expires_at, at)
     SELECT c.event_id, c.section_id, c.seat_id, c.hold_key, c.kind, c.change,
-           coalesce(nullif(current_setting('stadium.actor', true), ''),
-                    CASE c.change WHEN 'expired' THEN 'system' ELSE c.fan_id END),
+           CASE WHEN c.change IN ('expired', 'to_channel') THEN 'system'
+                ELSE coalesce(nullif(current_setting('stadium.actor', true), ''), c.fan_id)
+           END,
            CASE WHEN c.status = 'held' THEN c.expires_at END,
            CASE c.change WHEN 'expired' THEN least(c.old_expires_at, now()) ELSE now() END
     FROM (
@@ -91,6 +99,10 @@ BEGIN
                         AND n.expires_at IS DISTINCT FROM o.expires_at THEN 'extended'
                    WHEN o.status = 'held' AND n.status = 'expired' THEN 'expired'
                    WHEN o.status = 'held' AND n.status = 'booked' THEN 'booked'
+                   WHEN n.kind = 'channel' AND o.status = 'blocked' AND n.status = 'released'
+                       THEN 'from_channel'
+                   WHEN n.kind = 'channel' AND o.status = 'released' AND n.status = 'blocked'
+                       THEN 'to_channel'
                    WHEN o.status = 'booked' AND n.status = 'released' THEN
                        CASE n.kind WHEN 'comp' THEN 'voided' ELSE 'refunded' END
                    WHEN o.status <> n.status AND n.status = 'released' THEN 'released'

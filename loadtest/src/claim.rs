@@ -606,6 +606,7 @@ async fn claim(
                 section_id: *section_id,
                 seat_ids: seat_ids.clone(),
                 request_id: request_id.to_owned(),
+                presale_code: String::new(),
             };
             ctx.call(
                 "Holds/ClaimSeats",

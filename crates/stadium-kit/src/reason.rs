@@ -137,6 +137,18 @@ reasons! {
     PriceMissing = "PRICE_MISSING",
     /// Only blocks are released here; bookings end through a refund.
     ReleaseNotAllowed = "RELEASE_NOT_ALLOWED",
+    /// No such channel, or it was released to general sale.
+    ChannelNotFound = "CHANNEL_NOT_FOUND",
+    /// The event already has a channel of that name.
+    ChannelExists = "CHANNEL_EXISTS",
+    /// Seats already given to another channel (metadata `seat_ids`).
+    SeatInAnotherChannel = "SEAT_IN_ANOTHER_CHANNEL",
+    /// Seats that are not the presale code's channel's (metadata `seat_ids`).
+    SeatNotInChannel = "SEAT_NOT_IN_CHANNEL",
+    /// A presale code or channel key unknown for the event, or its channel was released.
+    PresaleCodeInvalid = "PRESALE_CODE_INVALID",
+    /// Fewer free seats than asked for (metadata `available`).
+    NotEnoughSeats = "NOT_ENOUGH_SEATS",
 
     // Payments.
     /// Another request for the same hold is still running.

@@ -404,6 +404,7 @@ async fn claim_on(
         section_id: section,
         seat_ids: seats.to_vec(),
         request_id: String::new(),
+        presale_code: String::new(),
     };
     let response = clients
         .holds

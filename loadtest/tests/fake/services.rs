@@ -203,6 +203,7 @@ service!(Holds {
             section_id: section,
             seat_ids: free[..quantity].to_vec(),
             request_id: String::new(),
+            presale_code: String::new(),
         });
         *claim.metadata_mut() = r.metadata().clone();
         let hold = self.claim_seats(claim).await?.into_inner().hold;
@@ -223,6 +224,11 @@ service!(Holds {
     claim_comp(ho::ClaimCompRequest) -> ho::ClaimCompResponse;
     release_seats(ho::ReleaseSeatsRequest) -> ho::ReleaseSeatsResponse;
     sweep_expired(ho::SweepExpiredRequest) -> ho::SweepExpiredResponse;
+    create_channel(ho::CreateChannelRequest) -> ho::CreateChannelResponse;
+    assign_channel_seats(ho::AssignChannelSeatsRequest) -> ho::AssignChannelSeatsResponse;
+    create_presale_codes(ho::CreatePresaleCodesRequest) -> ho::CreatePresaleCodesResponse;
+    release_channel(ho::ReleaseChannelRequest) -> ho::ReleaseChannelResponse;
+    list_channels(ho::ListChannelsRequest) -> ho::ListChannelsResponse;
 });
 
 service!(Payments {

@@ -125,6 +125,24 @@ pub enum Error {
     /// Box-office staff may end blocks only; bookings and comps end through a refund.
     #[error("only blocks can be released here; refund the order instead")]
     ReleaseNotAllowed,
+    /// No such channel, or it was released to general sale.
+    #[error("channel not found or released")]
+    ChannelNotFound,
+    /// The event already has a channel of that name.
+    #[error("the event already has a channel of that name")]
+    ChannelExists,
+    /// Seats already given to another channel; nothing was assigned.
+    #[error("{} seats belong to another channel", .0.len())]
+    SeatsInAnotherChannel(Vec<SeatId>),
+    /// Seats that are not the presale code's channel's; nothing was claimed.
+    #[error("{} seats are not seats of the code's channel", .0.len())]
+    SeatsNotInChannel(Vec<SeatId>),
+    /// A presale code or channel key unknown for the event, or its channel was released.
+    #[error("presale code not valid for this event")]
+    PresaleCodeInvalid,
+    /// Fewer free seats of the price category than asked for; nothing was assigned.
+    #[error("not enough free seats of the category")]
+    NotEnoughSeats,
     /// The waiting room's keys could not be fetched to verify an admission token.
     #[error("admission keys unavailable: {0}")]
     KeysUnavailable(String),
@@ -176,6 +194,14 @@ impl ServiceError for Error {
             }
             Self::PriceMissing => (Code::FailedPrecondition, Reason::PriceMissing),
             Self::ReleaseNotAllowed => (Code::FailedPrecondition, Reason::ReleaseNotAllowed),
+            Self::ChannelNotFound => (Code::NotFound, Reason::ChannelNotFound),
+            Self::ChannelExists => (Code::AlreadyExists, Reason::ChannelExists),
+            Self::SeatsInAnotherChannel(_) => {
+                (Code::FailedPrecondition, Reason::SeatInAnotherChannel)
+            }
+            Self::SeatsNotInChannel(_) => (Code::InvalidArgument, Reason::SeatNotInChannel),
+            Self::PresaleCodeInvalid => (Code::PermissionDenied, Reason::PresaleCodeInvalid),
+            Self::NotEnoughSeats => (Code::FailedPrecondition, Reason::NotEnoughSeats),
             Self::KeysUnavailable(_) => (Code::Unavailable, Reason::KeysUnavailable),
             Self::Database(e) => database_row(&classify(e)),
             Self::CorruptRow(_) => (Code::Internal, Reason::Internal),
@@ -214,7 +240,10 @@ impl ServiceError for Error {
                         .join(","),
                 ),
             ],
-            Self::SeatsNotInSection(seats) => vec![("seat_ids".into(), list(seats))],
+            Self::SeatsNotInSection(seats)
+            | Self::SeatsInAnotherChannel(seats)
+            | Self::SeatsNotInChannel(seats) => vec![("seat_ids".into(), list(seats))],
+            Self::PresaleCodeInvalid => vec![("field".into(), "presale_code".into())],
             Self::LimitExceeded { limit, max, hold } => {
                 let mut metadata = vec![
                     ("limit".into(), limit.as_str().into()),

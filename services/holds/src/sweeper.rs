@@ -1,6 +1,6 @@
 //! The background sweeper: every interval, marks lapsed holds expired (small batches,
 //! short transactions, `SKIP LOCKED`), then serves the returns queue in order with the
-//! seats that came back, and every 60th pass (once a minute at the default interval)
+//! seats that came back, releases channels past their `release_at` to general sale, and every 60th pass (once a minute at the default interval)
 //! trims the seat history to its retention, until shutdown. Claims never wait for it: a lapsed hold is already free
 //! to them.
 
@@ -47,6 +47,13 @@ pub fn spawn(
                 ),
                 Err(error) => {
                     tracing::warn!(%error, "serving the returns queue failed; next interval retries");
+                }
+            }
+            match service.release_due_channels().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(seats = n, "released channels past their release time"),
+                Err(error) => {
+                    tracing::warn!(%error, "releasing channels failed; next interval retries");
                 }
             }
             pass = pass.wrapping_add(1);

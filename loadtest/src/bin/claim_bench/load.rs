@@ -354,6 +354,7 @@ pub async fn run(
                             section_id,
                             seat_ids,
                             request_id: String::new(),
+                            presale_code: String::new(),
                         });
                         request.metadata_mut().insert("authorization", bearer);
                         grpc.claim_seats(request).await.map(|_| ())

@@ -154,6 +154,7 @@ impl Stack {
                     section_id,
                     seat_ids,
                     request_id: String::new(),
+                    presale_code: String::new(),
                 };
                 (format!("{prefix}{n}"), claim)
             })

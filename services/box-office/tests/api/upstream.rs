@@ -179,6 +179,40 @@ impl Holds for Fake {
     ) -> Result<Response<holds::SweepExpiredResponse>, Status> {
         unused()
     }
+    async fn create_channel(
+        &self,
+        _: Request<holds::CreateChannelRequest>,
+    ) -> Result<Response<holds::CreateChannelResponse>, Status> {
+        unused()
+    }
+
+    async fn assign_channel_seats(
+        &self,
+        _: Request<holds::AssignChannelSeatsRequest>,
+    ) -> Result<Response<holds::AssignChannelSeatsResponse>, Status> {
+        unused()
+    }
+
+    async fn create_presale_codes(
+        &self,
+        _: Request<holds::CreatePresaleCodesRequest>,
+    ) -> Result<Response<holds::CreatePresaleCodesResponse>, Status> {
+        unused()
+    }
+
+    async fn release_channel(
+        &self,
+        _: Request<holds::ReleaseChannelRequest>,
+    ) -> Result<Response<holds::ReleaseChannelResponse>, Status> {
+        unused()
+    }
+
+    async fn list_channels(
+        &self,
+        _: Request<holds::ListChannelsRequest>,
+    ) -> Result<Response<holds::ListChannelsResponse>, Status> {
+        unused()
+    }
 }
 
 #[tonic::async_trait]

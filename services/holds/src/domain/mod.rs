@@ -5,8 +5,11 @@
 pub mod alternatives;
 pub mod best;
 mod ids;
+pub mod presale;
 pub mod refusal;
 pub mod room;
+
+pub use presale::PresaleCode;
 
 pub use ids::{EventId, FanId, HoldKey, IdError, RequestId, SeatId, SectionId};
 
@@ -200,6 +203,8 @@ pub enum HoldKind {
     Block,
     /// The box office's comp ([`Claimant::Comp`]).
     Comp,
+    /// A channel's seats set aside (`holds.channels`, one hold per channel).
+    Channel,
 }
 
 impl HoldKind {
@@ -209,6 +214,7 @@ impl HoldKind {
             "fan" => Self::Fan,
             "block" => Self::Block,
             "comp" => Self::Comp,
+            "channel" => Self::Channel,
             _ => return None,
         })
     }
@@ -219,6 +225,7 @@ impl HoldKind {
             Self::Fan => "fan",
             Self::Block => "block",
             Self::Comp => "comp",
+            Self::Channel => "channel",
         }
     }
 }
@@ -265,15 +272,23 @@ pub enum Limit {
     SeatsPerFan,
     /// The admission token already has an active hold.
     HoldsPerAdmission,
+    /// Seats in live holds made with the presale code, this claim's included, exceed
+    /// the code's limit.
+    CodeSeats,
+    /// The fan's seats in live holds made with the code exceed its per-fan limit.
+    CodeSeatsPerFan,
 }
 
 impl Limit {
-    /// The metadata value: `seats_per_claim`, `seats_per_fan` or `holds_per_admission`.
+    /// The metadata value: `seats_per_claim`, `seats_per_fan`, `holds_per_admission`,
+    /// `code_seats` or `code_seats_per_fan`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::SeatsPerClaim => "seats_per_claim",
             Self::SeatsPerFan => "seats_per_fan",
             Self::HoldsPerAdmission => "holds_per_admission",
+            Self::CodeSeats => "code_seats",
+            Self::CodeSeatsPerFan => "code_seats_per_fan",
         }
     }
 }

@@ -3,6 +3,7 @@
 //! field), the operation run, the domain answer converted back. Errors become statuses
 //! through the one table in `error.rs`.
 
+mod channels;
 mod convert;
 
 use std::sync::Arc;
@@ -11,19 +12,20 @@ use std::time::SystemTime;
 use stadium_kit::auth::bearer_token;
 use stadium_kit::caller::service;
 use stadium_proto::holds::v1::{
-    BlockSeatsRequest, BlockSeatsResponse, ClaimBestAvailableRequest, ClaimBestAvailableResponse,
-    ClaimCompRequest, ClaimCompResponse, ClaimSeatsRequest, ClaimSeatsResponse, ConfirmHoldRequest,
-    ConfirmHoldResponse, ExtendHoldRequest, ExtendHoldResponse, GetHoldRequest, GetHoldResponse,
-    LeaveReturnsQueueRequest, LeaveReturnsQueueResponse, ListHoldsRequest, ListHoldsResponse,
-    ReleaseHoldRequest, ReleaseHoldResponse, ReleaseSeatsRequest, ReleaseSeatsResponse,
-    StartPaymentRequest, StartPaymentResponse, SweepExpiredRequest, SweepExpiredResponse,
-    WaitingForReturns, holds_server::Holds,
+    self as pb, BlockSeatsRequest, BlockSeatsResponse, ClaimBestAvailableRequest,
+    ClaimBestAvailableResponse, ClaimCompRequest, ClaimCompResponse, ClaimSeatsRequest,
+    ClaimSeatsResponse, ConfirmHoldRequest, ConfirmHoldResponse, ExtendHoldRequest,
+    ExtendHoldResponse, GetHoldRequest, GetHoldResponse, LeaveReturnsQueueRequest,
+    LeaveReturnsQueueResponse, ListHoldsRequest, ListHoldsResponse, ReleaseHoldRequest,
+    ReleaseHoldResponse, ReleaseSeatsRequest, ReleaseSeatsResponse, StartPaymentRequest,
+    StartPaymentResponse, SweepExpiredRequest, SweepExpiredResponse, WaitingForReturns,
+    holds_server::Holds,
 };
 use stadium_tokens::{Access, AdminClaims, Role};
 use tonic::{Request, Response, Status};
 
 use crate::auth::Authenticator;
-use crate::domain::{Claim, Claimant, EventId};
+use crate::domain::{Claim, Claimant, EventId, PresaleCode};
 use crate::error::Error;
 use crate::service::{Admission, BestAnswer, DEFAULT_SWEEP_BATCH, HoldsService};
 use convert::{
@@ -83,6 +85,12 @@ impl Holds for HoldsApi {
             EventId::try_from(body.event_id.as_str()).map_err(|e| Error::invalid("event_id", e))?;
         let (section, seats) = seats_of(body.section_id, &body.seat_ids)?;
         let request = request_id(&body.request_id)?;
+        let code = match body.presale_code.as_str() {
+            "" => None,
+            typed => {
+                Some(PresaleCode::parse(typed).map_err(|e| Error::invalid("presale_code", e))?)
+            }
+        };
         let span = tracing::Span::current();
         span.record("event_id", event.get());
         span.record("section_id", section.get());
@@ -100,7 +108,10 @@ impl Holds for HoldsApi {
             },
             request,
         };
-        let hold = self.service.claim(&claim).await?;
+        let hold = match code {
+            Some(code) => self.service.claim_with_code(&claim, &code).await?,
+            None => self.service.claim(&claim).await?,
+        };
         Ok(Response::new(ClaimSeatsResponse {
             hold: Some(to_wire(&hold)),
         }))
@@ -320,6 +331,50 @@ impl Holds for HoldsApi {
         Ok(Response::new(ReleaseSeatsResponse {
             hold: Some(to_wire(&hold)),
         }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn create_channel(
+        &self,
+        request: Request<pb::CreateChannelRequest>,
+    ) -> Result<Response<pb::CreateChannelResponse>, Status> {
+        self.create_channel_inner(request).await.map(Response::new)
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn assign_channel_seats(
+        &self,
+        request: Request<pb::AssignChannelSeatsRequest>,
+    ) -> Result<Response<pb::AssignChannelSeatsResponse>, Status> {
+        self.assign_channel_seats_inner(request)
+            .await
+            .map(Response::new)
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn create_presale_codes(
+        &self,
+        request: Request<pb::CreatePresaleCodesRequest>,
+    ) -> Result<Response<pb::CreatePresaleCodesResponse>, Status> {
+        self.create_presale_codes_inner(request)
+            .await
+            .map(Response::new)
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn release_channel(
+        &self,
+        request: Request<pb::ReleaseChannelRequest>,
+    ) -> Result<Response<pb::ReleaseChannelResponse>, Status> {
+        self.release_channel_inner(request).await.map(Response::new)
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn list_channels(
+        &self,
+        request: Request<pb::ListChannelsRequest>,
+    ) -> Result<Response<pb::ListChannelsResponse>, Status> {
+        self.list_channels_inner(request).await.map(Response::new)
     }
 
     #[tracing::instrument(skip_all)]

@@ -5,6 +5,7 @@
 //! network but the database; callers verify tokens before.
 
 mod best;
+mod channels;
 mod coalesce;
 mod repeated;
 mod returns;
@@ -20,7 +21,7 @@ use stadium_db::{RetryPolicy, retry_transient};
 
 use crate::domain::alternatives::SectionSeat;
 use crate::domain::refusal::refusal;
-use crate::domain::{Claim, Claimant, EventId, Hold, HoldKey, SectionId};
+use crate::domain::{Claim, Claimant, EventId, Hold, HoldKey, PresaleCode, SectionId};
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::store;
@@ -120,10 +121,36 @@ impl HoldsService {
     /// section's seats (cached).
     #[tracing::instrument(skip_all, fields(event_id = %claim.event, section_id = %claim.section, seats = claim.seats.len()))]
     pub async fn claim(&self, claim: &Claim) -> Result<Hold, Error> {
+        self.claim_opened_by(claim, None).await
+    }
+
+    /// A fan's claim of channel seats with a presale code or channel key: one statement
+    /// (`store::channels::claim_with_code`), never coalesced with other fans' claims.
+    ///
+    /// # Errors
+    /// As [`Self::claim`], and those of `store::channels::claim_with_code`.
+    #[tracing::instrument(skip_all, fields(event_id = %claim.event, section_id = %claim.section, seats = claim.seats.len()))]
+    pub async fn claim_with_code(&self, claim: &Claim, code: &PresaleCode) -> Result<Hold, Error> {
+        self.claim_opened_by(claim, Some(code)).await
+    }
+
+    async fn claim_opened_by(
+        &self,
+        claim: &Claim,
+        code: Option<&PresaleCode>,
+    ) -> Result<Hold, Error> {
         let started = Instant::now();
-        let result = match claim.claimant {
-            Claimant::Fan { .. } => self.coalescer.claim(claim.clone()).await,
-            Claimant::Block { .. } | Claimant::Comp { .. } => {
+        let result = match (&claim.claimant, code) {
+            (Claimant::Fan { .. }, Some(code)) => {
+                retry_transient(
+                    self.retry,
+                    |failure| self.metrics.retry(failure),
+                    || store::channels::claim_with_code(&self.pool, claim, code),
+                )
+                .await
+            }
+            (Claimant::Fan { .. }, None) => self.coalescer.claim(claim.clone()).await,
+            (Claimant::Block { .. } | Claimant::Comp { .. }, _) => {
                 retry_transient(
                     self.retry,
                     |failure| self.metrics.retry(failure),

@@ -142,7 +142,7 @@ pub async fn admin_release(
 ///
 /// # Errors
 /// [`Error::Database`].
-async fn record_actor(conn: &mut PgConnection, actor: &str) -> Result<(), Error> {
+pub async fn record_actor(conn: &mut PgConnection, actor: &str) -> Result<(), Error> {
     sqlx::query("SELECT set_config('stadium.actor', $1, true)")
         .bind(actor)
         .execute(&mut *conn)

@@ -8,6 +8,7 @@
 //! replicas with skewed clocks agree on what has expired.
 
 mod best;
+pub mod channels;
 mod claim;
 mod claim_many;
 mod history;
@@ -20,10 +21,11 @@ pub mod statements;
 mod sweep;
 
 pub use best::{BestOutcome, claim_best};
+pub use channels::{Assignment, ChannelState};
 pub use claim::{ClaimOutcome, Claimed, claim};
 pub use claim_many::{Batched, claim_many};
 pub use history::trim_seat_history;
-pub use holds::{ReleaseScope, admin_release, get, live_holds, release};
+pub use holds::{ReleaseScope, admin_release, get, live_holds, record_actor, release};
 pub use layout::{event_layout, unavailable_seat_ids};
 pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};
 pub use returns::{

@@ -10,7 +10,7 @@ use stadium_proto::holds::v1::{
 use stadium_testkit::all_at_once;
 use stadium_tokens::Role;
 
-use crate::support::{EventSettings, TestApp, assert_invariants, bearer};
+use crate::support::{EventSettings, TestApp, assert_invariants, bearer, lapse};
 
 /// One seat's history as `(change, actor, hold key)`, in order.
 async fn history(app: &TestApp, event: &str, seat: u64) -> Vec<(String, String, String)> {
@@ -27,25 +27,6 @@ async fn history(app: &TestApp, event: &str, seat: u64) -> Vec<(String, String, 
 
 fn row(change: &str, actor: &str, key: &str) -> (String, String, String) {
     (change.to_owned(), actor.to_owned(), key.to_owned())
-}
-
-/// Lets the hold `key` lapse a second ago, as time would, without recording the edit
-/// itself (triggers off for this one statement's transaction).
-async fn lapse(app: &TestApp, key: &str) {
-    let mut tx = app.pool().begin().await.unwrap();
-    sqlx::query("SET LOCAL session_replication_role = replica")
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-    sqlx::query(
-        "UPDATE holds.seat_holds SET expires_at = now() - interval '1 second' \
-         WHERE hold_key = $1::uuid",
-    )
-    .bind(key)
-    .execute(&mut *tx)
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

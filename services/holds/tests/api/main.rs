@@ -4,6 +4,7 @@
 
 mod best;
 mod cases;
+mod channels;
 mod claims;
 mod coalesced;
 mod history;

@@ -40,6 +40,7 @@ async fn refused_claims_write_nothing() {
         section_id: section,
         seat_ids: seats,
         request_id: String::new(),
+        presale_code: String::new(),
     };
     let fan = "fan-x";
     let session = app.issuers.session(fan);

@@ -28,6 +28,7 @@ fn claim(
         section_id: section,
         seat_ids: seats.to_vec(),
         request_id: request_id.to_owned(),
+        presale_code: String::new(),
     };
     let mut client = app.client();
     let session = app.issuers.session(fan);

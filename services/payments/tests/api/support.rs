@@ -258,6 +258,7 @@ impl Stack {
             section_id: self.section,
             seat_ids: seats.to_vec(),
             request_id: String::new(),
+            presale_code: String::new(),
         };
         self.holds()
             .claim_seats(bearer(request, &self.issuers.session(fan)))
