@@ -124,6 +124,10 @@ pub enum Command {
     /// Seats: their status history.
     #[command(subcommand)]
     Seat(SeatCommand),
+    /// Channels: seats set aside for a sponsor, a fan club or a promoter, claimable only
+    /// with the channel's key or a presale code.
+    #[command(subcommand)]
+    Channel(ChannelCommand),
     /// The waiting room's public records of an event's queue (no token needed).
     #[command(subcommand)]
     Queue(QueueCommand),
@@ -139,6 +143,65 @@ pub enum SeatCommand {
     /// Every status change of a seat (claimed, expired, booked, refunded, …) with who
     /// and when; without a seat, every seat of the event (use `--csv` to export).
     History(SeatHistory),
+}
+
+/// `channel` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ChannelCommand {
+    /// Create a channel; prints its key once.
+    Create {
+        /// Event id.
+        #[arg(long = "event")]
+        event_id: String,
+        /// Its name, unique per event.
+        #[arg(long)]
+        name: String,
+        /// When its remaining seats go to general sale (RFC 3339).
+        #[arg(long, value_parser = parse_time)]
+        release_at: Option<Timestamp>,
+    },
+    /// Give seats to a channel: listed seats, or the best free seats of a category.
+    Assign {
+        /// Channel id.
+        #[arg(long = "channel")]
+        channel_id: u64,
+        /// Seat ids, comma-separated.
+        #[arg(long, value_delimiter = ',', conflicts_with = "best")]
+        seats: Vec<u64>,
+        /// A price category: give its best free seats (with `--quantity`).
+        #[arg(long, requires = "quantity")]
+        best: Option<String>,
+        /// How many of the category's best seats.
+        #[arg(long)]
+        quantity: Option<u32>,
+    },
+    /// Make presale codes; prints them once, one per line.
+    Codes {
+        /// Channel id.
+        #[arg(long = "channel")]
+        channel_id: u64,
+        /// How many codes.
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+        /// Most seats in live holds made with one code at once (0: no limit).
+        #[arg(long, default_value_t = 0)]
+        max_seats: u32,
+        /// Most of those per fan (0: the event's own limit only).
+        #[arg(long, default_value_t = 0)]
+        max_seats_per_fan: u32,
+    },
+    /// Release a channel's remaining seats to general sale now.
+    Release {
+        /// Channel id.
+        #[arg(long = "channel")]
+        channel_id: u64,
+    },
+    /// An event's channels with their seats by state.
+    List {
+        /// Event id.
+        #[arg(long = "event")]
+        event_id: String,
+    },
 }
 
 /// `seat history` arguments.

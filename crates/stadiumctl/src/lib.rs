@@ -22,14 +22,15 @@
 //! stadiumctl queue audit 1 --commitment <recorded> --fan <your sub> # after
 //! ```
 pub mod args;
+mod channels;
 mod history;
 pub use history::SEAT_HISTORY_CSV_HEADER;
 pub mod queue;
 pub mod render;
 
 pub use args::{
-    Cli, Command, CreateEvent, DevToken, EventCommand, Format, Grouping, QueueAudit, QueueCommand,
-    SaleCommand, SeatCommand, SeatHistory, VenueCommand,
+    ChannelCommand, Cli, Command, CreateEvent, DevToken, EventCommand, Format, Grouping,
+    QueueAudit, QueueCommand, SaleCommand, SeatCommand, SeatHistory, VenueCommand,
 };
 
 use std::process::ExitCode;
@@ -252,6 +253,7 @@ async fn execute(cli: Cli) -> Result<Outcome, CliError> {
         Command::Event(cmd) => event(&mut c, cmd).await,
         Command::Sale(cmd) => sale(&mut c, cmd).await,
         Command::Seat(SeatCommand::History(args)) => history::run(&mut c, args).await,
+        Command::Channel(cmd) => channels::run(&mut c, cmd).await,
         Command::Block {
             event_id,
             section,

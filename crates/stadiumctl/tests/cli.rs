@@ -310,3 +310,28 @@ async fn seat_history_shows_a_seat_and_exports_an_event_as_csv() {
     );
     office.shutdown.cancel();
 }
+
+#[tokio::test]
+async fn channel_commands_reach_the_box_office_and_check_their_arguments() {
+    let office = Office::start().await;
+    let token = office.token("ann", &[Role::BoxOffice]);
+    // This box office has no holds service: the call arrives and is refused as such.
+    let out = ctl(&office, Some(&token), &["channel", "list", "--event", "1"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("NOT_CONFIGURED"),
+        "{out:?}"
+    );
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["channel", "assign", "--channel", "1"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--best CATEGORY"),
+        "{out:?}"
+    );
+    office.shutdown.cancel();
+}

@@ -413,4 +413,9 @@ service!(BoxOffice {
     refund_order(bo::RefundOrderRequest) -> bo::RefundOrderResponse;
     get_sales_timeline(bo::GetSalesTimelineRequest) -> bo::GetSalesTimelineResponse;
     get_seat_history(bo::GetSeatHistoryRequest) -> bo::GetSeatHistoryResponse;
+    create_channel(ho::CreateChannelRequest) -> ho::CreateChannelResponse;
+    assign_channel_seats(ho::AssignChannelSeatsRequest) -> ho::AssignChannelSeatsResponse;
+    create_presale_codes(ho::CreatePresaleCodesRequest) -> ho::CreatePresaleCodesResponse;
+    release_channel(ho::ReleaseChannelRequest) -> ho::ReleaseChannelResponse;
+    list_channels(ho::ListChannelsRequest) -> ho::ListChannelsResponse;
 });

@@ -111,6 +111,47 @@ impl Upstream {
     }
 }
 
+/// A holds channel RPC: its request and answer types and the client method that makes
+/// the call.
+macro_rules! channel_call {
+    ($(#[$doc:meta])* $name:ident, $method:ident, $req:ty, $resp:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Errors
+        /// [`Error::NotConfigured`]; [`Error::Upstream`] with the holds answer.
+        pub async fn $name(&self, token: &str, req: $req) -> Result<$resp> {
+            let answer = self.holds()?.$method(with_token(req, token)?).await;
+            answered("holds", answer)
+        }
+    };
+}
+
+impl Upstream {
+    channel_call!(
+        /// holds `CreateChannel`.
+        create_channel, create_channel, holds::CreateChannelRequest, holds::CreateChannelResponse
+    );
+    channel_call!(
+        /// holds `AssignChannelSeats`.
+        assign_channel_seats, assign_channel_seats, holds::AssignChannelSeatsRequest,
+        holds::AssignChannelSeatsResponse
+    );
+    channel_call!(
+        /// holds `CreatePresaleCodes`.
+        create_presale_codes, create_presale_codes, holds::CreatePresaleCodesRequest,
+        holds::CreatePresaleCodesResponse
+    );
+    channel_call!(
+        /// holds `ReleaseChannel`.
+        release_channel, release_channel, holds::ReleaseChannelRequest,
+        holds::ReleaseChannelResponse
+    );
+    channel_call!(
+        /// holds `ListChannels`.
+        list_channels, list_channels, holds::ListChannelsRequest, holds::ListChannelsResponse
+    );
+}
+
 /// The message of `service`'s answer, or its refusal as [`Error::Upstream`].
 fn answered<T>(
     service: &'static str,

@@ -1,6 +1,7 @@
 //! `stadium.box_office.v1.BoxOffice` over tonic: authenticate, convert and check the
 //! request, call [`BoxOfficeService`], convert the answer.
 
+mod channels;
 pub mod convert;
 mod history;
 mod inventory;
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use stadium_proto::box_office::v1::{self as pb, box_office_server};
+use stadium_proto::holds::v1 as holds;
 use stadium_venues::SourceFormat;
 use tonic::{Request, Response, Status};
 
@@ -508,6 +510,46 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
             }
             .await,
         )
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn create_channel(
+        &self,
+        request: Request<holds::CreateChannelRequest>,
+    ) -> Reply<holds::CreateChannelResponse> {
+        reply(self.create_channel_inner(request).await)
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn assign_channel_seats(
+        &self,
+        request: Request<holds::AssignChannelSeatsRequest>,
+    ) -> Reply<holds::AssignChannelSeatsResponse> {
+        reply(self.assign_channel_seats_inner(request).await)
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn create_presale_codes(
+        &self,
+        request: Request<holds::CreatePresaleCodesRequest>,
+    ) -> Reply<holds::CreatePresaleCodesResponse> {
+        reply(self.create_presale_codes_inner(request).await)
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn release_channel(
+        &self,
+        request: Request<holds::ReleaseChannelRequest>,
+    ) -> Reply<holds::ReleaseChannelResponse> {
+        reply(self.release_channel_inner(request).await)
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn list_channels(
+        &self,
+        request: Request<holds::ListChannelsRequest>,
+    ) -> Reply<holds::ListChannelsResponse> {
+        reply(self.list_channels_inner(request).await)
     }
 
     #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]

@@ -22,6 +22,7 @@ use crate::support::{Office, config, eur, reason};
 const TAKEN_SEAT: u64 = 13;
 const HOLD_KEY: &str = "5f0c6f1e-8a51-4c55-9c1e-3b8f0c8a1d2e";
 const ORDER_ID: &str = "0b3e2f6a-1c4d-4e8f-9a7b-6c5d4e3f2a1b";
+const CHANNEL_KEY: &str = "K3Y0F7HECHANNELNEVERSEEN";
 
 #[derive(Clone, Default)]
 struct Fake {
@@ -181,16 +182,38 @@ impl Holds for Fake {
     }
     async fn create_channel(
         &self,
-        _: Request<holds::CreateChannelRequest>,
+        request: Request<holds::CreateChannelRequest>,
     ) -> Result<Response<holds::CreateChannelResponse>, Status> {
-        unused()
+        self.saw(&request);
+        Ok(Response::new(holds::CreateChannelResponse {
+            channel: Some(holds::Channel {
+                channel_id: 7,
+                event_id: request.get_ref().event_id.clone(),
+                name: request.get_ref().name.clone(),
+                ..holds::Channel::default()
+            }),
+            key: CHANNEL_KEY.into(),
+        }))
     }
 
     async fn assign_channel_seats(
         &self,
-        _: Request<holds::AssignChannelSeatsRequest>,
+        request: Request<holds::AssignChannelSeatsRequest>,
     ) -> Result<Response<holds::AssignChannelSeatsResponse>, Status> {
-        unused()
+        self.saw(&request);
+        let Some(holds::assign_channel_seats_request::Seats::SeatIds(list)) =
+            &request.get_ref().seats
+        else {
+            return unused();
+        };
+        Self::taken(&list.seat_ids)?;
+        Ok(Response::new(holds::AssignChannelSeatsResponse {
+            channel: Some(holds::Channel {
+                channel_id: request.get_ref().channel_id,
+                ..holds::Channel::default()
+            }),
+            seat_ids: list.seat_ids.clone(),
+        }))
     }
 
     async fn create_presale_codes(
@@ -413,6 +436,91 @@ async fn inventory_goes_through_holds_and_payments_with_the_callers_token() {
             ("ann".to_owned(), format!("refund_order order:{ORDER_ID}")),
         ]
     );
+    office.stop().await;
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn channels_go_to_holds_and_are_audited_without_their_key() {
+    let fake = Fake::default();
+    let stop = CancellationToken::new();
+    let url = serve_fakes(fake.clone(), stop.clone()).await;
+    let db = stadium_testkit::fresh_database().await;
+    let dev = stadium_tokens::DevIssuer::generate().unwrap();
+    let config = config(&db, &dev, &["--holds-url", &url]);
+    let mut office = Office::start_with(db, dev, config).await;
+
+    let created = office
+        .client
+        .create_channel(office.office(holds::CreateChannelRequest {
+            event_id: "1".into(),
+            name: "Fan club".into(),
+            release_at: None,
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(created.key, CHANNEL_KEY);
+    assert!(fake.bearers.lock().unwrap()[0].starts_with("Bearer "));
+    let assigned = office
+        .client
+        .assign_channel_seats(office.office(holds::AssignChannelSeatsRequest {
+            channel_id: 7,
+            seats: Some(holds::assign_channel_seats_request::Seats::SeatIds(
+                holds::SeatList {
+                    seat_ids: vec![1, 2],
+                },
+            )),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(assigned.seat_ids, [1, 2]);
+    let audit = office.audit().await;
+    let channel_rows: Vec<_> = audit
+        .iter()
+        .filter(|(_, _, target)| target == "channel:7")
+        .collect();
+    assert_eq!(channel_rows.len(), 2, "{audit:?}");
+    let stored: String = sqlx::query_scalar(
+        "SELECT string_agg(coalesce(after::text, ''), ' ') FROM catalog.admin_audit",
+    )
+    .fetch_one(office.pool())
+    .await
+    .unwrap();
+    assert!(
+        stored.contains("Fan club") && !stored.contains(CHANNEL_KEY),
+        "{stored}"
+    );
+
+    // Holds' refusal comes back as it was, and nothing more is audited.
+    let status = office
+        .client
+        .assign_channel_seats(office.office(holds::AssignChannelSeatsRequest {
+            channel_id: 7,
+            seats: Some(holds::assign_channel_seats_request::Seats::SeatIds(
+                holds::SeatList {
+                    seat_ids: vec![TAKEN_SEAT],
+                },
+            )),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).1, Some(Reason::SeatTaken));
+    assert_eq!(office.audit().await.len(), audit.len());
+    // A service token is not staff.
+    let payments = office.token("payments", &[stadium_tokens::Role::Service]);
+    let status = office
+        .client
+        .list_channels(crate::support::bearer(
+            holds::ListChannelsRequest {
+                event_id: "1".into(),
+            },
+            &payments,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied);
     office.stop().await;
     stop.cancel();
 }
