@@ -1,9 +1,10 @@
 //! Picking and claiming seats: a section skewed toward the best; in it, most fans press
 //! "best available" (holds picks and claims the block, `ClaimBestAvailable`), the
-//! others pick seats from the seat map's suggestions. After `SEAT_TAKEN` a fan takes
-//! what it is offered: the alternatives of a picked claim, the seats apart, best
-//! available at a price level the map shows room for in a section the refusal named
-//! (holds choosing the section), or a fresh pick. A best-available claim that finds no
+//! others pick seats from the seat map's suggestions, half of them "or similar" (holds
+//! takes the seats it would offer instead in the same call). After `SEAT_TAKEN` a fan
+//! takes what it is offered: best available's seats apart, or at a price level the map
+//! shows room for in a section the refusal named (holds choosing the section), or a
+//! fresh pick. A best-available claim that finds no
 //! block anywhere while seats are held waits in the returns queue, as a fan pressing
 //! "best available" lets the site look for returned seats, until holds serves it a hold;
 //! a fan who stops waiting leaves the line.
@@ -32,10 +33,10 @@ use crate::stats::{get, inc};
 const SUGGESTIONS: u32 = 5;
 /// Share of fans who take the first (best) suggestion; the others take another.
 const TAKE_BEST: f64 = 0.4;
-/// Share of fans who take the alternatives offered with SEAT_TAKEN (the others look
-/// at the map again, maybe in another section): if every loser took the same
-/// alternatives, they would collide again.
-const TAKE_ALTERNATIVES: f64 = 0.5;
+/// Share of fans who pick seats "or similar" (`accept_similar`: holds claims the seats
+/// it would offer instead, in the same call, while the picked ones are taken); the
+/// others look at the map again after SEAT_TAKEN, maybe in another section.
+const TAKE_SIMILAR: f64 = 0.5;
 /// Share of fans who take seats apart when best available finds none together.
 const TAKE_APART: f64 = 0.7;
 /// Share of best-available fans who take any price level (their own first, then the
@@ -95,8 +96,8 @@ pub(crate) fn parse_seat_ids(list: &str) -> Option<Vec<u64>> {
 /// What to claim next.
 #[derive(Debug, Clone)]
 enum Want {
-    /// These seats of this section.
-    Seats(u64, Vec<u64>),
+    /// These seats of this section, or (true) similar ones if they are gone.
+    Seats(u64, Vec<u64>, bool),
     /// The best block holds finds for this target (a section, or a price category in
     /// any section, then the further categories listed, in order), adjacent or not.
     Best(Target, Together, Vec<String>),
@@ -213,7 +214,8 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
                 rng.gen_range(0..response.suggestions.len())
             };
             let s = &response.suggestions[i];
-            Pick::Claim(Want::Seats(s.section_id, s.seat_ids.clone()))
+            let similar = rng.gen_bool(TAKE_SIMILAR);
+            Pick::Claim(Want::Seats(s.section_id, s.seat_ids.clone(), similar))
         }
         Ok(_) => {
             ctx.map.mark_short(section, *quantity);
@@ -360,11 +362,9 @@ async fn claim_round(
                         .unwrap_or_default()
                 };
                 next = match &want {
-                    Want::Seats(section, seats) => {
-                        let alternatives = listed("alternative_seat_ids");
-                        (alternatives.len() == seats.len() && rng.gen_bool(TAKE_ALTERNATIVES))
-                            .then_some(Want::Seats(*section, alternatives))
-                    }
+                    // Holds already tried similar seats for those who wanted them;
+                    // everyone looks at the map again.
+                    Want::Seats(..) => None,
                     // Best available already tried every block there: the same seats
                     // apart when it says they exist (most people take them), else
                     // another section it named, else look at the map again.
@@ -599,7 +599,7 @@ async fn claim(
 ) -> Result<Answer, tonic::Status> {
     let mut client = ctx.clients.holds.clone();
     match want {
-        Want::Seats(section_id, seat_ids) => {
+        Want::Seats(section_id, seat_ids, similar) => {
             let request = ClaimSeatsRequest {
                 admission_token: admission.to_owned(),
                 event_id: ctx.event.event_id.clone(),
@@ -607,6 +607,7 @@ async fn claim(
                 seat_ids: seat_ids.clone(),
                 request_id: request_id.to_owned(),
                 presale_code: String::new(),
+                accept_similar: *similar,
             };
             ctx.call(
                 "Holds/ClaimSeats",

@@ -405,6 +405,7 @@ async fn claim_on(
         seat_ids: seats.to_vec(),
         request_id: String::new(),
         presale_code: String::new(),
+        accept_similar: false,
     };
     let response = clients
         .holds

@@ -112,6 +112,7 @@ async fn a_paid_order_gives_the_fans_place_under_the_cap_back() {
                 seat_ids: vec![seat_id as u64],
                 request_id: String::new(),
                 presale_code: String::new(),
+                accept_similar: false,
             },
             session,
         ))

@@ -204,6 +204,7 @@ service!(Holds {
             seat_ids: free[..quantity].to_vec(),
             request_id: String::new(),
             presale_code: String::new(),
+            accept_similar: false,
         });
         *claim.metadata_mut() = r.metadata().clone();
         let hold = self.claim_seats(claim).await?.into_inner().hold;

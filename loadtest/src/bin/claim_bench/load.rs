@@ -355,6 +355,7 @@ pub async fn run(
                             seat_ids,
                             request_id: String::new(),
                             presale_code: String::new(),
+                            accept_similar: false,
                         });
                         request.metadata_mut().insert("authorization", bearer);
                         grpc.claim_seats(request).await.map(|_| ())

@@ -155,6 +155,7 @@ impl Stack {
                     seat_ids,
                     request_id: String::new(),
                     presale_code: String::new(),
+                    accept_similar: false,
                 };
                 (format!("{prefix}{n}"), claim)
             })

@@ -91,6 +91,9 @@ impl Holds for HoldsApi {
                 Some(PresaleCode::parse(typed).map_err(|e| Error::invalid("presale_code", e))?)
             }
         };
+        if code.is_some() && body.accept_similar {
+            return Err(Error::invalid("accept_similar", "not with a presale_code").into());
+        }
         let span = tracing::Span::current();
         span.record("event_id", event.get());
         span.record("section_id", section.get());
@@ -110,6 +113,7 @@ impl Holds for HoldsApi {
         };
         let hold = match code {
             Some(code) => self.service.claim_with_code(&claim, &code).await?,
+            None if body.accept_similar => self.service.claim_or_similar(&claim).await?,
             None => self.service.claim(&claim).await?,
         };
         Ok(Response::new(ClaimSeatsResponse {

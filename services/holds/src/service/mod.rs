@@ -9,6 +9,7 @@ mod channels;
 mod coalesce;
 mod repeated;
 mod returns;
+mod similar;
 
 pub use coalesce::Batching;
 pub use returns::{Admission, BestAnswer, ServedReturns};

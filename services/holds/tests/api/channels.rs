@@ -101,6 +101,7 @@ async fn claim(
         seat_ids: seats.to_vec(),
         request_id: String::new(),
         presale_code: code.to_owned(),
+        accept_similar: false,
     };
     app.client()
         .claim_seats(bearer(request, &app.issuers.session(fan)))
@@ -294,6 +295,7 @@ async fn a_codes_limits_hold_under_fifty_concurrent_claims() {
             seat_ids: vec![a.seats[i]],
             request_id: String::new(),
             presale_code: code.clone(),
+            accept_similar: false,
         };
         let session = app.issuers.session(&format!("racer-{i}"));
         let mut client = app_client;

@@ -19,5 +19,6 @@ mod refusals;
 mod repeated;
 mod request_ids;
 mod returns;
+mod similar;
 mod support;
 mod sweeper;

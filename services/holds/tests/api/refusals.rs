@@ -41,6 +41,7 @@ async fn refused_claims_write_nothing() {
         seat_ids: seats,
         request_id: String::new(),
         presale_code: String::new(),
+        accept_similar: false,
     };
     let fan = "fan-x";
     let session = app.issuers.session(fan);

@@ -29,6 +29,7 @@ fn claim(
         seat_ids: seats.to_vec(),
         request_id: request_id.to_owned(),
         presale_code: String::new(),
+        accept_similar: false,
     };
     let mut client = app.client();
     let session = app.issuers.session(fan);

@@ -154,6 +154,7 @@ impl Fan {
             seat_ids: seats.to_vec(),
             request_id: String::new(),
             presale_code: String::new(),
+            accept_similar: false,
         };
         self.client
             .claim_seats(bearer(request, &self.session))

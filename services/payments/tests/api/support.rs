@@ -259,6 +259,7 @@ impl Stack {
             seat_ids: seats.to_vec(),
             request_id: String::new(),
             presale_code: String::new(),
+            accept_similar: false,
         };
         self.holds()
             .claim_seats(bearer(request, &self.issuers.session(fan)))
