@@ -369,6 +369,7 @@ pub fn configure_request(event: &Event, state: SaleState) -> ConfigureEventReque
         admission_ttl_ms: u64::from(event.settings.admission_ttl_ms),
         admitted_floor: 0,
         numbered_floor: 0,
+        admission_no_show_ms: 0,
     }
 }
 

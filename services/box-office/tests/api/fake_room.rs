@@ -166,6 +166,30 @@ impl WaitingRoom for FakeWaitingRoom {
     ) -> Result<Response<wr::CompleteAdmissionResponse>, Status> {
         unused()
     }
+    async fn release_admission(
+        &self,
+        _: Request<wr::ReleaseAdmissionRequest>,
+    ) -> Result<Response<wr::ReleaseAdmissionResponse>, Status> {
+        unused()
+    }
+    async fn revoke_admission(
+        &self,
+        _: Request<wr::RevokeAdmissionRequest>,
+    ) -> Result<Response<wr::RevokeAdmissionResponse>, Status> {
+        unused()
+    }
+    async fn list_revoked_admissions(
+        &self,
+        _: Request<wr::ListRevokedAdmissionsRequest>,
+    ) -> Result<Response<wr::ListRevokedAdmissionsResponse>, Status> {
+        unused()
+    }
+    async fn mark_admissions_used(
+        &self,
+        _: Request<wr::MarkAdmissionsUsedRequest>,
+    ) -> Result<Response<wr::MarkAdmissionsUsedResponse>, Status> {
+        unused()
+    }
     async fn configure_event(
         &self,
         request: Request<wr::ConfigureEventRequest>,

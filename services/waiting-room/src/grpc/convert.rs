@@ -142,6 +142,7 @@ pub fn settings(
             fans_per_minute,
             active_fan_cap: req.active_fan_cap,
             admission_ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+            no_show_ms: no_show_ms(req.admission_no_show_ms)?,
             floor: QueueFloor {
                 admitted: queue_floor("admitted_floor", req.admitted_floor)?,
                 numbered: queue_floor("numbered_floor", req.numbered_floor)?
@@ -149,6 +150,17 @@ pub fn settings(
             },
         },
     ))
+}
+
+/// Checks `admission_no_show_ms`: 0 (off) up to [`MAX_ADMISSION_TTL`].
+fn no_show_ms(value: u64) -> Result<u64, Error> {
+    if u128::from(value) > MAX_ADMISSION_TTL.as_millis() {
+        return Err(Error::invalid(
+            "admission_no_show_ms",
+            "must be 0 (off) to 86400000",
+        ));
+    }
+    Ok(value)
 }
 
 /// Highest queue number a floor may name: far above any queue, low enough that the
