@@ -17,5 +17,6 @@ mod refusals;
 mod repeated;
 mod request_ids;
 mod returns;
+mod revoked;
 mod support;
 mod sweeper;
