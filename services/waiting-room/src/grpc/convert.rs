@@ -321,7 +321,7 @@ mod tests {
         assert_eq!(s.onsale_ms, Some(1_700_000_000_123));
         assert_eq!(s.admission_ttl_ms, 600_000);
         type Spoil = fn(&mut pb::ConfigureEventRequest);
-        let cases: [(&str, Spoil); 6] = [
+        let cases: [(&str, Spoil); 7] = [
             ("event_id", |r| r.event_id = "x".into()),
             ("state", |r| r.state = 0),
             ("onsale_at", |r| r.onsale_at = None),
@@ -333,6 +333,9 @@ mod tests {
             }),
             ("fans_per_minute", |r| r.fans_per_minute = 0),
             ("admission_ttl_ms", |r| r.admission_ttl_ms = 999),
+            ("admission_no_show_ms", |r| {
+                r.admission_no_show_ms = 86_400_001
+            }),
         ];
         for (field, spoil) in cases {
             let mut r = request();

@@ -435,12 +435,13 @@ end
 return {'ok', fmt(numbered)}
 "#;
 
-/// KEYS: cfg, fans, adm. ARGV: fan.
-/// Frees the fan's active place. Returns `completed`, `noop` (already done, expired or
-/// never admitted) or `missing`.
+/// KEYS: cfg, fans, adm, then the admission keys. ARGV: fan.
+/// Frees the fan's active place (a fan who paid is no no-show either). Returns
+/// `completed`, `noop` (already done, expired or never admitted) or `missing`.
 const COMPLETE: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
 local n = redis.call('HGET', KEYS[2], ARGV[1])
+if n then redis.call('ZREM', akeys().ns, n) end
 if n and redis.call('ZREM', KEYS[3], n) == 1 then
   redis.call('HINCRBY', KEYS[1], 'completed', 1)
   return 'completed'
