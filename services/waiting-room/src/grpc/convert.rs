@@ -259,6 +259,8 @@ pub fn stats(event: &EventId, snap: &QueueSnapshot) -> pb::GetQueueStatsResponse
         admitted: snap.frontier,
         waiting: snap.waiting(),
         numbered: snap.numbered,
+        revoked: snap.revocations,
+        no_shows: snap.no_shows,
         fans_per_minute: snap.fans_per_minute,
         active_admitted: snap.active,
         active_fan_cap: snap.active_fan_cap,

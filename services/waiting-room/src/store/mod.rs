@@ -504,6 +504,10 @@ fn parse_snapshot(reply: &[String]) -> Result<QueueSnapshot, Error> {
             None | Some("") => 0,
             Some(_) => field(reply, 19, "rev_version")?,
         },
+        no_shows: match reply.get(20).map(String::as_str) {
+            None | Some("") => 0,
+            Some(_) => field(reply, 20, "noshows")?,
+        },
         inventory: parse_inventory(reply)?,
     })
 }

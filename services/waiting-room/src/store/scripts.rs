@@ -203,7 +203,7 @@ end
 /// Returns `{'missing'}`, `{'opening'}` (on-sale time reached, shuffle pending) or the
 /// snapshot `{state, paused, rate, cap, ttl, credit, frontier, joined, completed,
 /// onsale, prequeue, active, now, inv_free, inv_held, inv_holds, inv_at, inv_first,
-/// numbered, rev_version}`, the five `inv_` fields empty unless an inventory report is
+/// numbered, rev_version, noshows}`, the five `inv_` fields empty unless an inventory report is
 /// fresh.
 const SNAPSHOT: &str = r#"
 local now = clock(ARGV[1])
@@ -214,7 +214,8 @@ if state == 'scheduled' and now >= num(redis.call('HGET', KEYS[1], 'onsale')) th
 end
 advance(KEYS[1], KEYS[3], now)
 local h = redis.call('HMGET', KEYS[1], 'state', 'paused', 'rate', 'cap', 'ttl', 'credit',
-  'frontier', 'joined', 'completed', 'onsale', 'prequeue', 'numbered', 'rev_version')
+  'frontier', 'joined', 'completed', 'onsale', 'prequeue', 'numbered', 'rev_version',
+  'noshows')
 local prequeue = h[11]
 if h[1] == 'scheduled' then prequeue = redis.call('LLEN', KEYS[2]) end
 local active = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
@@ -223,7 +224,7 @@ local inv = redis.call('HMGET', KEYS[1], 'inv_free', 'inv_held', 'inv_holds', 'i
 if num(inv[5]) < now then inv = {} end
 return {s(h[1]), s(h[2]), s(h[3]), s(h[4]), s(h[5]), s(h[6]), s(h[7]), s(h[8]), s(h[9]),
   s(h[10]), s(prequeue), s(active), fmt(now), s(inv[1]), s(inv[2]), s(inv[3]), s(inv[4]),
-  s(inv[6]), s(h[12]), s(h[13])}
+  s(inv[6]), s(h[12]), s(h[13]), s(h[14])}
 "#;
 
 /// KEYS: cfg, fans, pre, adm. ARGV: fan, now.

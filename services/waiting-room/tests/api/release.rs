@@ -177,6 +177,7 @@ async fn a_released_admission_is_revoked_and_its_place_goes_to_the_next_fan() {
     );
     let stats = room.stats(0).await;
     assert_eq!((stats.admitted, stats.active_admitted), (3, 2), "{stats:?}");
+    assert_eq!((stats.revoked, stats.no_shows), (1, 0), "{stats:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -331,6 +332,7 @@ async fn a_no_show_loses_the_admission_and_a_fan_who_claimed_keeps_it() {
     );
     let stats = room.stats(0).await;
     assert_eq!((stats.admitted, stats.active_admitted), (3, 2), "{stats:?}");
+    assert_eq!((stats.revoked, stats.no_shows), (1, 1), "{stats:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
