@@ -409,5 +409,6 @@ service!(BoxOffice {
     release_seats(bo::ReleaseSeatsRequest) -> bo::ReleaseSeatsResponse;
     issue_comp(bo::IssueCompRequest) -> bo::IssueCompResponse;
     refund_order(bo::RefundOrderRequest) -> bo::RefundOrderResponse;
+    revoke_admission(bo::RevokeAdmissionRequest) -> bo::RevokeAdmissionResponse;
     get_sales_timeline(bo::GetSalesTimelineRequest) -> bo::GetSalesTimelineResponse;
 });
