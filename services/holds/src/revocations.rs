@@ -94,8 +94,9 @@ impl Default for Freshness {
 /// Most pages one refresh reads (10,000 revocations each).
 const MAX_PAGES: usize = 100;
 
+/// One event's copy of the revocation set.
 #[derive(Debug, Default)]
-struct Copy {
+struct EventCopy {
     epoch: String,
     version: u64,
     /// jti → exp, Unix seconds.
@@ -111,7 +112,7 @@ struct Copy {
 pub struct Revocations {
     source: Arc<dyn RevocationSource>,
     freshness: Freshness,
-    events: moka::sync::Cache<EventId, Arc<RwLock<Copy>>>,
+    events: moka::sync::Cache<EventId, Arc<RwLock<EventCopy>>>,
     fetches: AtomicU64,
 }
 
@@ -184,7 +185,7 @@ impl Revocations {
         at.is_some_and(|at| at.elapsed() < self.freshness.max_age)
     }
 
-    fn answer(&self, event: EventId, copy: &Copy, jti: &str) -> Result<(), Error> {
+    fn answer(&self, event: EventId, copy: &EventCopy, jti: &str) -> Result<(), Error> {
         let trusted = copy
             .fresh_at
             .is_some_and(|at| at.elapsed() < self.freshness.stale_limit);
@@ -200,7 +201,7 @@ impl Revocations {
         Ok(())
     }
 
-    async fn refresh(&self, event: EventId, copy: &mut Copy) -> Result<(), String> {
+    async fn refresh(&self, event: EventId, copy: &mut EventCopy) -> Result<(), String> {
         for _ in 0..MAX_PAGES {
             self.fetches.fetch_add(1, Ordering::Relaxed);
             let page = self.source.fetch(event, &copy.epoch, copy.version).await?;
