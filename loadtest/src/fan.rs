@@ -9,7 +9,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use stadium_kit::Reason;
 use stadium_proto::waiting_room::v1::{
-    CompleteAdmissionRequest, GetStatusRequest, JoinRequest, QueueState, QueueStatus,
+    GetStatusRequest, JoinRequest, QueueState, QueueStatus, ReleaseAdmissionRequest,
 };
 use tonic::{Code, Status};
 
@@ -263,25 +263,25 @@ pub(crate) async fn run_fan(ctx: &Ctx, plan: FanPlan) {
         Some(hold) => settle(ctx, &plan, &session, &admission, hold, &mut rng).await,
         None => {
             inc(&ctx.stats.gave_up);
-            complete_admission(ctx, &session, &admission).await;
+            release_admission(ctx, &session, &admission).await;
         }
     }
     inc(&ctx.stats.finished);
 }
 
-/// Tells the waiting room the fan is done, so the active-fan cap regains its place
-/// (repeated after a passing failure: the call is idempotent).
-pub(crate) async fn complete_admission(ctx: &Ctx, session: &str, admission: &str) {
+/// Gives the fan's admission back (`ReleaseAdmission`): the token stops working at
+/// holds and the active-fan cap regains its place (repeated after a passing failure:
+/// the call is idempotent).
+pub(crate) async fn release_admission(ctx: &Ctx, session: &str, admission: &str) {
     for attempt in 0..=TRANSIENT_RETRIES {
-        let request = CompleteAdmissionRequest {
+        let request = ReleaseAdmissionRequest {
             admission_token: admission.to_owned(),
-            ..Default::default()
         };
         let mut client = ctx.clients.waiting_room.clone();
         match ctx
             .call(
-                "WaitingRoom/CompleteAdmission",
-                client.complete_admission(authed(request, session)),
+                "WaitingRoom/ReleaseAdmission",
+                client.release_admission(authed(request, session)),
             )
             .await
         {

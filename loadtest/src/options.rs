@@ -263,6 +263,9 @@ pub struct EventOptions {
     pub active_fan_cap: u32,
     /// Admission token lifetime; zero = the server default (10 min).
     pub admission_ttl: Duration,
+    /// How long an admitted fan may go without a claim before the waiting room takes
+    /// the admission back; zero = never.
+    pub admission_no_show: Duration,
     /// ISO 4217 currency of every price.
     pub currency: String,
     /// Price of the best category in minor units; each next category (in the venue's
@@ -281,6 +284,7 @@ impl Default for EventOptions {
             admission_rate_per_min: 60_000,
             active_fan_cap: 0,
             admission_ttl: Duration::ZERO,
+            admission_no_show: Duration::ZERO,
             currency: "EUR".into(),
             top_price_minor: 15_000,
         }

@@ -14,7 +14,7 @@ use tonic::{Code, Status};
 
 use crate::claim::HeldSeats;
 use crate::credentials::authed;
-use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, complete_admission, think, transient};
+use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, release_admission, think, transient};
 use crate::final_answer;
 use crate::mix::{Behaviour, FanPlan};
 use crate::stats::{add, inc};
@@ -45,7 +45,7 @@ pub(crate) async fn settle(
             tokio::time::sleep(think(ctx, rng).min(left / 2)).await;
             let started = Instant::now();
             let first = confirm_once(ctx, session, &held).await;
-            complete_admission(ctx, session, admission).await;
+            release_admission(ctx, session, admission).await;
             if unsettled(&first) && rng.gen_bool(ctx.options.walk_away_share) {
                 final_answer::walk_away(ctx, session, &held, started).await;
                 return;
@@ -60,14 +60,14 @@ pub(crate) async fn settle(
             count_payment(ctx, session, &held, result, started, rng).await;
         }
         Behaviour::Abandon => {
-            complete_admission(ctx, session, admission).await;
+            release_admission(ctx, session, admission).await;
             lapse(&held).await;
             ctx.hold_ended(held.seats());
             inc(&stats.holds_expired);
             add(&stats.seats_expired, held.seats());
         }
         Behaviour::PayLate => {
-            complete_admission(ctx, session, admission).await;
+            release_admission(ctx, session, admission).await;
             lapse(&held).await;
             ctx.hold_ended(held.seats());
             inc(&stats.late_payments);
@@ -100,7 +100,7 @@ pub(crate) async fn settle(
                 confirm(ctx, session, &held, rng),
                 confirm(ctx, session, &held, &mut rng2)
             );
-            complete_admission(ctx, session, admission).await;
+            release_admission(ctx, session, admission).await;
             inc(&stats.double_confirms);
             match double_outcome(&a, &b) {
                 Double::SameOrder => inc(&stats.double_same_order),

@@ -138,6 +138,7 @@ pub async fn setup_event(
         admission_rate_per_min: settings.admission_rate_per_min,
         active_fan_cap: settings.active_fan_cap,
         admission_ttl_ms: millis(settings.admission_ttl),
+        admission_no_show_ms: millis(settings.admission_no_show),
         currency: settings.currency.clone(),
     };
     let request = CreateEventRequest {

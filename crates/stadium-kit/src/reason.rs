@@ -103,6 +103,13 @@ reasons! {
     TicketExpired = "TICKET_EXPIRED",
     /// The fan's admission ran out.
     AdmissionExpired = "ADMISSION_EXPIRED",
+    /// The fan's admission was given back (`ReleaseAdmission`), taken back by staff
+    /// (`RevokeAdmission`) or lost for want of a claim in time (no-show): its token is
+    /// refused and no other is issued.
+    AdmissionRevoked = "ADMISSION_REVOKED",
+    /// Holds could not learn an event's revoked admissions recently enough to trust a
+    /// token (metadata `event_id`); retrying is safe.
+    RevocationsUnavailable = "REVOCATIONS_UNAVAILABLE",
     /// The queue's store (Redis) did not answer.
     QueueStoreUnavailable = "QUEUE_STORE_UNAVAILABLE",
     /// The queue's store lost the event (Redis restarted empty) and the box office has

@@ -28,18 +28,20 @@ enum Rpc {
     ClaimComp,
     ReleaseSeats,
     CompleteAdmission,
+    MarkAdmissionsUsed,
     ConfigureEvent,
     SetAdmissionRate,
     ReportInventory,
 }
 
 impl Rpc {
-    const ALL: [Rpc; 8] = [
+    const ALL: [Rpc; 9] = [
         Rpc::StartPayment,
         Rpc::ConfirmHold,
         Rpc::ClaimComp,
         Rpc::ReleaseSeats,
         Rpc::CompleteAdmission,
+        Rpc::MarkAdmissionsUsed,
         Rpc::ConfigureEvent,
         Rpc::SetAdmissionRate,
         Rpc::ReportInventory,
@@ -52,6 +54,7 @@ impl Rpc {
             | Rpc::ClaimComp
             | Rpc::ReleaseSeats
             | Rpc::CompleteAdmission => &[service::PAYMENTS],
+            Rpc::MarkAdmissionsUsed => &[service::HOLDS],
             Rpc::ConfigureEvent | Rpc::SetAdmissionRate | Rpc::ReportInventory => {
                 &[service::BOX_OFFICE]
             }
@@ -123,6 +126,16 @@ impl Rpc {
                         admission_token: String::new(),
                         event_id: "not-an-event".into(),
                         fan_id: "fan-1".into(),
+                    },
+                    token,
+                ))
+                .await
+                .map(drop),
+            Rpc::MarkAdmissionsUsed => room
+                .mark_admissions_used(req(
+                    wr::MarkAdmissionsUsedRequest {
+                        event_id: "not-an-event".into(),
+                        jtis: vec!["jti".into()],
                     },
                     token,
                 ))

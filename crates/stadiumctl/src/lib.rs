@@ -475,6 +475,7 @@ async fn event(c: &mut Client, cmd: EventCommand) -> Result<Outcome, CliError> {
                 admission_rate_per_min: a.rate,
                 active_fan_cap: a.active_cap,
                 admission_ttl_ms: 0,
+                admission_no_show_ms: 0,
                 currency: a.currency.clone(),
             };
             let req = c.request(pb::CreateEventRequest {

@@ -52,7 +52,7 @@ pub struct State {
     pub charges: u64,
     /// Fans admitted.
     pub admitted: u64,
-    /// CompleteAdmission calls.
+    /// ReleaseAdmission calls.
     pub completed: u64,
     /// While set and ahead, the waiting room answers every Join and GetStatus as a
     /// queue whose store is restoring the event (UNAVAILABLE/QUEUE_RESTORING).

@@ -27,13 +27,13 @@ service!(WaitingRoom {
         Ok(Response::new(wr::GetStatusResponse { status: Some(self.queue_status(&fan)) }))
     }
 
-    async fn complete_admission(&self, r: Request<wr::CompleteAdmissionRequest>) -> Result<Response<wr::CompleteAdmissionResponse>, Status> {
+    async fn release_admission(&self, r: Request<wr::ReleaseAdmissionRequest>) -> Result<Response<wr::ReleaseAdmissionResponse>, Status> {
         let fan = self.fan(&r)?;
         if r.get_ref().admission_token != format!("adm:{fan}") {
             return Err(Status::unauthenticated("TOKEN_INVALID"));
         }
         self.lock().completed += 1;
-        Ok(Response::new(wr::CompleteAdmissionResponse {}))
+        Ok(Response::new(wr::ReleaseAdmissionResponse { freed: true }))
     }
 
     async fn get_queue_stats(&self, r: Request<wr::GetQueueStatsRequest>) -> Result<Response<wr::GetQueueStatsResponse>, Status> {
@@ -47,6 +47,10 @@ service!(WaitingRoom {
     get_shuffle_seed(wr::GetShuffleSeedRequest) -> wr::GetShuffleSeedResponse;
     get_shuffle_commitment(wr::GetShuffleCommitmentRequest) -> wr::GetShuffleCommitmentResponse;
     list_pre_queue(wr::ListPreQueueRequest) -> wr::ListPreQueueResponse;
+    complete_admission(wr::CompleteAdmissionRequest) -> wr::CompleteAdmissionResponse;
+    revoke_admission(wr::RevokeAdmissionRequest) -> wr::RevokeAdmissionResponse;
+    list_revoked_admissions(wr::ListRevokedAdmissionsRequest) -> wr::ListRevokedAdmissionsResponse;
+    mark_admissions_used(wr::MarkAdmissionsUsedRequest) -> wr::MarkAdmissionsUsedResponse;
     configure_event(wr::ConfigureEventRequest) -> wr::ConfigureEventResponse;
     set_admission_rate(wr::SetAdmissionRateRequest) -> wr::SetAdmissionRateResponse;
     pause_admission(wr::PauseAdmissionRequest) -> wr::PauseAdmissionResponse;
@@ -412,6 +416,7 @@ service!(BoxOffice {
     release_seats(bo::ReleaseSeatsRequest) -> bo::ReleaseSeatsResponse;
     issue_comp(bo::IssueCompRequest) -> bo::IssueCompResponse;
     refund_order(bo::RefundOrderRequest) -> bo::RefundOrderResponse;
+    revoke_admission(bo::RevokeAdmissionRequest) -> bo::RevokeAdmissionResponse;
     get_sales_timeline(bo::GetSalesTimelineRequest) -> bo::GetSalesTimelineResponse;
     get_seat_history(bo::GetSeatHistoryRequest) -> bo::GetSeatHistoryResponse;
     create_channel(ho::CreateChannelRequest) -> ho::CreateChannelResponse;

@@ -138,6 +138,9 @@ pub struct EventSettings {
     pub active_fan_cap: u32,
     /// Admission token lifetime, milliseconds.
     pub admission_ttl_ms: u32,
+    /// How long an admitted fan may go without a claim before the waiting room takes
+    /// the admission back, milliseconds, 0 to [`MAX_ADMISSION_TTL_MS`]; 0 = never.
+    pub admission_no_show_ms: u32,
     /// ISO 4217 currency of every price.
     pub currency: String,
 }

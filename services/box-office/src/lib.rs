@@ -41,6 +41,7 @@ use stadium_kit::tls::Tls;
 use stadium_proto::box_office::v1::box_office_server::BoxOfficeServer;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::payments::v1::payments_client::PaymentsClient;
+use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
 use stadium_tokens::VerificationKeys;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -140,6 +141,9 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
             .map(HoldsClient::new),
         payments: optional_channel("--payments-url", &config.payments_url, tls.as_ref())?
             .map(PaymentsClient::new),
+        waiting_room: waiting_room
+            .as_ref()
+            .map(|(channel, _)| WaitingRoomClient::new(channel.clone())),
     };
     let pool = stadium_db::connect(
         config.database_url.expose_secret(),

@@ -22,6 +22,7 @@ use tonic::{Request, Status};
 
 use crate::domain::{EventId, FanId};
 use crate::error::Error;
+use crate::revocations::Revocations;
 
 /// A boxed future of a JWKS fetch.
 pub type JwksFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
@@ -145,6 +146,7 @@ pub struct Authenticator {
     fan: FanSessionVerifier,
     admin: AdminVerifier,
     admission: AdmissionKeys,
+    revocations: Revocations,
     services: ServiceRecognition,
 }
 
@@ -161,8 +163,8 @@ pub struct AdmittedFan {
 
 impl Authenticator {
     /// An authenticator trusting `identity` keys for fan sessions and admin tokens from
-    /// `identity_issuer`, `admission` for admission tokens, and recognising calling
-    /// services as `services` says.
+    /// `identity_issuer`, `admission` for admission tokens unless `revocations` lists
+    /// them, and recognising calling services as `services` says.
     ///
     /// # Errors
     /// [`TokenError::InvalidInput`] for an empty issuer.
@@ -170,14 +172,21 @@ impl Authenticator {
         identity: VerificationKeys,
         identity_issuer: &str,
         admission: AdmissionKeys,
+        revocations: Revocations,
         services: ServiceRecognition,
     ) -> Result<Self, TokenError> {
         Ok(Self {
             fan: FanSessionVerifier::new(identity.clone(), identity_issuer, audience::HOLDS)?,
             admin: AdminVerifier::new(identity, identity_issuer, audience::HOLDS)?,
             admission,
+            revocations,
             services,
         })
+    }
+
+    /// The copies of the events' revoked admissions (for their fetch count).
+    pub fn revocations(&self) -> &Revocations {
+        &self.revocations
     }
 
     /// The caller of a service-role RPC, if `access` lets them make it (see
@@ -218,12 +227,13 @@ impl Authenticator {
         })
     }
 
-    /// Checks that `admission` admits `fan` (same `sub`) to `event`.
+    /// Checks that `admission` admits `fan` (same `sub`) to `event` and was not
+    /// revoked (given back, taken back, a no-show: see [`Revocations`]).
     ///
     /// # Errors
     /// [`Error::MissingToken`] for an empty admission token; as
     /// [`AdmissionKeys::verify`]; [`Error::WrongFan`]; [`Error::WrongEvent`] for an
-    /// admission to another event.
+    /// admission to another event; as [`Revocations::check`].
     pub async fn admitted_fan(
         &self,
         fan: FanId,
@@ -241,6 +251,9 @@ impl Authenticator {
         if EventId::try_from(claims.event_id.as_str()).ok() != Some(event) {
             return Err(Error::WrongEvent);
         }
+        self.revocations
+            .check(event, &claims.registered.jti)
+            .await?;
         Ok(AdmittedFan {
             fan,
             admission_jti: claims.registered.jti,

@@ -2,9 +2,11 @@
 
 use std::time::Duration;
 
+use secrecy::SecretString;
 use stadium_kit::StartError;
 use stadium_kit::args::{CommonArgs, grpc_url};
 use stadium_kit::mode::{Convenience, development_issuer};
+use stadium_kit::tls::SERVICE_TOKEN;
 use stadium_tokens::{DevIssuer, SigningKeyRing};
 use tonic::codegen::http;
 
@@ -68,6 +70,17 @@ pub struct Config {
         value_name = "MS"
     )]
     pub admission_refresh_min_ms: u64,
+
+    /// Development only, without TLS: an admin token (role `service`, `sub` holds)
+    /// standing for this service at the waiting room (`MarkAdmissionsUsed`). With TLS
+    /// the client certificate names the service and no token is sent. Never logged.
+    #[arg(
+        long,
+        env = "SERVICE_TOKEN",
+        hide_env_values = true,
+        value_name = "JWT"
+    )]
+    pub service_token: Option<SecretString>,
 
     /// The identity provider's JWK Set (JSON): verifies fan sessions and admin tokens.
     #[arg(long, env = "IDENTITY_JWKS", value_name = "JSON")]
@@ -146,9 +159,14 @@ impl Config {
     /// The development conveniences these flags ask for, refused in production mode
     /// (see [`stadium_kit::mode`]).
     pub fn conveniences(&self) -> Vec<Convenience> {
-        development_issuer(&self.identity_issuer, "--identity-issuer")
-            .into_iter()
-            .collect()
+        let mut uses: Vec<Convenience> =
+            development_issuer(&self.identity_issuer, "--identity-issuer")
+                .into_iter()
+                .collect();
+        if self.service_token.is_some() {
+            uses.push(SERVICE_TOKEN);
+        }
+        uses
     }
 
     /// How fans' claims are coalesced: `--claim-batches`, `--claim-batch-max`, and at

@@ -146,6 +146,20 @@ pub enum Error {
     /// The waiting room's keys could not be fetched to verify an admission token.
     #[error("admission keys unavailable: {0}")]
     KeysUnavailable(String),
+    /// The admission token was given back, taken back by staff or lost as a no-show
+    /// (`UNAUTHENTICATED`/`ADMISSION_REVOKED`, as an expired admission token is
+    /// `UNAUTHENTICATED`/`TOKEN_EXPIRED`).
+    #[error("the admission token was revoked")]
+    AdmissionRevoked,
+    /// The event's revoked admissions could not be learnt recently enough to trust a
+    /// token (`UNAVAILABLE`/`REVOCATIONS_UNAVAILABLE`, metadata `event_id`).
+    #[error("revoked admissions of event {event_id} unavailable: {detail}")]
+    RevocationsUnavailable {
+        /// The event.
+        event_id: i64,
+        /// Why (for the log).
+        detail: String,
+    },
     /// A database error (classified by SQLSTATE when mapped).
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
@@ -203,6 +217,10 @@ impl ServiceError for Error {
             Self::PresaleCodeInvalid => (Code::PermissionDenied, Reason::PresaleCodeInvalid),
             Self::NotEnoughSeats => (Code::FailedPrecondition, Reason::NotEnoughSeats),
             Self::KeysUnavailable(_) => (Code::Unavailable, Reason::KeysUnavailable),
+            Self::AdmissionRevoked => (Code::Unauthenticated, Reason::AdmissionRevoked),
+            Self::RevocationsUnavailable { .. } => {
+                (Code::Unavailable, Reason::RevocationsUnavailable)
+            }
             Self::Database(e) => database_row(&classify(e)),
             Self::CorruptRow(_) => (Code::Internal, Reason::Internal),
         }
@@ -265,6 +283,9 @@ impl ServiceError for Error {
                 max_hold_lifetime_ms.to_string(),
             )],
             Self::Token { which, .. } => vec![("token".into(), (*which).into())],
+            Self::RevocationsUnavailable { event_id, .. } => {
+                vec![("event_id".into(), event_id.to_string())]
+            }
             _ => Vec::new(),
         }
     }
@@ -279,7 +300,10 @@ impl ServiceError for Error {
     fn is_private(&self) -> bool {
         matches!(
             self,
-            Self::Database(_) | Self::CorruptRow(_) | Self::KeysUnavailable(_)
+            Self::Database(_)
+                | Self::CorruptRow(_)
+                | Self::KeysUnavailable(_)
+                | Self::RevocationsUnavailable { .. }
         )
     }
 }

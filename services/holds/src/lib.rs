@@ -11,8 +11,9 @@
 //!
 //! Layout: [`config`] (flags), [`grpc`] (the tonic service), [`domain`] (ids and rules,
 //! no wire or database types), [`store`] (SQL), [`service`] (transactions and retries),
-//! [`auth`] (tokens), [`clients`] (the waiting room's keys), [`sweeper`], [`metrics`],
-//! [`error`] (the one error table).
+//! [`auth`] (tokens), [`revocations`] (admission tokens the waiting room revoked),
+//! [`clients`] (the waiting room's keys and revocations, reports of admissions used),
+//! [`sweeper`], [`metrics`], [`error`] (the one error table).
 
 pub mod auth;
 pub mod clients;
@@ -21,6 +22,7 @@ pub mod domain;
 pub mod error;
 pub mod grpc;
 pub mod metrics;
+pub mod revocations;
 pub mod service;
 pub mod store;
 pub mod sweeper;
@@ -29,6 +31,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use secrecy::ExposeSecret;
 use stadium_db::{PoolOptions, RetryPolicy};
 use stadium_kit::StartError;
 use stadium_kit::background::Background;
@@ -48,6 +51,8 @@ pub struct Parts {
     pub service: Arc<service::HoldsService>,
     /// The credential checks.
     pub auth: Arc<auth::Authenticator>,
+    /// Where used admissions are reported (no-show tracking); `None`: nowhere.
+    pub admission_use: Option<clients::admission_use::AdmissionUse>,
 }
 
 /// Connects, builds the service from `config` and returns its parts.
@@ -57,8 +62,8 @@ pub struct Parts {
 /// [`StartError::Migrate`].
 pub async fn build(config: &Config) -> Result<Parts, StartError> {
     config.validate().map_err(StartError::Config)?;
-    let source: Arc<dyn auth::JwksSource> = match &config.admission_jwks {
-        Some(json) => Arc::new(auth::StaticJwks(json.clone())),
+    let links = match &config.admission_jwks {
+        Some(json) => WaitingRoomLinks::fixed(Arc::new(auth::StaticJwks(json.clone()))),
         None => {
             let tls = config.common.tls.load("holds")?;
             let channel = stadium_kit::balance::channel(
@@ -67,17 +72,60 @@ pub async fn build(config: &Config) -> Result<Parts, StartError> {
                 tls.as_ref(),
                 |endpoint| endpoint.connect_timeout(Duration::from_secs(2)),
             )?;
-            Arc::new(clients::waiting_room::WaitingRoomJwks::new(
-                channel,
-                Duration::from_secs(2),
-            ))
+            let bearer = config
+                .service_token
+                .as_ref()
+                .map(|token| stadium_kit::outbound::Bearer::new(token.expose_secret()))
+                .transpose()
+                .map_err(|e| StartError::Config(format!("--service-token: {e}")))?;
+            WaitingRoomLinks {
+                keys: Arc::new(clients::waiting_room::WaitingRoomJwks::new(
+                    channel.clone(),
+                    Duration::from_secs(2),
+                )),
+                revocations: Arc::new(clients::waiting_room::WaitingRoomRevocations::new(
+                    channel.clone(),
+                    revocations::Freshness::default().fetch_timeout,
+                )),
+                admission_use: Some(clients::admission_use::AdmissionUse::spawn(
+                    channel,
+                    bearer,
+                    Duration::from_secs(2),
+                )),
+                freshness: revocations::Freshness::default(),
+            }
         }
     };
-    build_with_source(config, source).await
+    build_with_links(config, links).await
+}
+
+/// What holds learns from and tells the waiting room.
+#[derive(Clone)]
+pub struct WaitingRoomLinks {
+    /// The admission signing keys.
+    pub keys: Arc<dyn auth::JwksSource>,
+    /// The revoked admissions.
+    pub revocations: Arc<dyn revocations::RevocationSource>,
+    /// Where used admissions are reported; `None`: nowhere (no waiting room to tell).
+    pub admission_use: Option<clients::admission_use::AdmissionUse>,
+    /// How fresh the copies of the revocations are kept.
+    pub freshness: revocations::Freshness,
+}
+
+impl WaitingRoomLinks {
+    /// Keys from `keys`, nothing revoked, no reports: no waiting room behind.
+    pub fn fixed(keys: Arc<dyn auth::JwksSource>) -> Self {
+        Self {
+            keys,
+            revocations: Arc::new(revocations::NoRevocations),
+            admission_use: None,
+            freshness: revocations::Freshness::default(),
+        }
+    }
 }
 
 /// As [`build`], with admission keys from `source` instead of the flags (an embedder
-/// holding the waiting room in-process, or a test rotating keys).
+/// holding the waiting room in-process, or a test rotating keys); nothing is revoked.
 ///
 /// # Errors
 /// As [`build`].
@@ -85,6 +133,18 @@ pub async fn build_with_source(
     config: &Config,
     source: Arc<dyn auth::JwksSource>,
 ) -> Result<Parts, StartError> {
+    build_with_links(config, WaitingRoomLinks::fixed(source)).await
+}
+
+/// As [`build`], with the waiting room reached through `links`.
+///
+/// # Errors
+/// As [`build`].
+pub async fn build_with_links(
+    config: &Config,
+    links: WaitingRoomLinks,
+) -> Result<Parts, StartError> {
+    let source = links.keys;
     config.common.admit("holds", &config.conveniences())?;
     let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
         .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
@@ -99,6 +159,7 @@ pub async fn build_with_source(
         identity,
         &config.identity_issuer,
         admission,
+        revocations::Revocations::new(links.revocations, links.freshness),
         config.common.service_recognition(),
     )
     .map_err(|e| StartError::Config(e.to_string()))?;
@@ -130,6 +191,7 @@ pub async fn build_with_source(
             config.batching(),
         )),
         auth: Arc::new(auth),
+        admission_use: links.admission_use,
     })
 }
 
@@ -169,7 +231,7 @@ pub async fn serve_parts(
         )
     });
     background.keep("sweeper", sweeper);
-    let api = grpc::HoldsApi::new(parts.service, parts.auth);
+    let api = grpc::HoldsApi::new(parts.service, parts.auth).reporting_use(parts.admission_use);
     let served = GrpcServer::new(config.common.server_options("holds")?)
         .add_service(BodyLimit::new(HoldsServer::new(api), MAX_CALL_BYTES))
         .serve(listener, shutdown)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stadium_kit::auth::bearer_token;
-use stadium_kit::caller::ServiceRecognition;
+use stadium_kit::caller::{Caller, ServiceRecognition};
 use stadium_tokens::{Access, AdminVerifier, AdmissionVerifier, FanSessionVerifier, TokenError};
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Status};
@@ -99,17 +99,24 @@ impl Authenticator {
     /// `UNAUTHENTICATED` for a missing or refused token; `PERMISSION_DENIED`
     /// (`ROLE_REQUIRED`).
     pub fn admin<T>(&self, request: &Request<T>, access: Access) -> Result<(), Status> {
-        self.services.caller(request, access, |token| {
-            self.admins.verify(token, self.clock.now())
-        })?;
-        Ok(())
+        self.admin_caller(request, access).map(drop)
     }
 
-    /// The event and fan an admission token was issued for.
+    /// As [`Authenticator::admin`], naming the caller (for audit logs).
+    ///
+    /// # Errors
+    /// As [`Authenticator::admin`].
+    pub fn admin_caller<T>(&self, request: &Request<T>, access: Access) -> Result<Caller, Status> {
+        self.services.caller(request, access, |token| {
+            self.admins.verify(token, self.clock.now())
+        })
+    }
+
+    /// What an admission token says: its event, fan, `jti` and expiry.
     ///
     /// # Errors
     /// [`Error::Credential`] for a token that does not verify or lacks its claims.
-    pub fn admission(&self, token: &str) -> Result<(EventId, FanId), Error> {
+    pub fn admission(&self, token: &str) -> Result<AdmissionHeld, Error> {
         let claims = self
             .admissions
             .verify(token, self.clock.now())
@@ -122,6 +129,24 @@ impl Authenticator {
                 reason,
             })
         })?;
-        Ok((event, fan))
+        Ok(AdmissionHeld {
+            event,
+            fan,
+            exp_ms: claims.registered.exp.saturating_mul(1000),
+            jti: claims.registered.jti,
+        })
     }
+}
+
+/// A verified admission token's claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdmissionHeld {
+    /// The event it admits to.
+    pub event: EventId,
+    /// The fan (`sub`).
+    pub fan: FanId,
+    /// Its `jti`.
+    pub jti: String,
+    /// Its `exp`, Unix ms.
+    pub exp_ms: u64,
 }

@@ -58,6 +58,10 @@ pub enum Error {
     /// (`FAILED_PRECONDITION`/`ADMISSION_EXPIRED`).
     #[error("the admission has expired")]
     AdmissionExpired,
+    /// The fan's admission was given back, taken back or lost as a no-show
+    /// (`FAILED_PRECONDITION`/`ADMISSION_REVOKED`).
+    #[error("the admission was revoked")]
+    AdmissionRevoked,
     /// The store does not know an event that exists (a signed ticket names it, or this
     /// replica served it): Redis lost its data and the box office has not configured
     /// the event again yet (`UNAVAILABLE`/`QUEUE_RESTORING`, metadata `event_id` and
@@ -108,6 +112,7 @@ impl ServiceError for Error {
             Self::NotYetOpen(_) => (Code::FailedPrecondition, Reason::NotYetOpen),
             Self::AlreadyOpen(_) => (Code::FailedPrecondition, Reason::AlreadyOpen),
             Self::AdmissionExpired => (Code::FailedPrecondition, Reason::AdmissionExpired),
+            Self::AdmissionRevoked => (Code::FailedPrecondition, Reason::AdmissionRevoked),
             Self::QueueRestoring(_) => (Code::Unavailable, Reason::QueueRestoring),
             Self::Redis(_) => (Code::Unavailable, Reason::QueueStoreUnavailable),
             Self::Internal(_) => (Code::Internal, Reason::Internal),

@@ -369,6 +369,7 @@ pub fn configure_request(event: &Event, state: SaleState) -> ConfigureEventReque
         admission_ttl_ms: u64::from(event.settings.admission_ttl_ms),
         admitted_floor: 0,
         numbered_floor: 0,
+        admission_no_show_ms: u64::from(event.settings.admission_no_show_ms),
     }
 }
 
@@ -396,6 +397,7 @@ mod tests {
                 admission_rate_per_min: 60,
                 active_fan_cap: 5,
                 admission_ttl_ms: 600_000,
+                admission_no_show_ms: 45_000,
                 currency: "EUR".into(),
             },
             price_categories: Vec::new(),
@@ -433,8 +435,13 @@ mod tests {
         let r = configure_request(&e, SaleState::Scheduled);
         assert_eq!(r.event_id, "7");
         assert_eq!(
-            (r.fans_per_minute, r.active_fan_cap, r.admission_ttl_ms),
-            (60, 5, 600_000)
+            (
+                r.fans_per_minute,
+                r.active_fan_cap,
+                r.admission_ttl_ms,
+                r.admission_no_show_ms
+            ),
+            (60, 5, 600_000, 45_000)
         );
         assert_eq!(
             r.onsale_at.unwrap().seconds,

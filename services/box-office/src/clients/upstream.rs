@@ -1,6 +1,7 @@
-//! Calls to holds and payments for inventory changes. The caller's admin token travels
-//! with each call, so those services check and record the same person; their errors
-//! (SEAT_TAKEN, ORDER_NOT_FOUND, …) come back to the caller as they were.
+//! Calls to holds and payments for inventory changes, and to the waiting room for
+//! revoking admissions. The caller's admin token travels with each call, so those
+//! services check and record the same person; their errors (SEAT_TAKEN,
+//! ORDER_NOT_FOUND, …) come back to the caller as they were.
 
 use std::time::Duration;
 
@@ -9,6 +10,8 @@ use stadium_proto::holds::v1 as holds;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
 use stadium_proto::payments::v1 as payments;
 use stadium_proto::payments::v1::payments_client::PaymentsClient;
+use stadium_proto::waiting_room::v1 as wr;
+use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
 use tonic::{Request, Response, Status, transport::Channel};
 
 use crate::error::{Error, Result};
@@ -20,6 +23,8 @@ pub struct Upstream {
     pub holds: Option<HoldsClient<Channel>>,
     /// The payments service (`--payments-url`).
     pub payments: Option<PaymentsClient<Channel>>,
+    /// The waiting room (`--waiting-room-url`).
+    pub waiting_room: Option<WaitingRoomClient<Channel>>,
 }
 
 /// How long holds or payments may take to answer (a refund waits on the payment
@@ -42,6 +47,23 @@ impl Upstream {
         self.payments
             .clone()
             .ok_or(Error::NotConfigured("payments"))
+    }
+
+    /// waiting room `RevokeAdmission`.
+    ///
+    /// # Errors
+    /// [`Error::NotConfigured`]; [`Error::Upstream`] with the waiting room's answer.
+    pub async fn revoke_admission(
+        &self,
+        token: &str,
+        req: wr::RevokeAdmissionRequest,
+    ) -> Result<wr::RevokeAdmissionResponse> {
+        let mut client = self
+            .waiting_room
+            .clone()
+            .ok_or(Error::NotConfigured("waiting-room"))?;
+        let answer = client.revoke_admission(with_token(req, token)?).await;
+        answered("waiting-room", answer)
     }
 
     /// holds `BlockSeats`.

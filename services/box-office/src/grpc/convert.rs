@@ -166,6 +166,12 @@ pub fn settings(
         1000,
         MAX_ADMISSION_TTL_MS,
     )?;
+    let admission_no_show_ms = within(
+        "settings.admission_no_show_ms",
+        s.admission_no_show_ms,
+        0,
+        MAX_ADMISSION_TTL_MS,
+    )?;
     let currency = if s.currency.is_empty() {
         match categories.first().and_then(|c| c.price.as_ref()) {
             Some(price) => price.currency.clone(),
@@ -195,6 +201,7 @@ pub fn settings(
         admission_rate_per_min,
         active_fan_cap,
         admission_ttl_ms,
+        admission_no_show_ms,
         currency,
     })
 }
@@ -321,6 +328,7 @@ pub fn event(e: &Event) -> pb::Event {
             admission_rate_per_min: s.admission_rate_per_min,
             active_fan_cap: s.active_fan_cap,
             admission_ttl_ms: s.admission_ttl_ms.into(),
+            admission_no_show_ms: s.admission_no_show_ms.into(),
             currency: s.currency.clone(),
         }),
         price_categories: e
@@ -389,6 +397,7 @@ mod tests {
             admission_rate_per_min: 600,
             active_fan_cap: 0,
             admission_ttl_ms: 0,
+            admission_no_show_ms: 0,
             currency: "EUR".into(),
         }
     }
@@ -410,7 +419,7 @@ mod tests {
     #[test]
     fn each_bad_setting_names_its_field() {
         type Edit = fn(&mut pb::EventSettings);
-        let cases: [(&str, Edit); 11] = [
+        let cases: [(&str, Edit); 12] = [
             ("settings.name", |s| s.name = "  ".into()),
             ("settings.starts_at", |s| s.starts_at = None),
             ("settings.onsale_at", |s| s.onsale_at = ts(2_100_000_000)),
@@ -429,6 +438,9 @@ mod tests {
                 s.admission_rate_per_min = 0
             }),
             ("settings.admission_ttl_ms", |s| s.admission_ttl_ms = 10),
+            ("settings.admission_no_show_ms", |s| {
+                s.admission_no_show_ms = MAX_ADMISSION_TTL_MS + 1
+            }),
             ("settings.currency", |s| s.currency = "eur".into()),
         ];
         for (field, edit) in cases {

@@ -1,6 +1,7 @@
 //! `stadium.box_office.v1.BoxOffice` over tonic: authenticate, convert and check the
 //! request, call [`BoxOfficeService`], convert the answer.
 
+mod admissions;
 mod channels;
 pub mod convert;
 mod history;
@@ -422,6 +423,14 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
         request: Request<pb::IssueCompRequest>,
     ) -> Reply<pb::IssueCompResponse> {
         reply(self.issue_comp_inner(request).await)
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn revoke_admission(
+        &self,
+        request: Request<pb::RevokeAdmissionRequest>,
+    ) -> Reply<pb::RevokeAdmissionResponse> {
+        reply(self.revoke_admission_inner(request).await)
     }
 
     #[tracing::instrument(skip_all, fields(order_id = %request.get_ref().order_id))]

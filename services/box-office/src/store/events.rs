@@ -23,6 +23,7 @@ struct EventRow {
     admission_rate_per_min: i32,
     active_fan_cap: i32,
     admission_ttl_ms: i32,
+    admission_no_show_ms: i32,
     currency: String,
     created_at: DateTime<Utc>,
 }
@@ -54,6 +55,7 @@ impl EventRow {
                 )?,
                 active_fan_cap: unsigned("active_fan_cap", self.active_fan_cap)?,
                 admission_ttl_ms: unsigned("admission_ttl_ms", self.admission_ttl_ms)?,
+                admission_no_show_ms: unsigned("admission_no_show_ms", self.admission_no_show_ms)?,
                 currency: self.currency,
             },
             price_categories,
@@ -117,8 +119,8 @@ pub async fn insert(conn: &mut PgConnection, venue_id: i64, s: &EventSettings) -
     Ok(sqlx::query_scalar!(
         "INSERT INTO catalog.events (venue_id, name, starts_at, onsale_at, hold_ttl_ms,
              max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, active_fan_cap,
-             admission_ttl_ms, currency, max_hold_lifetime_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+             admission_ttl_ms, currency, max_hold_lifetime_ms, admission_no_show_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
          RETURNING event_id",
         venue_id,
         &s.name,
@@ -131,7 +133,8 @@ pub async fn insert(conn: &mut PgConnection, venue_id: i64, s: &EventSettings) -
         signed(s.active_fan_cap),
         signed(s.admission_ttl_ms),
         &s.currency,
-        s.max_hold_lifetime_ms.map(signed)
+        s.max_hold_lifetime_ms.map(signed),
+        signed(s.admission_no_show_ms)
     )
     .fetch_one(conn)
     .await?)
@@ -212,7 +215,8 @@ pub async fn load(conn: &mut PgConnection, event_id: i64, lock: bool) -> Result<
             r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
                       onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
                       max_seats_per_fan, admission_rate_per_min, active_fan_cap,
-                      admission_ttl_ms, currency::text AS "currency!", created_at
+                      admission_ttl_ms, admission_no_show_ms, currency::text AS "currency!",
+                      created_at
                FROM catalog.events WHERE event_id = $1 FOR UPDATE"#,
             event_id
         )
@@ -224,7 +228,8 @@ pub async fn load(conn: &mut PgConnection, event_id: i64, lock: bool) -> Result<
             r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
                       onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
                       max_seats_per_fan, admission_rate_per_min, active_fan_cap,
-                      admission_ttl_ms, currency::text AS "currency!", created_at
+                      admission_ttl_ms, admission_no_show_ms, currency::text AS "currency!",
+                      created_at
                FROM catalog.events WHERE event_id = $1"#,
             event_id
         )
@@ -252,7 +257,8 @@ pub async fn list(
         r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
                   onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
                   max_seats_per_fan, admission_rate_per_min, active_fan_cap,
-                  admission_ttl_ms, currency::text AS "currency!", created_at
+                  admission_ttl_ms, admission_no_show_ms, currency::text AS "currency!",
+                      created_at
            FROM catalog.events
            WHERE event_id > $1 AND ($2::bigint IS NULL OR venue_id = $2)
            ORDER BY event_id LIMIT $3"#,

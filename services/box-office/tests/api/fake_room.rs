@@ -1,6 +1,7 @@
 //! A fake waiting room for the box office's tests: it records the calls it gets
-//! (ConfigureEvent, SetAdmissionRate, ReportInventory), can refuse the first ones, and
-//! can hold a ConfigureEvent call in flight; and an office wired to it.
+//! (ConfigureEvent, SetAdmissionRate, ReportInventory, RevokeAdmission), can refuse
+//! the first ones, and can hold a ConfigureEvent call in flight; and an office wired
+//! to it.
 
 use std::sync::{Arc, Mutex};
 
@@ -164,6 +165,35 @@ impl WaitingRoom for FakeWaitingRoom {
         &self,
         _: Request<wr::CompleteAdmissionRequest>,
     ) -> Result<Response<wr::CompleteAdmissionResponse>, Status> {
+        unused()
+    }
+    async fn release_admission(
+        &self,
+        _: Request<wr::ReleaseAdmissionRequest>,
+    ) -> Result<Response<wr::ReleaseAdmissionResponse>, Status> {
+        unused()
+    }
+    async fn revoke_admission(
+        &self,
+        request: Request<wr::RevokeAdmissionRequest>,
+    ) -> Result<Response<wr::RevokeAdmissionResponse>, Status> {
+        let event_id = request.get_ref().event_id.clone();
+        self.record(&request, "RevokeAdmission", &event_id, 0, 0)?;
+        Ok(Response::new(wr::RevokeAdmissionResponse {
+            freed: true,
+            jti: format!("jti-of-{}", request.get_ref().fan_id),
+        }))
+    }
+    async fn list_revoked_admissions(
+        &self,
+        _: Request<wr::ListRevokedAdmissionsRequest>,
+    ) -> Result<Response<wr::ListRevokedAdmissionsResponse>, Status> {
+        unused()
+    }
+    async fn mark_admissions_used(
+        &self,
+        _: Request<wr::MarkAdmissionsUsedRequest>,
+    ) -> Result<Response<wr::MarkAdmissionsUsedResponse>, Status> {
         unused()
     }
     async fn configure_event(

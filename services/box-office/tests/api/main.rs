@@ -2,6 +2,7 @@
 //! per test: each RPC's normal path, refusals that write nothing, pushes to a fake
 //! waiting room, and the invariant canary on sales planted by SQL.
 
+mod admissions;
 mod canary;
 mod events;
 mod fake_room;

@@ -237,6 +237,7 @@ pub fn create_request(venue_id: &str) -> pb::CreateEventRequest {
             admission_rate_per_min: 600,
             active_fan_cap: 0,
             admission_ttl_ms: 0,
+            admission_no_show_ms: 0,
             currency: String::new(),
         }),
         price_categories: vec![

@@ -25,6 +25,7 @@ use stadium_tokens::{Access, AdminClaims, Role};
 use tonic::{Request, Response, Status};
 
 use crate::auth::Authenticator;
+use crate::clients::admission_use::AdmissionUse;
 use crate::domain::{Claim, Claimant, EventId, PresaleCode};
 use crate::error::Error;
 use crate::service::{Admission, BestAnswer, DEFAULT_SWEEP_BATCH, HoldsService};
@@ -48,12 +49,32 @@ const SWEEP: Access = Access::any_of(&[Role::Sre]);
 pub struct HoldsApi {
     service: Arc<HoldsService>,
     auth: Arc<Authenticator>,
+    admission_use: Option<AdmissionUse>,
 }
 
 impl HoldsApi {
     /// Serves `service`, authenticating with `auth`.
     pub fn new(service: Arc<HoldsService>, auth: Arc<Authenticator>) -> Self {
-        Self { service, auth }
+        Self {
+            service,
+            auth,
+            admission_use: None,
+        }
+    }
+
+    /// Reports each admission's first successful claim to `admission_use` (so the fan
+    /// is no no-show); `None`: to nobody.
+    #[must_use]
+    pub fn reporting_use(mut self, admission_use: Option<AdmissionUse>) -> Self {
+        self.admission_use = admission_use;
+        self
+    }
+
+    /// An admission was used: told to the waiting room off the request's path.
+    fn used(&self, event: EventId, jti: &str) {
+        if let Some(reporter) = &self.admission_use {
+            reporter.used(event, jti);
+        }
     }
 
     /// The claims of `request`'s admin token, if `access` allows them.
@@ -101,6 +122,7 @@ impl Holds for HoldsApi {
             .auth
             .admitted_fan(fan, &body.admission_token, event, now)
             .await?;
+        let jti = admitted.admission_jti.clone();
         let claim = Claim {
             event,
             section,
@@ -116,6 +138,7 @@ impl Holds for HoldsApi {
             None if body.accept_similar => self.service.claim_or_similar(&claim).await?,
             None => self.service.claim(&claim).await?,
         };
+        self.used(event, &jti);
         Ok(Response::new(ClaimSeatsResponse {
             hold: Some(to_wire(&hold)),
         }))
@@ -144,10 +167,13 @@ impl Holds for HoldsApi {
             .claim_best_or_wait(&best, &admitted.fan, admission, body.wait_for_returns)
             .await?;
         Ok(Response::new(match answer {
-            BestAnswer::Held(hold) => ClaimBestAvailableResponse {
-                hold: Some(to_wire(&hold)),
-                waiting: None,
-            },
+            BestAnswer::Held(hold) => {
+                self.used(best.event, &admitted.admission_jti);
+                ClaimBestAvailableResponse {
+                    hold: Some(to_wire(&hold)),
+                    waiting: None,
+                }
+            }
             BestAnswer::Waiting { position } => ClaimBestAvailableResponse {
                 hold: None,
                 waiting: Some(WaitingForReturns { position }),

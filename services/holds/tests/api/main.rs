@@ -19,6 +19,7 @@ mod refusals;
 mod repeated;
 mod request_ids;
 mod returns;
+mod revoked;
 mod similar;
 mod support;
 mod sweeper;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use holds::auth::JwksSource;
-use holds::{Config, Parts};
+use holds::{Config, Parts, WaitingRoomLinks};
 use sqlx::PgPool;
 use stadium_kit::testing::{connect, loopback_listener};
 use stadium_proto::holds::v1::holds_client::HoldsClient;
@@ -48,6 +48,15 @@ impl TestApp {
     /// As [`TestApp::start`] with extra flags, and admission keys from `source` (else the
     /// fixed JWKS of [`TestApp::ring`]).
     pub async fn start_with(extra: &[&str], source: Option<Arc<dyn JwksSource>>) -> Self {
+        Self::start_linked(extra, |_| source.map(WaitingRoomLinks::fixed)).await
+    }
+
+    /// As [`TestApp::start_with`], reaching the waiting room through the links `links`
+    /// makes from the issuers (`None`: the fixed JWKS, nothing revoked).
+    pub async fn start_linked(
+        extra: &[&str],
+        links: impl FnOnce(&Issuers) -> Option<WaitingRoomLinks>,
+    ) -> Self {
         let db = stadium_testkit::fresh_database().await;
         let issuers = Issuers::generate();
         let mut args = vec![
@@ -60,8 +69,8 @@ impl TestApp {
         args.extend_from_slice(extra);
         let config =
             Config::embedded(&db.url, POOL, &issuers.identity, &issuers.ring, &args).unwrap();
-        let parts = match source {
-            Some(source) => holds::build_with_source(&config, source).await.unwrap(),
+        let parts = match links(&issuers) {
+            Some(links) => holds::build_with_links(&config, links).await.unwrap(),
             None => holds::build(&config).await.unwrap(),
         };
         let (listener, addr) = loopback_listener().await;

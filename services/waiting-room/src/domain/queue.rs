@@ -68,6 +68,11 @@ pub struct QueueSnapshot {
     pub active: u64,
     /// Admissions reported complete.
     pub completed: u64,
+    /// Revocations so far (the revocation set's version): a replica's copy of a fan's
+    /// admission token made at another version is checked against the store again.
+    pub revocations: u64,
+    /// Admissions taken back for want of a claim in time.
+    pub no_shows: u64,
     /// On-sale instant, Unix milliseconds.
     pub onsale_ms: u64,
     /// Fans in the pre-queue (before opening) or shuffled at opening (after).
@@ -193,6 +198,8 @@ mod tests {
             frontier: 10,
             joined: 100,
             numbered: 100,
+            revocations: 0,
+            no_shows: 0,
             active: 10,
             completed: 0,
             onsale_ms: 0,

@@ -142,6 +142,7 @@ pub fn settings(
             fans_per_minute,
             active_fan_cap: req.active_fan_cap,
             admission_ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+            no_show_ms: no_show_ms(req.admission_no_show_ms)?,
             floor: QueueFloor {
                 admitted: queue_floor("admitted_floor", req.admitted_floor)?,
                 numbered: queue_floor("numbered_floor", req.numbered_floor)?
@@ -149,6 +150,17 @@ pub fn settings(
             },
         },
     ))
+}
+
+/// Checks `admission_no_show_ms`: 0 (off) up to [`MAX_ADMISSION_TTL`].
+fn no_show_ms(value: u64) -> Result<u64, Error> {
+    if u128::from(value) > MAX_ADMISSION_TTL.as_millis() {
+        return Err(Error::invalid(
+            "admission_no_show_ms",
+            "must be 0 (off) to 86400000",
+        ));
+    }
+    Ok(value)
 }
 
 /// Highest queue number a floor may name: far above any queue, low enough that the
@@ -247,6 +259,8 @@ pub fn stats(event: &EventId, snap: &QueueSnapshot) -> pb::GetQueueStatsResponse
         admitted: snap.frontier,
         waiting: snap.waiting(),
         numbered: snap.numbered,
+        revoked: snap.revocations,
+        no_shows: snap.no_shows,
         fans_per_minute: snap.fans_per_minute,
         active_admitted: snap.active,
         active_fan_cap: snap.active_fan_cap,
@@ -309,7 +323,7 @@ mod tests {
         assert_eq!(s.onsale_ms, Some(1_700_000_000_123));
         assert_eq!(s.admission_ttl_ms, 600_000);
         type Spoil = fn(&mut pb::ConfigureEventRequest);
-        let cases: [(&str, Spoil); 6] = [
+        let cases: [(&str, Spoil); 7] = [
             ("event_id", |r| r.event_id = "x".into()),
             ("state", |r| r.state = 0),
             ("onsale_at", |r| r.onsale_at = None),
@@ -321,6 +335,9 @@ mod tests {
             }),
             ("fans_per_minute", |r| r.fans_per_minute = 0),
             ("admission_ttl_ms", |r| r.admission_ttl_ms = 999),
+            ("admission_no_show_ms", |r| {
+                r.admission_no_show_ms = 86_400_001
+            }),
         ];
         for (field, spoil) in cases {
             let mut r = request();

@@ -1,6 +1,7 @@
 //! The tonic implementation of `stadium.waiting_room.v1.WaitingRoom`: credentials and
 //! request fields are checked here, then the domain and the store do the work.
 
+pub mod admissions;
 pub mod audit;
 pub mod convert;
 
@@ -12,7 +13,7 @@ use futures::Stream;
 use stadium_kit::caller::service;
 use stadium_proto::waiting_room::v1 as pb;
 use stadium_proto::waiting_room::v1::waiting_room_server::WaitingRoom;
-use stadium_tokens::{Access, Role};
+use stadium_tokens::{Access, AccessRefused, Role};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
@@ -30,8 +31,12 @@ const SET_RATE: Access =
 /// Who may configure an event's queue: staff, and the box office pushing a sale's settings.
 const CONFIGURE: Access =
     Access::any_of(&[Role::BoxOffice, Role::Sre]).or_services(&[service::BOX_OFFICE]);
-/// Who may report a fan's completion without the fan's admission token: payments.
+/// Who may report a fan's completion: payments, once the order is paid.
 const REPORT_COMPLETION: Access = Access::any_of(&[]).or_services(&[service::PAYMENTS]);
+/// Who may take a fan's admission back: staff.
+const REVOKE: Access = Access::any_of(&[Role::BoxOffice, Role::Sre]);
+/// Who may report admissions used: holds, after a successful claim.
+const REPORT_USE: Access = Access::any_of(&[]).or_services(&[service::HOLDS]);
 /// Who may report an event's seat inventory: staff, and the box office's reporter.
 const REPORT_INVENTORY: Access =
     Access::any_of(&[Role::BoxOffice]).or_services(&[service::BOX_OFFICE]);
@@ -199,20 +204,103 @@ impl WaitingRoom for WaitingRoomApi {
         &self,
         request: Request<pb::CompleteAdmissionRequest>,
     ) -> Result<Response<pb::CompleteAdmissionResponse>, Status> {
+        // Only a service completes: a fan completing its own admission would free the
+        // place while its token keeps working at holds (it releases instead).
         let body = request.get_ref();
-        let (event, fan) = if body.admission_token.is_empty() {
-            // A service reporting for a fan (payments, once the order is paid).
-            self.auth.admin(&request, REPORT_COMPLETION)?;
-            let event = convert::event_id(&body.event_id)?;
-            let fan =
-                FanId::parse(&body.fan_id).map_err(|problem| Error::invalid("fan_id", problem))?;
-            (event, fan)
-        } else {
-            self.auth.admission(&body.admission_token)?
-        };
+        if !body.admission_token.is_empty() {
+            return Err(Error::Access(AccessRefused::RoleRequired(REPORT_COMPLETION)).into());
+        }
+        self.auth.admin(&request, REPORT_COMPLETION)?;
+        let event = convert::event_id(&body.event_id)?;
+        let fan =
+            FanId::parse(&body.fan_id).map_err(|problem| Error::invalid("fan_id", problem))?;
         let freed = self.service.complete(&event, &fan).await?;
         tracing::info!(event_id = %event, freed, "admission completed");
         Ok(Response::new(pb::CompleteAdmissionResponse {}))
+    }
+
+    async fn release_admission(
+        &self,
+        request: Request<pb::ReleaseAdmissionRequest>,
+    ) -> Result<Response<pb::ReleaseAdmissionResponse>, Status> {
+        let fan = self.auth.fan(request.metadata()).await?;
+        let body = request.get_ref();
+        if body.admission_token.is_empty() {
+            return Err(Error::invalid("admission_token", "is empty").into());
+        }
+        let held = self.auth.admission(&body.admission_token)?;
+        if held.fan != fan {
+            return Err(Error::WrongFan.into());
+        }
+        let taken = self
+            .service
+            .release(&held.event, &fan, &held.jti, held.exp_ms)
+            .await?;
+        tracing::info!(
+            event_id = %held.event,
+            jti = %held.jti,
+            freed = taken.freed,
+            revoked = taken.revoked,
+            "admission released by the fan"
+        );
+        Ok(Response::new(pb::ReleaseAdmissionResponse {
+            freed: taken.freed,
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn revoke_admission(
+        &self,
+        request: Request<pb::RevokeAdmissionRequest>,
+    ) -> Result<Response<pb::RevokeAdmissionResponse>, Status> {
+        let caller = self.auth.admin_caller(&request, REVOKE)?;
+        let req = request.get_ref();
+        let event = convert::event_id(&req.event_id)?;
+        let max_ttl_ms = u64::try_from(convert::MAX_ADMISSION_TTL.as_millis()).unwrap_or(u64::MAX);
+        let revokee = admissions::revokee(req, self.service.clock().now_ms(), max_ttl_ms)?;
+        let taken = self.service.revoke(&event, revokee.target()).await?;
+        // The audit record of a revocation: who, whom, why, what it did.
+        tracing::warn!(
+            event_id = %event,
+            actor = caller.name(),
+            ?revokee,
+            reason = req.reason.trim(),
+            jti = taken.jti.as_deref().unwrap_or(""),
+            freed = taken.freed,
+            revoked = taken.revoked,
+            "admission revoked by staff"
+        );
+        Ok(Response::new(pb::RevokeAdmissionResponse {
+            freed: taken.freed,
+            jti: taken.jti.unwrap_or_default(),
+        }))
+    }
+
+    async fn list_revoked_admissions(
+        &self,
+        request: Request<pb::ListRevokedAdmissionsRequest>,
+    ) -> Result<Response<pb::ListRevokedAdmissionsResponse>, Status> {
+        let req = request.get_ref();
+        let event = convert::event_id(&req.event_id)?;
+        let page = self
+            .service
+            .revocations(&event, &req.epoch, req.since_version)
+            .await?;
+        Ok(Response::new(admissions::revocations(page)))
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn mark_admissions_used(
+        &self,
+        request: Request<pb::MarkAdmissionsUsedRequest>,
+    ) -> Result<Response<pb::MarkAdmissionsUsedResponse>, Status> {
+        self.auth.admin(&request, REPORT_USE)?;
+        let req = request.get_ref();
+        let event = convert::event_id(&req.event_id)?;
+        admissions::used_jtis(&req.jtis)?;
+        let marked = self.service.mark_used(&event, &req.jtis).await?;
+        tracing::debug!(event_id = %event, jtis = req.jtis.len(), marked, "admissions used");
+        Ok(Response::new(pb::MarkAdmissionsUsedResponse { marked }))
     }
 
     #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]

@@ -4,6 +4,7 @@
 //! ([`audit`]). Each change goes to Redis as one script ([`crate::store`]) and drops
 //! this replica's cached snapshot of the event.
 
+pub mod admissions;
 pub mod audit;
 pub mod status;
 
@@ -30,8 +31,9 @@ pub struct WaitingRoomService {
     tickets: QueueTickets,
     admission: AdmissionIssuer,
     ring: SigningKeyRing,
-    /// Admission tokens this replica has handed out, by (event, fan): `(token, exp ms)`.
-    admitted: moka::future::Cache<(EventId, FanId), (String, u64)>,
+    /// Admission tokens this replica has handed out, by (event, fan): `(token, exp ms,
+    /// the event's revocation version when the store last vouched for it)`.
+    admitted: moka::future::Cache<(EventId, FanId), (String, u64, u64)>,
     metrics: Metrics,
     default_admission_ttl: Duration,
     inventory_ttl: Duration,

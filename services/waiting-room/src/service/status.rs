@@ -188,7 +188,11 @@ impl WaitingRoomService {
         let now = self.clock.now();
         let now_ms = crate::clock::unix_ms(now);
         let key = (event.clone(), fan.clone());
-        if let Some((token, exp_ms)) = self.admitted.get(&key).await {
+        // A copy made before the latest revocation is checked again: the fan's
+        // admission may have been given back or taken back on another replica.
+        if let Some((token, exp_ms, version)) = self.admitted.get(&key).await
+            && version == snap.revocations
+        {
             if exp_ms > now_ms {
                 return Ok(Some((token, exp_ms)));
             }
@@ -202,7 +206,14 @@ impl WaitingRoomService {
         let exp_ms = fresh.claims.registered.exp.saturating_mul(1000);
         match self
             .store
-            .issue_admission(event, fan, number, &fresh.token, exp_ms)
+            .issue_admission(
+                event,
+                fan,
+                number,
+                &fresh.token,
+                &fresh.claims.registered.jti,
+                exp_ms,
+            )
             .await?
         {
             Issued::Token { token, exp_ms } => {
@@ -212,7 +223,9 @@ impl WaitingRoomService {
                 if exp_ms <= now_ms {
                     return Err(Error::AdmissionExpired);
                 }
-                self.admitted.insert(key, (token.clone(), exp_ms)).await;
+                self.admitted
+                    .insert(key, (token.clone(), exp_ms, snap.revocations))
+                    .await;
                 tracing::debug!(event_id = %event, number, "admission token handed out");
                 Ok(Some((token, exp_ms)))
             }

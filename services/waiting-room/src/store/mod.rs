@@ -1,5 +1,6 @@
 //! The queue in Redis: key layout and typed calls of the Lua scripts in [`scripts`].
 
+mod admissions;
 mod audit;
 mod restore;
 pub mod scripts;
@@ -12,6 +13,7 @@ use crate::clock::Clock;
 use crate::domain::{EventId, FanId, Inventory, QueueSnapshot, SaleState, shuffle};
 use crate::error::Error;
 
+pub use admissions::{Revocations, Revoked, Taken, Target};
 pub use audit::{PreQueueSlice, SeedInfo, ShuffleCommitment};
 
 /// What an admin asks an event's queue to be (see `ConfigureEvent`).
@@ -43,6 +45,9 @@ pub struct EventSettings {
     /// Where the queue stood when the box office last saw it; used only when the
     /// configuration creates the queue of a sale already open (see `CONFIGURE`).
     pub floor: QueueFloor,
+    /// How long an admitted fan may go without a claim at holds before the admission
+    /// is taken back (revoked, the place given to the queue), ms; 0 = never.
+    pub no_show_ms: u64,
 }
 
 /// The frontier and numbering a queue recreated after a data loss starts from.
@@ -147,6 +152,16 @@ impl Store {
         format!("{}{{ev:{}}}:{}", self.prefix, event, suffix)
     }
 
+    /// The keys every script that may take back an admission passes last: no-show
+    /// deadlines, the revocation set by version and by expiry, admission records (see
+    /// [`scripts`]).
+    fn admission_keys(&self, event: &EventId) -> Vec<String> {
+        ["ns", "rev", "revx", "adj"]
+            .iter()
+            .map(|suffix| self.key(event, suffix))
+            .collect()
+    }
+
     fn now_arg(&self) -> String {
         self.clock
             .script_now_ms()
@@ -177,6 +192,7 @@ impl Store {
             .configure
             .key(self.key(event, "cfg"))
             .key(self.key(event, "adm"))
+            .key(self.admission_keys(event))
             .arg(state)
             .arg(
                 settings
@@ -191,6 +207,7 @@ impl Store {
             .arg(self.now_arg())
             .arg(settings.floor.admitted)
             .arg(settings.floor.numbered)
+            .arg(settings.no_show_ms)
             .invoke_async(&mut self.conn.clone())
             .await?;
         match reply.as_str() {
@@ -215,6 +232,7 @@ impl Store {
                 .key(self.key(event, "cfg"))
                 .key(self.key(event, "pre"))
                 .key(self.key(event, "adm"))
+                .key(self.admission_keys(event))
                 .arg(self.now_arg())
                 .invoke_async(&mut self.conn.clone())
                 .await?;
@@ -241,6 +259,7 @@ impl Store {
                 .key(self.key(event, "fans"))
                 .key(self.key(event, "pre"))
                 .key(self.key(event, "adm"))
+                .key(self.admission_keys(event))
                 .arg(fan.as_str())
                 .arg(self.now_arg())
                 .invoke_async(&mut self.conn.clone())
@@ -279,6 +298,7 @@ impl Store {
             .key(self.key(event, "fans"))
             .key(self.key(event, "pre"))
             .key(self.key(event, "adm"))
+            .key(self.admission_keys(event))
             .arg(self.now_arg())
             .arg(fans.len());
         for fan in &fans {
@@ -313,6 +333,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::AdmissionExpired`] when the fan's admission ran out;
+    /// [`Error::AdmissionRevoked`] when it was given back or taken back;
     /// [`Error::NotOnSale`]; [`Error::EventNotFound`]; [`Error::Redis`].
     pub async fn issue_admission(
         &self,
@@ -320,6 +341,7 @@ impl Store {
         fan: &FanId,
         number: u64,
         token: &str,
+        jti: &str,
         exp_ms: u64,
     ) -> Result<Issued, Error> {
         let reply: Vec<String> = self
@@ -330,14 +352,17 @@ impl Store {
             .key(self.key(event, "adm"))
             .key(self.key(event, &format!("tok:{fan}")))
             .key(self.key(event, "issued"))
+            .key(self.admission_keys(event))
             .arg(fan.as_str())
             .arg(number)
             .arg(token)
             .arg(exp_ms)
             .arg(self.now_arg())
+            .arg(jti)
             .invoke_async(&mut self.conn.clone())
             .await?;
         match reply.first().map(String::as_str) {
+            Some("revoked") => Err(Error::AdmissionRevoked),
             Some("ok") => Ok(Issued::Token {
                 exp_ms: field(&reply, 1, "token expiry")?,
                 token: field(&reply, 2, "token")?,
@@ -361,6 +386,7 @@ impl Store {
             .key(self.key(event, "cfg"))
             .key(self.key(event, "fans"))
             .key(self.key(event, "adm"))
+            .key(self.admission_keys(event))
             .arg(fan.as_str())
             .invoke_async(&mut self.conn.clone())
             .await?;
@@ -378,6 +404,7 @@ impl Store {
             .set_field
             .key(self.key(event, "cfg"))
             .key(self.key(event, "adm"))
+            .key(self.admission_keys(event))
             .arg(name)
             .arg(value)
             .arg(self.now_arg())
@@ -425,6 +452,7 @@ impl Store {
             .report_inventory
             .key(self.key(event, "cfg"))
             .key(self.key(event, "adm"))
+            .key(self.admission_keys(event))
             .arg(inventory.free_seats)
             .arg(inventory.held_seats)
             .arg(inventory.holds)
@@ -471,6 +499,15 @@ fn parse_snapshot(reply: &[String]) -> Result<QueueSnapshot, Error> {
         active: field(reply, 11, "active")?,
         as_of_ms: field(reply, 12, "now")?,
         numbered: field(reply, 18, "numbered")?,
+        // Empty before the first revocation (and from a replica before revocations).
+        revocations: match reply.get(19).map(String::as_str) {
+            None | Some("") => 0,
+            Some(_) => field(reply, 19, "rev_version")?,
+        },
+        no_shows: match reply.get(20).map(String::as_str) {
+            None | Some("") => 0,
+            Some(_) => field(reply, 20, "noshows")?,
+        },
         inventory: parse_inventory(reply)?,
     })
 }

@@ -26,6 +26,7 @@ impl Store {
             .key(self.key(event, "cfg"))
             .key(self.key(event, "fans"))
             .key(self.key(event, "adm"))
+            .key(self.admission_keys(event))
             .arg(fan.as_str())
             .arg(number)
             .arg(self.now_arg())

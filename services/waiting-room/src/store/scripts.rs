@@ -20,7 +20,24 @@
 //!   (ms) their admission expires: the frontier's advance plus the token lifetime,
 //!   then the token's own `exp` once it is handed out;
 //! - `issued` (hash): fan id → expiry (ms) of the admission token issued to the fan;
-//! - `tok:<fan>` (string): `<exp ms>|<admission token>`, the one token of the fan.
+//! - `tok:<fan>` (string): `<exp ms>|<admission token>`, the one token of the fan;
+//! - `ns` (sorted set): admitted queue numbers not yet used at holds, scored by their
+//!   no-show deadline (ms: admission instant plus the event's `noshow`); a number
+//!   still there at its deadline loses its admission (`revoke`), see
+//!   `MARK_USED`;
+//! - `rev` (sorted set): revoked admission `jti`s scored by the revocation's version
+//!   (`rev_version` in `cfg`, one more per revocation), so holds asks for what is new
+//!   since the version it has (`LIST_REVOKED`); `revx` (sorted set): the same `jti`s
+//!   scored by their token's `exp` (ms): an entry leaves both once its token would
+//!   have expired anyway;
+//! - `adj` (hash): the admission records ISSUE writes, `n:<number>` →
+//!   `<jti>|<exp ms>|<fan>` and `j:<jti>` → number, and `g:<fan>` → `1` for a fan
+//!   whose admission was given back or taken back (no token is handed out again).
+//!
+//! Every script passes `ns`, `rev`, `revx` and `adj` as its last four keys
+//! (`akeys`), because `advance` may take back admissions whose no-show deadline
+//! passed. Revoking (release, revoke, no-show) frees the place and records the
+//! revocation in one script, so the two are never split.
 //!
 //! The frontier: `credit` grows by `rate` units per millisecond while open and not
 //! paused, capped at `limit` fans' worth, where `limit` is the number of fans numbered
@@ -66,13 +83,63 @@ local function inventory_cap(cfg, now)
   end
   return math.floor((free + held) * holds / held)
 end
+-- The admission keys every script passes last (see the module's key list).
+local function akeys()
+  local n = #KEYS
+  return {ns = KEYS[n - 3], rev = KEYS[n - 2], revx = KEYS[n - 1], adj = KEYS[n]}
+end
+-- The record ISSUE wrote for queue number `number`: jti, exp ms, fan; nil if none.
+local function record(adj, number)
+  local rec = redis.call('HGET', adj, 'n:' .. number)
+  if not rec then return nil end
+  local i = string.find(rec, '|', 1, true)
+  local j = string.find(rec, '|', i + 1, true)
+  return string.sub(rec, 1, i - 1), tonumber(string.sub(rec, i + 1, j - 1)),
+    string.sub(rec, j + 1)
+end
+-- Takes back the admission of queue number `number` (nil: none known) and revokes
+-- `jti` (nil: the jti ISSUE recorded for the number, if any) until `exp` ms. Frees the
+-- number's active place and drops its no-show deadline. Returns freed (0|1) and
+-- revoked (0|1: this call added the jti to the revocation set).
+local function revoke(cfg, adm, number, jti, exp, now)
+  local k = akeys()
+  if number then
+    local rjti, rexp, rfan = record(k.adj, number)
+    if rjti and (not jti or jti == rjti) then
+      jti, exp = rjti, rexp
+      redis.call('HSET', k.adj, 'g:' .. rfan, '1')
+    end
+  end
+  local revoked = 0
+  if jti and exp > now and not redis.call('ZSCORE', k.rev, jti) then
+    local version = redis.call('HINCRBY', cfg, 'rev_version', 1)
+    redis.call('ZADD', k.rev, version, jti)
+    redis.call('ZADD', k.revx, fmt(exp), jti)
+    revoked = 1
+  end
+  local freed = 0
+  if number then
+    redis.call('ZREM', k.ns, number)
+    freed = redis.call('ZREM', adm, number)
+  end
+  return freed, revoked
+end
 local function step(cfg, adm, now)
   local h = redis.call('HMGET', cfg, 'state', 'paused', 'rate', 'cap', 'ttl', 'credit',
-    'last', 'frontier', 'numbered')
+    'last', 'frontier', 'numbered', 'noshow')
   if h[1] ~= 'open' then return end
   local last = num(h[7])
   if now <= last then return end
   redis.call('ZREMRANGEBYSCORE', adm, '-inf', now)
+  -- No-shows: admitted, never used at holds by their deadline. Their places free
+  -- before the cap is computed, so the queue gets them in this very step.
+  local k = akeys()
+  local due = redis.call('ZRANGEBYSCORE', k.ns, '-inf', now, 'LIMIT', 0, 1000)
+  for _, n in ipairs(due) do
+    revoke(cfg, adm, n, nil, 0, now)
+    redis.call('HINCRBY', cfg, 'noshows', 1)
+  end
+  local noshow = num(h[10])
   local credit = num(h[6])
   local frontier = num(h[8])
   if h[2] ~= '1' then
@@ -98,16 +165,26 @@ local function step(cfg, adm, now)
     -- Admitted "now": while the cap held the frontier, the credit's crossing time
     -- would date an admission before its place was free.
     local expires = fmt(now + ttl)
-    local batch = {}
+    local deadline = fmt(now + noshow)
+    local batch, deadlines = {}, {}
     for n = frontier + 1, target do
       batch[#batch + 1] = expires
       batch[#batch + 1] = fmt(n)
+      if noshow > 0 then
+        deadlines[#deadlines + 1] = deadline
+        deadlines[#deadlines + 1] = fmt(n)
+      end
       if #batch >= 1000 then
         redis.call('ZADD', adm, unpack(batch))
         batch = {}
       end
+      if #deadlines >= 1000 then
+        redis.call('ZADD', k.ns, unpack(deadlines))
+        deadlines = {}
+      end
     end
     if #batch > 0 then redis.call('ZADD', adm, unpack(batch)) end
+    if #deadlines > 0 then redis.call('ZADD', k.ns, unpack(deadlines)) end
     frontier = target
   end
   redis.call('HSET', cfg, 'credit', fmt(credit), 'last', fmt(now), 'frontier', fmt(frontier))
@@ -126,7 +203,8 @@ end
 /// Returns `{'missing'}`, `{'opening'}` (on-sale time reached, shuffle pending) or the
 /// snapshot `{state, paused, rate, cap, ttl, credit, frontier, joined, completed,
 /// onsale, prequeue, active, now, inv_free, inv_held, inv_holds, inv_at, inv_first,
-/// numbered}`, the five `inv_` fields empty unless an inventory report is fresh.
+/// numbered, rev_version, noshows}`, the five `inv_` fields empty unless an inventory report is
+/// fresh.
 const SNAPSHOT: &str = r#"
 local now = clock(ARGV[1])
 local state = redis.call('HGET', KEYS[1], 'state')
@@ -136,7 +214,8 @@ if state == 'scheduled' and now >= num(redis.call('HGET', KEYS[1], 'onsale')) th
 end
 advance(KEYS[1], KEYS[3], now)
 local h = redis.call('HMGET', KEYS[1], 'state', 'paused', 'rate', 'cap', 'ttl', 'credit',
-  'frontier', 'joined', 'completed', 'onsale', 'prequeue', 'numbered')
+  'frontier', 'joined', 'completed', 'onsale', 'prequeue', 'numbered', 'rev_version',
+  'noshows')
 local prequeue = h[11]
 if h[1] == 'scheduled' then prequeue = redis.call('LLEN', KEYS[2]) end
 local active = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
@@ -145,7 +224,7 @@ local inv = redis.call('HMGET', KEYS[1], 'inv_free', 'inv_held', 'inv_holds', 'i
 if num(inv[5]) < now then inv = {} end
 return {s(h[1]), s(h[2]), s(h[3]), s(h[4]), s(h[5]), s(h[6]), s(h[7]), s(h[8]), s(h[9]),
   s(h[10]), s(prequeue), s(active), fmt(now), s(inv[1]), s(inv[2]), s(inv[3]), s(inv[4]),
-  s(inv[6]), s(h[12])}
+  s(inv[6]), s(h[12]), s(h[13]), s(h[14])}
 "#;
 
 /// KEYS: cfg, fans, pre, adm. ARGV: fan, now.
@@ -200,8 +279,10 @@ advance(KEYS[1], KEYS[4], now)
 return 'done'
 "#;
 
-/// KEYS: cfg, adm. ARGV: requested state (`scheduled|open|paused|closed`), on-sale ms
-/// (`''` = now), rate, cap, ttl ms, seed hex, now, admitted floor, numbered floor.
+/// KEYS: cfg, adm, then the admission keys. ARGV: requested state
+/// (`scheduled|open|paused|closed`), on-sale ms (`''` = now), rate, cap, ttl ms, seed
+/// hex, now, admitted floor, numbered floor, no-show timeout ms (0 = off; applies to
+/// fans admitted from then on).
 /// Creating an event asked open or paused whose on-sale time has passed, with a floor
 /// (the box office saw the queue before: the store lost it), opens it at once with its
 /// frontier and numbering at the floor and nothing in the pre-queue.
@@ -231,7 +312,7 @@ if not state then
   local reopen = (req == 'open' or req == 'paused') and numbered > 0
   if reopen and ARGV[2] ~= '' and tonumber(ARGV[2]) <= now then
     redis.call('HSET', KEYS[1], 'state', 'open', 'paused', paused, 'onsale', ARGV[2],
-      'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'seed', ARGV[6],
+      'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow', ARGV[10], 'seed', ARGV[6],
       'credit', fmt(floor * 60000), 'last', fmt(now), 'frontier', fmt(floor),
       'numbered', fmt(numbered), 'joined', 0, 'completed', 0, 'prequeue', 0,
       'opened_at', fmt(now), 'committed_at', fmt(now))
@@ -241,17 +322,19 @@ if not state then
   if req == 'scheduled' then at = scheduled_at() end
   if req == 'closed' then st = 'closed' end
   redis.call('HSET', KEYS[1], 'state', st, 'paused', paused, 'onsale', fmt(at),
-    'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'seed', ARGV[6], 'credit', 0,
+    'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow', ARGV[10], 'seed', ARGV[6],
+    'credit', 0,
     'last', fmt(at), 'frontier', 0, 'numbered', 0, 'joined', 0, 'completed', 0,
     'prequeue', 0, 'committed_at', fmt(now))
   return 'created'
 end
 local opened = redis.call('HEXISTS', KEYS[1], 'opened_at') == 1
 if req == 'scheduled' and opened then return 'already_open' end
-local settings = {'state', 'paused', 'onsale', 'rate', 'cap', 'ttl'}
+local settings = {'state', 'paused', 'onsale', 'rate', 'cap', 'ttl', 'noshow'}
 local before = redis.call('HMGET', KEYS[1], unpack(settings))
 if state == 'open' then advance(KEYS[1], KEYS[2], now) end
-redis.call('HSET', KEYS[1], 'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5])
+redis.call('HSET', KEYS[1], 'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow',
+  ARGV[10])
 if req == 'closed' then
   redis.call('HSET', KEYS[1], 'state', 'closed')
 elseif not opened then
@@ -284,15 +367,22 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 'ok'
 "#;
 
-/// KEYS: cfg, fans, adm, tok, issued. ARGV: fan, number, token, exp ms, now.
+/// KEYS: cfg, fans, adm, tok, issued, then the admission keys. ARGV: fan, number,
+/// token, exp ms, now, the token's jti.
 /// Stores the fan's admission token unless one exists. `number` comes from the fan's
 /// signed ticket, so it is the fan's even when the queue knows the fan under another
 /// number or not at all (a ticket from before the store lost its data: it is recorded
 /// as the fan's). Returns `{'ok', exp, token}` (the stored token, possibly an earlier
-/// one), `{'missing'}`, `{'closed'}`, `{'not_admitted'}` or `{'expired'}` (the fan's
-/// admission ran out).
+/// one), `{'missing'}`, `{'closed'}`, `{'not_admitted'}`, `{'expired'}` (the fan's
+/// admission ran out) or `{'revoked'}` (given back or taken back: the number's place,
+/// if still held, is freed now). A new token's record goes to `adj`.
 const ISSUE: &str = r#"
 local now = clock(ARGV[5])
+local k = akeys()
+if redis.call('HEXISTS', k.adj, 'g:' .. ARGV[1]) == 1 then
+  revoke(KEYS[1], KEYS[3], ARGV[2], nil, 0, now)
+  return {'revoked'}
+end
 local stored = redis.call('GET', KEYS[4])
 if stored then
   local sep = string.find(stored, '|', 1, true)
@@ -316,6 +406,8 @@ end
 redis.call('SET', KEYS[4], ARGV[4] .. '|' .. ARGV[3], 'PX', fmt(exp - now + 60000))
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[4])
 redis.call('ZADD', KEYS[3], 'XX', ARGV[4], ARGV[2])
+redis.call('HSET', k.adj, 'n:' .. ARGV[2], ARGV[6] .. '|' .. ARGV[4] .. '|' .. ARGV[1],
+  'j:' .. ARGV[6], ARGV[2])
 return {'ok', ARGV[4], ARGV[3]}
 "#;
 
@@ -344,12 +436,13 @@ end
 return {'ok', fmt(numbered)}
 "#;
 
-/// KEYS: cfg, fans, adm. ARGV: fan.
-/// Frees the fan's active place. Returns `completed`, `noop` (already done, expired or
-/// never admitted) or `missing`.
+/// KEYS: cfg, fans, adm, then the admission keys. ARGV: fan.
+/// Frees the fan's active place (a fan who paid is no no-show either). Returns
+/// `completed`, `noop` (already done, expired or never admitted) or `missing`.
 const COMPLETE: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
 local n = redis.call('HGET', KEYS[2], ARGV[1])
+if n then redis.call('ZREM', akeys().ns, n) end
 if n and redis.call('ZREM', KEYS[3], n) == 1 then
   redis.call('HINCRBY', KEYS[1], 'completed', 1)
   return 'completed'
@@ -370,6 +463,92 @@ advance(KEYS[1], KEYS[2], now)
 redis.call('HSET', KEYS[1], 'inv_free', ARGV[1], 'inv_held', ARGV[2], 'inv_holds', ARGV[3],
   'inv_at', ARGV[4], 'inv_until', fmt(now + tonumber(ARGV[5])), 'inv_first', ARGV[7])
 return 'ok'
+"#;
+
+/// KEYS: cfg, fans, adm, then the admission keys. ARGV: now, fan, jti (`''` = the
+/// fan's recorded admission), token exp ms (with a jti).
+/// Gives back or takes back an admission: revokes the jti (holds refuses it from its
+/// next refresh) and frees the place in the same step; the fan gets no token again.
+/// With a jti the place freed is the one that jti was issued for (a jti the queue
+/// does not know, from before the store lost its data, is revoked and frees none).
+/// The credit is first brought up to now under the old count, so the place counts
+/// from now. Returns `{'missing'}` or `{'ok', freed, revoked, jti}` (`1|0` each: this
+/// call freed the place, this call added the jti; the jti revoked, `''` if none).
+const REVOKE: &str = r#"
+local now = clock(ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
+advance(KEYS[1], KEYS[3], now)
+local k = akeys()
+local number, jti, exp = nil, nil, 0
+if ARGV[3] ~= '' then
+  jti, exp = ARGV[3], num(ARGV[4])
+  number = redis.call('HGET', k.adj, 'j:' .. jti)
+else
+  number = redis.call('HGET', KEYS[2], ARGV[2])
+  if number == '0' then number = nil end
+  redis.call('HSET', k.adj, 'g:' .. ARGV[2], '1')
+end
+local freed, revoked = revoke(KEYS[1], KEYS[3], number, jti, exp, now)
+if number and not jti then jti = record(k.adj, number) end
+return {'ok', tostring(freed), tostring(revoked), s(jti)}
+"#;
+
+/// KEYS: cfg, adm, then the admission keys. ARGV: now, then jtis.
+/// The admissions of these jtis were used at holds (a claim succeeded): they are no
+/// longer no-shows. Returns how many deadlines were dropped.
+const MARK_USED: &str = r#"
+local now = clock(ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local k = akeys()
+local dropped = 0
+for i = 2, #ARGV do
+  local number = redis.call('HGET', k.adj, 'j:' .. ARGV[i])
+  if number then dropped = dropped + redis.call('ZREM', k.ns, number) end
+end
+return dropped
+"#;
+
+/// KEYS: cfg, adm, then the admission keys. ARGV: epoch, since version, limit, now.
+/// Brings the queue up to now (which takes back due no-shows), drops revocations whose
+/// token has expired, then lists the revocations after `since` (all of them when
+/// `epoch`, the caller's `committed_at`, is not the queue's: the queue was created
+/// again and its versions restarted). Returns `{'missing'}` or `{'ok', epoch,
+/// version, full, more, jti, exp ms, …}`: `version` is the last version listed (the
+/// queue's latest when `more` is `0`), `full` `1` when listed from the start.
+const LIST_REVOKED: &str = r#"
+local now = clock(ARGV[4])
+local h = redis.call('HMGET', KEYS[1], 'state', 'committed_at')
+if not h[1] then return {'missing'} end
+advance(KEYS[1], KEYS[2], now)
+local k = akeys()
+local old = redis.call('ZRANGEBYSCORE', k.revx, '-inf', now, 'LIMIT', 0, 1000)
+if #old > 0 then
+  redis.call('ZREM', k.rev, unpack(old))
+  redis.call('ZREM', k.revx, unpack(old))
+end
+local epoch = s(h[2])
+local since, full = tonumber(ARGV[2]), '0'
+if ARGV[1] ~= epoch or since == 0 then since, full = 0, '1' end
+local limit = tonumber(ARGV[3])
+local version = num(redis.call('HGET', KEYS[1], 'rev_version'))
+local items = redis.call('ZRANGEBYSCORE', k.rev, '(' .. fmt(since), '+inf', 'WITHSCORES',
+  'LIMIT', 0, limit + 1)
+local more = '0'
+local reply = {'ok', epoch, '', full, '0'}
+local last = since
+for i = 1, #items, 2 do
+  if (i + 1) / 2 > limit then
+    more = '1'
+    break
+  end
+  reply[#reply + 1] = items[i]
+  reply[#reply + 1] = s(redis.call('ZSCORE', k.revx, items[i]))
+  last = tonumber(items[i + 1])
+end
+if more == '0' and version > last then last = version end
+reply[3] = fmt(last)
+reply[5] = more
+return reply
 "#;
 
 /// The compiled scripts (SHA1 computed once; `EVALSHA` with a fallback to `EVAL`).
@@ -393,6 +572,12 @@ pub struct Scripts {
     pub complete: redis::Script,
     /// See [`REPORT_INVENTORY`].
     pub report_inventory: redis::Script,
+    /// See [`REVOKE`].
+    pub revoke: redis::Script,
+    /// See [`MARK_USED`].
+    pub mark_used: redis::Script,
+    /// See [`LIST_REVOKED`].
+    pub list_revoked: redis::Script,
 }
 
 impl Scripts {
@@ -409,6 +594,9 @@ impl Scripts {
             raise: with(RAISE),
             complete: with(COMPLETE),
             report_inventory: with(REPORT_INVENTORY),
+            revoke: with(REVOKE),
+            mark_used: with(MARK_USED),
+            list_revoked: with(LIST_REVOKED),
         }
     }
 }

@@ -189,17 +189,42 @@ async fn the_cap_holds_the_frontier_until_fans_are_done() {
     assert_eq!(sixth.state, pb::QueueState::Waiting as i32);
     assert!(sixth.admission_token.is_empty());
 
-    // Two completions (one reported twice) free two places: fan 1 by its admission
-    // token, fan 2 by a service (as payments does once the order is paid).
-    for token in [&first.admission_token, &first.admission_token] {
-        let request = pb::CompleteAdmissionRequest {
-            admission_token: token.clone(),
-            ..Default::default()
+    // A fan cannot complete its own admission (the place would be freed while the
+    // token keeps working at holds): refused, nothing changes.
+    let before = room.stats(0).await;
+    let own = pb::CompleteAdmissionRequest {
+        admission_token: first.admission_token.clone(),
+        ..Default::default()
+    };
+    let err = room
+        .client(2)
+        .complete_admission(bearer(own, &room.fan(fan)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied);
+    assert_eq!(
+        crate::helpers::reason(&err),
+        Some(stadium_kit::Reason::RoleRequired)
+    );
+    assert_eq!(
+        room.stats(0).await,
+        before,
+        "a refused completion frees nothing"
+    );
+
+    // Two places come back: fan 1 gives its admission back (twice: the second frees
+    // nothing), fan 2 is completed by a service (as payments does once paid).
+    for expect_freed in [true, false] {
+        let request = pb::ReleaseAdmissionRequest {
+            admission_token: first.admission_token.clone(),
         };
-        room.client(2)
-            .complete_admission(request)
+        let released = room
+            .client(2)
+            .release_admission(bearer(request, &room.fan(fan)))
             .await
-            .expect("complete");
+            .expect("release")
+            .into_inner();
+        assert_eq!(released.freed, expect_freed);
     }
     let second = room.status(1, &fans[&2].0, &fans[&2].1).await.unwrap();
     assert!(!second.admission_token.is_empty());

@@ -83,15 +83,16 @@ async fn configuring_again_with_the_same_settings_changes_nothing() {
     for (i, (fan, ticket)) in tickets.iter().enumerate() {
         let status = room.status(i, fan, ticket).await.unwrap();
         if !status.admission_token.is_empty() {
-            admitted.push(status.admission_token);
+            admitted.push((fan.clone(), status.admission_token));
         }
     }
     assert_eq!(admitted.len(), CAP as usize, "the cap holds the frontier");
+    let (fan, token) = &admitted[0];
+    let release = pb::ReleaseAdmissionRequest {
+        admission_token: token.clone(),
+    };
     room.client(0)
-        .complete_admission(pb::CompleteAdmissionRequest {
-            admission_token: admitted[0].clone(),
-            ..Default::default()
-        })
+        .release_admission(bearer(release, &room.fan(fan)))
         .await
         .expect("done");
     same_again(&room, pb::SaleState::Open, onsale).await;
@@ -141,6 +142,7 @@ async fn push_floored(
         admission_ttl_ms: TTL_MS,
         admitted_floor: admitted,
         numbered_floor: numbered,
+        admission_no_show_ms: 0,
     };
     let answer = room
         .client(0)

@@ -10,4 +10,5 @@ mod join;
 mod loss;
 mod mode;
 mod refusals;
+mod release;
 mod rotation;

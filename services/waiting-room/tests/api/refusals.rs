@@ -252,11 +252,11 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
         refuse(err),
         (Code::Unauthenticated, Some(Reason::TicketInvalid))
     );
+    let release = pb::ReleaseAdmissionRequest {
+        admission_token: forged,
+    };
     let err = client
-        .complete_admission(pb::CompleteAdmissionRequest {
-            admission_token: forged,
-            ..Default::default()
-        })
+        .release_admission(bearer(release, &token))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Unauthenticated);
@@ -299,11 +299,11 @@ async fn forged_expired_foreign_tickets_and_tokens_are_refused() {
             (Code::FailedPrecondition, Some(Reason::AdmissionExpired))
         );
     }
+    let release = pb::ReleaseAdmissionRequest {
+        admission_token: admitted.admission_token,
+    };
     let err = client
-        .complete_admission(pb::CompleteAdmissionRequest {
-            admission_token: admitted.admission_token,
-            ..Default::default()
-        })
+        .release_admission(bearer(release, &room.fan("fan-a")))
         .await
         .unwrap_err();
     assert_eq!(
