@@ -124,6 +124,22 @@ pub enum Command {
     /// Seats: their status history.
     #[command(subcommand)]
     Seat(SeatCommand),
+    /// Take back a fan's admission (a bot): holds refuses its token within a second and
+    /// the place goes to the next fan in line.
+    Revoke {
+        /// Event id.
+        #[arg(long = "event")]
+        event_id: String,
+        /// The fan (session `sub`).
+        #[arg(long, required_unless_present = "jti", conflicts_with = "jti")]
+        fan: Option<String>,
+        /// Or the admission token's `jti`.
+        #[arg(long)]
+        jti: Option<String>,
+        /// Why, for the audit log.
+        #[arg(long)]
+        reason: String,
+    },
     /// Channels: seats set aside for a sponsor, a fan club or a promoter, claimable only
     /// with the channel's key or a presale code.
     #[command(subcommand)]
@@ -337,6 +353,10 @@ pub struct CreateEvent {
     /// Admitted fans not yet done at once; 0 = no cap.
     #[arg(long, default_value_t = 0)]
     pub active_cap: u32,
+    /// An admitted fan who claims nothing within this many milliseconds loses the
+    /// admission and the place goes to the next fan (0: never).
+    #[arg(long, default_value_t = 0)]
+    pub no_show_ms: u64,
     /// ISO 4217 currency of the prices.
     #[arg(long)]
     pub currency: String,

@@ -1,6 +1,7 @@
-//! `stadiumctl`, the box office's command line: every RPC as a subcommand, readable
-//! tables by default, `--json` for scripts; and `queue audit`, which checks an event's
-//! pre-queue shuffle from the waiting room's public answers ([`queue`]). Exit status: 0
+//! `stadiumctl`, the box office's command line: every RPC as a subcommand (channels,
+//! seat history and revocations included), readable tables by default, `--json` for
+//! scripts; and `queue audit`, which checks an event's pre-queue shuffle from the
+//! waiting room's public answers ([`queue`]). Exit status: 0
 //! on success, 1 when a call or the input fails, 2 when `check` finds any invariant
 //! violation or a `queue audit` check fails.
 //!
@@ -18,6 +19,12 @@
 //! stadiumctl sale rate 1 3000
 //! stadiumctl report 1 --by category
 //! stadiumctl --json check 1 || echo "invariants broken"
+//! stadiumctl channel create --event 1 --name "Fan club"      # prints the key once
+//! stadiumctl channel assign --channel 1 --best FRONT --quantity 200
+//! stadiumctl channel codes --channel 1 --count 500 --max-seats 4 --max-seats-per-fan 2
+//! stadiumctl seat history --event 1 --seat A/12/7
+//! stadiumctl seat history --event 1 --csv > history.csv
+//! stadiumctl revoke --event 1 --fan bot-7 --reason "40 claims/s"
 //! stadiumctl queue audit 1 --waiting-room http://127.0.0.1:50051   # before opening
 //! stadiumctl queue audit 1 --commitment <recorded> --fan <your sub> # after
 //! ```
@@ -254,6 +261,39 @@ async fn execute(cli: Cli) -> Result<Outcome, CliError> {
         Command::Sale(cmd) => sale(&mut c, cmd).await,
         Command::Seat(SeatCommand::History(args)) => history::run(&mut c, args).await,
         Command::Channel(cmd) => channels::run(&mut c, cmd).await,
+        Command::Revoke {
+            event_id,
+            fan,
+            jti,
+            reason,
+        } => {
+            let req = c.request(pb::RevokeAdmissionRequest {
+                event_id,
+                fan_id: fan.unwrap_or_default(),
+                jti: jti.unwrap_or_default(),
+                reason,
+            })?;
+            let r = c.inner.revoke_admission(req).await?.into_inner();
+            let text = match (r.jti.is_empty(), r.freed) {
+                (true, _) => "revoked: the fan had no admission token yet and will get none
+"
+                .to_owned(),
+                (false, true) => format!(
+                    "revoked admission {}; its place went to the queue
+",
+                    r.jti
+                ),
+                (false, false) => format!(
+                    "admission {} was already given back or revoked
+",
+                    r.jti
+                ),
+            };
+            Ok(Outcome::new(
+                text,
+                json!({ "jti": r.jti, "freed": r.freed }),
+            ))
+        }
         Command::Block {
             event_id,
             section,
@@ -475,7 +515,7 @@ async fn event(c: &mut Client, cmd: EventCommand) -> Result<Outcome, CliError> {
                 admission_rate_per_min: a.rate,
                 active_fan_cap: a.active_cap,
                 admission_ttl_ms: 0,
-                admission_no_show_ms: 0,
+                admission_no_show_ms: a.no_show_ms,
                 currency: a.currency.clone(),
             };
             let req = c.request(pb::CreateEventRequest {
