@@ -77,6 +77,10 @@ reasons! {
     EventNotOnSale = "EVENT_NOT_ON_SALE",
     /// The event is closed; it no longer changes.
     EventClosed = "EVENT_CLOSED",
+    /// The event is cancelled: nothing is sold, paid orders are refunded.
+    EventCancelled = "EVENT_CANCELLED",
+    /// A cancellation was asked about for an event that is not cancelled.
+    NotCancelled = "NOT_CANCELLED",
     /// No such venue.
     VenueNotFound = "VENUE_NOT_FOUND",
     /// The section is not part of the event's venue.

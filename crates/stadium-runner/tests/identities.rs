@@ -12,6 +12,8 @@ use stadium_kit::caller::service;
 use stadium_kit::tls::Tls;
 use stadium_proto::holds::v1 as holds;
 use stadium_proto::holds::v1::holds_client::HoldsClient;
+use stadium_proto::payments::v1 as payments;
+use stadium_proto::payments::v1::payments_client::PaymentsClient;
 use stadium_proto::waiting_room::v1 as wr;
 use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
 use stadium_runner::Endpoints;
@@ -32,10 +34,11 @@ enum Rpc {
     ConfigureEvent,
     SetAdmissionRate,
     ReportInventory,
+    RefundOrder,
 }
 
 impl Rpc {
-    const ALL: [Rpc; 9] = [
+    const ALL: [Rpc; 10] = [
         Rpc::StartPayment,
         Rpc::ConfirmHold,
         Rpc::ClaimComp,
@@ -45,6 +48,7 @@ impl Rpc {
         Rpc::ConfigureEvent,
         Rpc::SetAdmissionRate,
         Rpc::ReportInventory,
+        Rpc::RefundOrder,
     ];
 
     fn allowed(self) -> &'static [&'static str] {
@@ -55,20 +59,21 @@ impl Rpc {
             | Rpc::ReleaseSeats
             | Rpc::CompleteAdmission => &[service::PAYMENTS],
             Rpc::MarkAdmissionsUsed => &[service::HOLDS],
-            Rpc::ConfigureEvent | Rpc::SetAdmissionRate | Rpc::ReportInventory => {
-                &[service::BOX_OFFICE]
-            }
+            Rpc::ConfigureEvent
+            | Rpc::SetAdmissionRate
+            | Rpc::ReportInventory
+            | Rpc::RefundOrder => &[service::BOX_OFFICE],
         }
     }
 
-    /// Calls the RPC over `holds`/`room` with a request it must refuse for its content
-    /// (unknown hold, bad ids), carrying `token` as a bearer token when given.
-    async fn call(
-        self,
-        holds: &mut HoldsClient<Channel>,
-        room: &mut WaitingRoomClient<Channel>,
-        token: Option<&str>,
-    ) -> Status {
+    /// Calls the RPC over `clients` with a request it must refuse for its content
+    /// (unknown hold or order, bad ids), carrying `token` as a bearer token when given.
+    async fn call(self, clients: &mut Clients, token: Option<&str>) -> Status {
+        let Clients {
+            holds,
+            room,
+            payments,
+        } = clients;
         fn req<T>(message: T, token: Option<&str>) -> Request<T> {
             let mut request = Request::new(message);
             if let Some(token) = token {
@@ -171,6 +176,17 @@ impl Rpc {
                 ))
                 .await
                 .map(drop),
+            Rpc::RefundOrder => payments
+                .refund_order(req(
+                    payments::RefundOrderRequest {
+                        order_id: unknown_hold,
+                        reason: "identity test".into(),
+                        refund_reason: payments::RefundReason::EventCancelled as i32,
+                    },
+                    token,
+                ))
+                .await
+                .map(drop),
         };
         answer.expect_err("every request here is refused for its content or its caller")
     }
@@ -183,10 +199,14 @@ fn refused_for_the_caller(status: &Status) -> bool {
     )
 }
 
-async fn clients(
-    endpoints: &Endpoints,
-    tls: Option<&Tls>,
-) -> (HoldsClient<Channel>, WaitingRoomClient<Channel>) {
+/// Clients of the services whose service-role RPCs are checked.
+struct Clients {
+    holds: HoldsClient<Channel>,
+    room: WaitingRoomClient<Channel>,
+    payments: PaymentsClient<Channel>,
+}
+
+async fn clients(endpoints: &Endpoints, tls: Option<&Tls>) -> Clients {
     let channel = |url: &str| {
         let endpoint = match tls {
             Some(tls) => tonic::transport::Endpoint::from_shared(url.to_owned())
@@ -199,10 +219,11 @@ async fn clients(
             .connect_timeout(Duration::from_secs(5))
             .connect_lazy()
     };
-    (
-        HoldsClient::new(channel(&endpoints.holds)),
-        WaitingRoomClient::new(channel(&endpoints.waiting_room)),
-    )
+    Clients {
+        holds: HoldsClient::new(channel(&endpoints.holds)),
+        room: WaitingRoomClient::new(channel(&endpoints.waiting_room)),
+        payments: PaymentsClient::new(channel(&endpoints.payments)),
+    }
 }
 
 #[tokio::test]
@@ -216,9 +237,9 @@ async fn each_service_role_rpc_is_refused_to_every_caller_not_on_its_list() {
         callers.push((Some(name), Some(pki.tls(name).unwrap())));
     }
     for (name, tls) in &callers {
-        let (mut holds, mut room) = clients(&e, tls.as_ref()).await;
+        let mut to = clients(&e, tls.as_ref()).await;
         for rpc in Rpc::ALL {
-            let status = rpc.call(&mut holds, &mut room, None).await;
+            let status = rpc.call(&mut to, None).await;
             let allowed = name.is_some_and(|n| rpc.allowed().contains(&n));
             assert_eq!(
                 refused_for_the_caller(&status),
@@ -229,7 +250,7 @@ async fn each_service_role_rpc_is_refused_to_every_caller_not_on_its_list() {
     }
 
     // Over TLS a role-service token stands for nobody: the certificate names services.
-    let (mut holds, mut room) = clients(&e, None).await;
+    let mut to = clients(&e, None).await;
     for rpc in Rpc::ALL {
         let name = rpc.allowed()[0];
         let token = stack
@@ -237,7 +258,7 @@ async fn each_service_role_rpc_is_refused_to_every_caller_not_on_its_list() {
             .admin(name, &[Role::Service], std::time::SystemTime::now())
             .unwrap()
             .token;
-        let status = rpc.call(&mut holds, &mut room, Some(&token)).await;
+        let status = rpc.call(&mut to, Some(&token)).await;
         assert_eq!(status.code(), Code::PermissionDenied, "{rpc:?}: {status:?}");
     }
 
@@ -245,8 +266,8 @@ async fn each_service_role_rpc_is_refused_to_every_caller_not_on_its_list() {
     let forger = stadium_kit::dev_pki::DevPki::generate().unwrap();
     let issued = forger.issue(service::PAYMENTS).unwrap();
     let forged = Tls::from_pem(issued.cert_pem, issued.key_pem, pki.ca_pem());
-    let (mut holds, mut room) = clients(&e, Some(&forged)).await;
-    let status = Rpc::ConfirmHold.call(&mut holds, &mut room, None).await;
+    let mut to = clients(&e, Some(&forged)).await;
+    let status = Rpc::ConfirmHold.call(&mut to, None).await;
     assert!(
         !matches!(status.code(), Code::NotFound | Code::InvalidArgument),
         "a forged certificate reached ConfirmHold: {status:?}"

@@ -419,6 +419,8 @@ service!(BoxOffice {
     revoke_admission(bo::RevokeAdmissionRequest) -> bo::RevokeAdmissionResponse;
     get_sales_timeline(bo::GetSalesTimelineRequest) -> bo::GetSalesTimelineResponse;
     get_seat_history(bo::GetSeatHistoryRequest) -> bo::GetSeatHistoryResponse;
+    cancel_event(bo::CancelEventRequest) -> bo::CancelEventResponse;
+    get_cancellation(bo::GetCancellationRequest) -> bo::GetCancellationResponse;
     create_channel(ho::CreateChannelRequest) -> ho::CreateChannelResponse;
     assign_channel_seats(ho::AssignChannelSeatsRequest) -> ho::AssignChannelSeatsResponse;
     create_presale_codes(ho::CreatePresaleCodesRequest) -> ho::CreatePresaleCodesResponse;

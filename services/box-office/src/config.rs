@@ -103,6 +103,17 @@ pub struct Config {
     )]
     pub waiting_room_resync_ms: u64,
 
+    /// Milliseconds between two looks for cancelled events whose orders are left to
+    /// refund (while a cancellation has work, its passes follow each other at once);
+    /// 0 turns the refunds off on this replica. Needs --payments-url.
+    #[arg(
+        long,
+        env = "CANCELLATION_INTERVAL_MS",
+        default_value_t = 1_000,
+        value_name = "MS"
+    )]
+    pub cancellation_interval_ms: u64,
+
     /// Milliseconds between canary runs over the events on sale; 0 turns it off.
     #[arg(
         long,
@@ -151,6 +162,12 @@ impl Config {
     pub fn resync_interval(&self) -> Option<Duration> {
         (self.waiting_room_resync_ms > 0)
             .then(|| Duration::from_millis(self.waiting_room_resync_ms))
+    }
+
+    /// The cancellation worker's interval, `None` when it is off on this replica.
+    pub fn cancellation_interval(&self) -> Option<Duration> {
+        (self.cancellation_interval_ms > 0)
+            .then(|| Duration::from_millis(self.cancellation_interval_ms))
     }
 
     /// `--canary-grace-ms` as a duration.

@@ -32,16 +32,20 @@ pub enum EventStatus {
     Paused,
     /// Over.
     Closed,
+    /// Called off: final. Every paid order is refunded and every ticket voided by the
+    /// cancellation's worker (`catalog.event_cancellations`).
+    Cancelled,
 }
 
 impl EventStatus {
-    /// The database spelling: `draft`, `on_sale`, `paused`, `closed`.
+    /// The database spelling: `draft`, `on_sale`, `paused`, `closed`, `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Draft => "draft",
             Self::OnSale => "on_sale",
             Self::Paused => "paused",
             Self::Closed => "closed",
+            Self::Cancelled => "cancelled",
         }
     }
 
@@ -52,6 +56,7 @@ impl EventStatus {
             "on_sale" => Some(Self::OnSale),
             "paused" => Some(Self::Paused),
             "closed" => Some(Self::Closed),
+            "cancelled" => Some(Self::Cancelled),
             _ => None,
         }
     }

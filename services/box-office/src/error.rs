@@ -64,6 +64,9 @@ pub enum Error {
     /// The event is closed; its prices no longer change.
     #[error("event {0} is closed")]
     EventClosed(i64),
+    /// The event is not cancelled (a cancellation's progress was asked for).
+    #[error("event {0} is not cancelled")]
+    NotCancelled(i64),
     /// A service this call needs has no URL configured (`--holds-url`, `--payments-url`).
     #[error("no {0} service is configured for this box office")]
     NotConfigured(&'static str),
@@ -110,6 +113,7 @@ impl ServiceError for Error {
             Self::InvalidTransition { .. } => (Code::FailedPrecondition, Reason::InvalidTransition),
             Self::PricesMissing(_) => (Code::FailedPrecondition, Reason::PricesMissing),
             Self::EventClosed(_) => (Code::FailedPrecondition, Reason::EventClosed),
+            Self::NotCancelled(_) => (Code::FailedPrecondition, Reason::NotCancelled),
             Self::NotConfigured(_) => (Code::FailedPrecondition, Reason::NotConfigured),
             // Only a transport failure gets a row here; an answer is passed on.
             Self::Upstream { .. } => DEPENDENCY_UNAVAILABLE,
@@ -131,7 +135,9 @@ impl ServiceError for Error {
                 meta(&[("path", path), ("problem", problem)])
             }
             Self::VenueNotFound(id) => meta(&[("venue_id", &id.to_string())]),
-            Self::EventNotFound(id) => meta(&[("event_id", &id.to_string())]),
+            Self::EventNotFound(id) | Self::NotCancelled(id) => {
+                meta(&[("event_id", &id.to_string())])
+            }
             Self::SeatNotFound { field, .. } => meta(&[("field", field)]),
             Self::InvalidTransition { from, to } => meta(&[("from", from), ("to", to)]),
             Self::PricesMissing(codes) => meta(&[("categories", &codes.join(","))]),

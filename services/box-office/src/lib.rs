@@ -81,6 +81,9 @@ pub struct Parts {
     /// Sends every live event's configuration to the waiting room again; `None`
     /// without `--waiting-room-url`.
     pub resync: Option<clients::resync::Resync>,
+    /// Refunds the orders of cancelled events; `None` without `--payments-url` or a
+    /// service identity.
+    pub cancellations: Option<clients::cancellation::Worker>,
 }
 
 /// A channel to the service at `uris` (the values of `flag`), balanced over its
@@ -118,29 +121,32 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
     let auth = auth::Authenticator::new(keys, &config.identity_issuer)
         .map_err(|e| StartError::Config(format!("--identity-issuer: {e}")))?;
     let tls = config.common.tls.load(SERVICE_NAME)?;
+    let bearer = config
+        .service_token
+        .as_ref()
+        .map(|token| Bearer::new(token.expose_secret()))
+        .transpose()
+        .map_err(|e| StartError::Config(format!("--service-token: {e}")))?;
     let waiting_room = if config.waiting_room_url.is_empty() {
         tracing::warn!("no --waiting-room-url: sale changes are stored but not pushed");
         None
     } else {
-        let bearer = config
-            .service_token
-            .as_ref()
-            .map(|token| Bearer::new(token.expose_secret()))
-            .transpose()
-            .map_err(|e| StartError::Config(format!("--service-token: {e}")))?;
         if bearer.is_none() && tls.is_none() {
             return Err(StartError::Config(
                 "--waiting-room-url needs TLS (--tls-cert-file, --tls-key-file, --tls-ca-file) or, in development, --service-token".into(),
             ));
         }
         let urls = &config.waiting_room_url;
-        Some((channel("--waiting-room-url", urls, tls.as_ref())?, bearer))
+        Some((
+            channel("--waiting-room-url", urls, tls.as_ref())?,
+            bearer.clone(),
+        ))
     };
+    let payments = optional_channel("--payments-url", &config.payments_url, tls.as_ref())?;
     let upstream = clients::upstream::Upstream {
         holds: optional_channel("--holds-url", &config.holds_url, tls.as_ref())?
             .map(HoldsClient::new),
-        payments: optional_channel("--payments-url", &config.payments_url, tls.as_ref())?
-            .map(PaymentsClient::new),
+        payments: payments.clone().map(PaymentsClient::new),
         waiting_room: waiting_room
             .as_ref()
             .map(|(channel, _)| WaitingRoomClient::new(channel.clone())),
@@ -164,6 +170,21 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
         config.push_attempts,
         shutdown.clone(),
     );
+    let cancellations = match payments {
+        Some(channel) if bearer.is_some() || tls.is_some() => Some(
+            clients::cancellation::Worker::new(pool.clone(), channel, bearer.clone()),
+        ),
+        Some(_) => {
+            tracing::warn!(
+                "--payments-url without a service identity (TLS or, in development, --service-token): cancelled events are recorded but not refunded"
+            );
+            None
+        }
+        None => {
+            tracing::warn!("no --payments-url: cancelled events are recorded but not refunded");
+            None
+        }
+    };
     let office = service::BoxOfficeService::new(pool, pusher.clone(), config.canary_grace());
     let auth = Arc::new(auth);
     let api = grpc::BoxOfficeApi::new(office.clone(), Arc::clone(&auth), upstream);
@@ -180,6 +201,7 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
         canary: Arc::new(canary::CanaryStatus::default()),
         reporter,
         resync,
+        cancellations,
     })
 }
 
@@ -200,7 +222,8 @@ fn api_behind_its_gate(
 }
 
 /// Serves the box-office API on `listener` until `shutdown` is cancelled, with the
-/// canary running (unless `--canary-interval-ms 0`) and, with a waiting room, the
+/// canary running (unless `--canary-interval-ms 0`), the refunds of cancelled events
+/// (with payments; unless `--cancellation-interval-ms 0`) and, with a waiting room, the
 /// inventory reporter (unless `--inventory-interval-ms 0`) and the resync (unless
 /// `--waiting-room-resync-ms 0`), then drains in-flight requests (at most
 /// `--grace-period-ms`), stops them all and returns.
@@ -252,6 +275,14 @@ pub async fn serve_parts(
         .zip(config.resync_interval())
         .map(|(resync, interval)| clients::resync::spawn(resync, interval, background.stop()));
     background.keep("waiting room resync", resync);
+    let cancellations = parts
+        .cancellations
+        .clone()
+        .zip(config.cancellation_interval())
+        .map(|(worker, interval)| {
+            clients::cancellation::spawn(worker, interval, background.stop())
+        });
+    background.keep("cancellation refunds", cancellations);
     let served = GrpcServer::new(config.common.server_options(SERVICE_NAME)?)
         .add_service(api_behind_its_gate(parts.api, parts.auth))
         .serve(listener, shutdown)

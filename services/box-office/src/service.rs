@@ -9,9 +9,10 @@ use sqlx::{Acquire, PgPool};
 use stadium_venues::{ImportError, SourceFormat};
 
 use crate::clients::push::{PushKind, PushReport, Pusher};
-use crate::domain::{Event, EventSettings, PriceCategory, Transition};
+use crate::domain::{Event, EventSettings, EventStatus, PriceCategory, Transition};
 use crate::error::{Error, Result};
 use crate::store::audit::{self, AuditEntry};
+use crate::store::cancellations::{self, CancellationRecord, OrderCounts};
 use crate::store::invariants::Violation;
 use crate::store::reports::{Grouping, ReportLine, TimelineBucket};
 use crate::store::seat_counts::{self, SeatCounts};
@@ -47,6 +48,25 @@ pub enum SeatQuery {
         seat: String,
     },
 }
+
+/// A cancellation and where the event's orders stand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cancellation {
+    /// As recorded.
+    pub record: CancellationRecord,
+    /// The orders, counted from payments now.
+    pub counts: OrderCounts,
+    /// The event's currency (of the sums).
+    pub currency: String,
+}
+
+/// Statuses an event may be cancelled from: any but cancelled.
+const CANCELLABLE: &[EventStatus] = &[
+    EventStatus::Draft,
+    EventStatus::OnSale,
+    EventStatus::Paused,
+    EventStatus::Closed,
+];
 
 /// The box office over its database and the waiting room.
 #[derive(Debug, Clone)]
@@ -228,11 +248,11 @@ impl BoxOfficeService {
     ) -> Result<Event> {
         let mut tx = self.pool.begin().await?;
         let before = events::load(&mut tx, event_id, true).await?;
-        if before.status == crate::domain::EventStatus::Closed {
+        if matches!(before.status, EventStatus::Closed | EventStatus::Cancelled) {
             return Err(Error::EventClosed(event_id));
         }
         events::replace_categories(&mut tx, event_id, categories).await?;
-        if before.status != crate::domain::EventStatus::Draft {
+        if before.status != EventStatus::Draft {
             let missing = events::unpriced_categories(&mut tx, event_id).await?;
             if !missing.is_empty() {
                 return Err(Error::PricesMissing(missing));
@@ -302,6 +322,85 @@ impl BoxOfficeService {
         );
         let push = self.pusher.push(event_id, PushKind::Configure).await;
         Ok((after, push))
+    }
+
+    /// Cancels `event_id` (any status but cancelled → cancelled) and records the
+    /// cancellation for the refund worker, with its audit record, in one transaction;
+    /// then tells the waiting room. Cancelling again changes nothing (the first reason
+    /// and rate stand); the last value says whether this call cancelled.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::Database`].
+    pub async fn cancel_event(
+        &self,
+        actor: &str,
+        event_id: i64,
+        reason: &str,
+        refunds_per_second: u32,
+    ) -> Result<(Event, Cancellation, PushReport, bool)> {
+        let mut tx = self.pool.begin().await?;
+        let before = events::load(&mut tx, event_id, true).await?;
+        let newly = before.status != EventStatus::Cancelled;
+        if newly {
+            events::set_status(&mut tx, event_id, CANCELLABLE, EventStatus::Cancelled).await?;
+            cancellations::insert(&mut tx, event_id, reason, actor, refunds_per_second).await?;
+            // Nothing sold, nothing being paid: done at once, no worker needed.
+            if cancellations::counts(&mut tx, event_id).await?.is_done() {
+                cancellations::finish(&mut tx, event_id).await?;
+            }
+            audit::record(
+                &mut tx,
+                AuditEntry {
+                    actor,
+                    action: "cancel_event",
+                    target: event_target(event_id),
+                    before: Some(json!({ "status": before.status })),
+                    after: Some(json!({
+                        "status": EventStatus::Cancelled,
+                        "reason": reason,
+                        "refunds_per_second": refunds_per_second,
+                    })),
+                },
+            )
+            .await?;
+        }
+        let after = events::load(&mut tx, event_id, false).await?;
+        tx.commit().await?;
+        if newly {
+            tracing::warn!(
+                event_id,
+                actor,
+                reason,
+                from = before.status.as_str(),
+                "event cancelled"
+            );
+        }
+        let push = self.pusher.push(event_id, PushKind::Configure).await;
+        let cancellation = self.cancellation(event_id).await?;
+        Ok((after, cancellation, push, newly))
+    }
+
+    /// The cancellation of `event_id` with its orders counted now.
+    ///
+    /// # Errors
+    /// [`Error::EventNotFound`]; [`Error::NotCancelled`]; [`Error::Database`].
+    pub async fn cancellation(&self, event_id: i64) -> Result<Cancellation> {
+        let mut tx = self.pool.begin().await?;
+        // One snapshot for the record and the counts.
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        let event = events::load(&mut tx, event_id, false).await?;
+        let record = cancellations::load(&mut tx, event_id)
+            .await?
+            .ok_or(Error::NotCancelled(event_id))?;
+        let counts = cancellations::counts(&mut tx, event_id).await?;
+        tx.commit().await?;
+        Ok(Cancellation {
+            record,
+            counts,
+            currency: event.settings.currency,
+        })
     }
 
     /// Sets the admission rate, then tells the waiting room.

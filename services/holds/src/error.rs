@@ -57,6 +57,9 @@ pub enum Error {
     /// The event's sale is not open (status `draft`, `paused` or `closed`).
     #[error("the event is not on sale (status {0})")]
     EventNotOnSale(String),
+    /// The event is cancelled: no payment starts (nothing charged).
+    #[error("the event is cancelled")]
+    EventCancelled,
     /// Some of the seats have an active claim; nothing was claimed.
     #[error("{} seats are taken", taken.len())]
     SeatTaken {
@@ -190,6 +193,7 @@ impl ServiceError for Error {
             Self::SeatsNotInSection(_) => (Code::InvalidArgument, Reason::SeatNotInSection),
             Self::EventNotFound => (Code::NotFound, Reason::EventNotFound),
             Self::EventNotOnSale(_) => (Code::FailedPrecondition, Reason::EventNotOnSale),
+            Self::EventCancelled => (Code::FailedPrecondition, Reason::EventCancelled),
             Self::SeatTaken { .. } | Self::NoBlockLeft { .. } => {
                 (Code::AlreadyExists, Reason::SeatTaken)
             }

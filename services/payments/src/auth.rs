@@ -3,12 +3,14 @@
 
 use std::time::SystemTime;
 
+use stadium_kit::caller::{Caller as ServiceCaller, ServiceRecognition};
 use stadium_tokens::{
     Access, AccessRefused, AdminVerifier, FanSessionVerifier, Role, TokenError, VerificationKeys,
     audience,
 };
 
 use crate::error::Error;
+use tonic::{Request, Status};
 
 /// Staff who may read any fan's orders: box office or operators.
 const STAFF: Access = Access::any_of(&[Role::BoxOffice, Role::Sre]);
@@ -18,6 +20,7 @@ const STAFF: Access = Access::any_of(&[Role::BoxOffice, Role::Sre]);
 pub struct Authenticator {
     fan: FanSessionVerifier,
     admin: AdminVerifier,
+    services: ServiceRecognition,
 }
 
 /// The caller of a call that fans and staff may both make.
@@ -30,14 +33,31 @@ pub enum Caller {
 }
 
 impl Authenticator {
-    /// Trusts `identity` keys for tokens from `issuer`.
+    /// Trusts `identity` keys for tokens from `issuer`, and recognises calling
+    /// services as `services` says.
     ///
     /// # Errors
     /// [`TokenError::InvalidInput`] for an empty issuer.
-    pub fn new(identity: VerificationKeys, issuer: &str) -> Result<Self, TokenError> {
+    pub fn new(
+        identity: VerificationKeys,
+        issuer: &str,
+        services: ServiceRecognition,
+    ) -> Result<Self, TokenError> {
         Ok(Self {
             fan: FanSessionVerifier::new(identity.clone(), issuer, audience::PAYMENTS)?,
             admin: AdminVerifier::new(identity, issuer, audience::PAYMENTS)?,
+            services,
+        })
+    }
+
+    /// The caller of an RPC that staff or other services make, if `access` lets them
+    /// (see [`ServiceRecognition::caller`]).
+    ///
+    /// # Errors
+    /// The refusal's status (`UNAUTHENTICATED`, `PERMISSION_DENIED`/`ROLE_REQUIRED`).
+    pub fn caller<T>(&self, request: &Request<T>, access: Access) -> Result<ServiceCaller, Status> {
+        self.services.caller(request, access, |token| {
+            self.admin.verify(token, SystemTime::now())
         })
     }
 

@@ -43,6 +43,9 @@ pub enum Error {
     /// The hold was released: nothing charged.
     #[error("the hold was released")]
     HoldReleased,
+    /// The hold's event is cancelled: nothing charged.
+    #[error("the event is cancelled")]
+    EventCancelled,
     /// The hold expired before any charge: nothing charged.
     #[error("the hold has expired")]
     HoldExpired,
@@ -130,6 +133,7 @@ impl ServiceError for Error {
             Self::InvalidField { .. } => (Code::InvalidArgument, Reason::InvalidField),
             Self::HoldNotFound => (Code::NotFound, Reason::HoldNotFound),
             Self::HoldReleased => (Code::FailedPrecondition, Reason::HoldReleased),
+            Self::EventCancelled => (Code::FailedPrecondition, Reason::EventCancelled),
             Self::HoldExpired => (Code::FailedPrecondition, Reason::HoldExpired),
             Self::InProgress => (Code::Aborted, Reason::InProgress),
             Self::IdempotencyKeyReused => (Code::FailedPrecondition, Reason::IdempotencyKeyReused),

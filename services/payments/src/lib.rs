@@ -100,8 +100,12 @@ pub async fn build_with_metrics(
     config.check_provider()?;
     let identity = VerificationKeys::from_jwks_json(&config.identity_jwks)
         .map_err(|e| StartError::Config(format!("--identity-jwks: {e}")))?;
-    let auth = auth::Authenticator::new(identity, &config.identity_issuer)
-        .map_err(|e| StartError::Config(e.to_string()))?;
+    let auth = auth::Authenticator::new(
+        identity,
+        &config.identity_issuer,
+        config.common.service_recognition(),
+    )
+    .map_err(|e| StartError::Config(e.to_string()))?;
     let signer = match config.ticket_seed().map_err(StartError::Config)? {
         Some(seed) => TicketSigner::from_seed(&seed),
         None => {

@@ -47,6 +47,9 @@ pub enum Error {
     /// The sale is closed (`FAILED_PRECONDITION`/`EVENT_NOT_ON_SALE`).
     #[error("event {0} is not on sale")]
     NotOnSale(String),
+    /// The event is cancelled (`FAILED_PRECONDITION`/`EVENT_CANCELLED`).
+    #[error("event {0} is cancelled")]
+    EventCancelled(String),
     /// The event has not opened yet (`FAILED_PRECONDITION`/`NOT_YET_OPEN`).
     #[error("event {0} has not opened yet")]
     NotYetOpen(String),
@@ -109,6 +112,7 @@ impl ServiceError for Error {
             Self::Access(refused) => access_row(refused),
             Self::EventNotFound(_) => (Code::NotFound, Reason::EventNotFound),
             Self::NotOnSale(_) => (Code::FailedPrecondition, Reason::EventNotOnSale),
+            Self::EventCancelled(_) => (Code::FailedPrecondition, Reason::EventCancelled),
             Self::NotYetOpen(_) => (Code::FailedPrecondition, Reason::NotYetOpen),
             Self::AlreadyOpen(_) => (Code::FailedPrecondition, Reason::AlreadyOpen),
             Self::AdmissionExpired => (Code::FailedPrecondition, Reason::AdmissionExpired),
@@ -123,6 +127,7 @@ impl ServiceError for Error {
         match self {
             Self::EventNotFound(id)
             | Self::NotOnSale(id)
+            | Self::EventCancelled(id)
             | Self::NotYetOpen(id)
             | Self::AlreadyOpen(id) => vec![("event_id".to_owned(), id.clone())],
             Self::QueueRestoring(id) => vec![

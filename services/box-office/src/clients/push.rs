@@ -347,7 +347,7 @@ impl Pusher {
 
 /// What the waiting room should be told about `event` at `now`: nothing for a draft;
 /// an on-sale event whose on-sale time is still ahead is SCHEDULED (its pre-queue is
-/// shuffled then), otherwise OPEN; PAUSED; CLOSED.
+/// shuffled then), otherwise OPEN; PAUSED; CLOSED; CANCELLED.
 pub fn sale_state(event: &Event, now: chrono::DateTime<chrono::Utc>) -> Option<SaleState> {
     match event.status {
         EventStatus::Draft => None,
@@ -355,6 +355,7 @@ pub fn sale_state(event: &Event, now: chrono::DateTime<chrono::Utc>) -> Option<S
         EventStatus::OnSale => Some(SaleState::Open),
         EventStatus::Paused => Some(SaleState::Paused),
         EventStatus::Closed => Some(SaleState::Closed),
+        EventStatus::Cancelled => Some(SaleState::Cancelled),
     }
 }
 

@@ -288,6 +288,7 @@ pub fn status(s: EventStatus) -> pb::EventStatus {
         EventStatus::OnSale => pb::EventStatus::OnSale,
         EventStatus::Paused => pb::EventStatus::Paused,
         EventStatus::Closed => pb::EventStatus::Closed,
+        EventStatus::Cancelled => pb::EventStatus::Cancelled,
     }
 }
 

@@ -212,6 +212,7 @@ impl BoxOfficeApi {
                     payments::RefundOrderRequest {
                         order_id: order_id.clone(),
                         reason: reason.clone(),
+                        refund_reason: payments::RefundReason::BoxOffice as i32,
                     },
                 )
                 .await?

@@ -2,6 +2,7 @@
 //! request, call [`BoxOfficeService`], convert the answer.
 
 mod admissions;
+mod cancellation;
 mod channels;
 pub mod convert;
 mod history;
@@ -567,6 +568,22 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
         request: Request<pb::GetSeatHistoryRequest>,
     ) -> Reply<pb::GetSeatHistoryResponse> {
         reply(self.get_seat_history_inner(request).await)
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn cancel_event(
+        &self,
+        request: Request<pb::CancelEventRequest>,
+    ) -> Reply<pb::CancelEventResponse> {
+        reply(self.cancel_event_inner(request).await)
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn get_cancellation(
+        &self,
+        request: Request<pb::GetCancellationRequest>,
+    ) -> Reply<pb::GetCancellationResponse> {
+        reply(self.get_cancellation_inner(request).await)
     }
 
     #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]

@@ -3,6 +3,7 @@
 //! checking invariants that span owners is what the canary is for.
 
 pub mod audit;
+pub mod cancellations;
 pub mod events;
 pub mod invariants;
 pub mod queue_marks;

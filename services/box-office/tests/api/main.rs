@@ -4,6 +4,7 @@
 
 mod admissions;
 mod canary;
+mod cancellation;
 mod events;
 mod fake_room;
 mod inventory;

@@ -47,6 +47,7 @@ impl HoldCall {
             "expired" => Error::HoldExpired,
             "released" => Error::HoldReleased,
             "booked" => Error::HoldBooked,
+            "event_cancelled" => Error::EventCancelled,
             other => extra.unwrap_or_else(|| {
                 Error::CorruptRow(format!("hold call: unknown outcome {other}"))
             }),
@@ -100,8 +101,8 @@ macro_rules! hold_call {
 ///
 /// # Errors
 /// [`Error::HoldNotFound`] (absent or another fan's); [`Error::HoldExpired`] (expired or
-/// reclaimed); [`Error::HoldReleased`]; [`Error::HoldBooked`]; [`Error::PriceMissing`];
-/// [`Error::Database`].
+/// reclaimed); [`Error::HoldReleased`]; [`Error::HoldBooked`]; [`Error::EventCancelled`];
+/// [`Error::PriceMissing`]; [`Error::Database`].
 pub async fn start_payment<'e>(
     db: impl PgExecutor<'e>,
     key: HoldKey,

@@ -142,6 +142,7 @@ impl HoldsGateway {
             Some(Reason::HoldNotFound) => Err(Error::HoldNotFound),
             Some(Reason::HoldExpired) => Err(Error::HoldExpired),
             Some(Reason::HoldReleased) => Err(Error::HoldReleased),
+            Some(Reason::EventCancelled) => Err(Error::EventCancelled),
             Some(Reason::HoldBooked) => Ok(PaymentStart::Booked),
             Some(Reason::PriceMissing) => Err(Error::PriceMissing),
             _ => Err(unavailable(&status)),

@@ -31,6 +31,26 @@ pub fn uuid(field: &str, text: &str) -> Result<uuid::Uuid, Error> {
     uuid::Uuid::parse_str(text.trim()).map_err(|_| Error::invalid(field, "not a UUID"))
 }
 
+/// `RefundOrderRequest.refund_reason`: box office (also for UNSPECIFIED) or event
+/// cancelled; a hold's expiry is no reason staff may give.
+///
+/// # Errors
+/// [`Error::InvalidField`] naming `refund_reason`.
+pub fn refund_reason(value: i32) -> Result<RefundReason, Error> {
+    match WireReason::try_from(value) {
+        Ok(WireReason::Unspecified | WireReason::BoxOffice) => Ok(RefundReason::BoxOffice),
+        Ok(WireReason::EventCancelled) => Ok(RefundReason::EventCancelled),
+        Ok(WireReason::HoldExpired) => Err(Error::invalid(
+            "refund_reason",
+            "HOLD_EXPIRED is payments' own; use BOX_OFFICE or EVENT_CANCELLED",
+        )),
+        Err(_) => Err(Error::invalid(
+            "refund_reason",
+            format!("unknown value {value}"),
+        )),
+    }
+}
+
 /// A positive catalog id field (decimal text or number).
 ///
 /// # Errors

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use stadium_kit::auth::bearer_token;
+use stadium_kit::caller::service;
 use stadium_proto::payments::v1::{
     ConfirmRequest, ConfirmResponse, GetOrderRequest, GetOrderResponse, IssueCompRequest,
     IssueCompResponse, ListOrdersRequest, ListOrdersResponse, NoticeKind as WireNoticeKind,
@@ -30,8 +31,10 @@ use crate::service::{
 
 /// The default page size of `ListOrders`.
 const DEFAULT_PAGE: u32 = 50;
-/// RefundOrder and IssueComp: box-office staff.
+/// IssueComp: box-office staff.
 const BOX_OFFICE: Access = Access::any_of(&[Role::BoxOffice]);
+/// RefundOrder: box-office staff, or the box office carrying out a cancellation.
+const REFUND: Access = Access::any_of(&[Role::BoxOffice]).or_services(&[service::BOX_OFFICE]);
 
 /// The gRPC face of [`PaymentsService`].
 #[derive(Debug, Clone)]
@@ -160,16 +163,18 @@ impl Payments for PaymentsApi {
         &self,
         request: Request<RefundOrderRequest>,
     ) -> Result<Response<RefundOrderResponse>, Status> {
-        let admin = self
-            .auth
-            .admin()
-            .verify_access(bearer(&request)?, BOX_OFFICE, SystemTime::now())
-            .map_err(Error::Access)?;
+        let caller = self.auth.caller(&request, REFUND)?;
         let id = convert::uuid("order_id", &request.get_ref().order_id)?;
+        let reason = convert::refund_reason(request.get_ref().refund_reason)?;
         tracing::Span::current().record("order_id", tracing::field::display(id));
-        tracing::info!(staff = %admin.registered.sub, reason = %request.get_ref().reason, "refund requested");
+        tracing::info!(
+            staff = %caller.name(),
+            reason = %request.get_ref().reason,
+            refund_reason = reason.as_str(),
+            "refund requested"
+        );
         let core = Arc::clone(&self.core);
-        let order = detached(async move { core.refund_order(id).await }).await?;
+        let order = detached(async move { core.refund_order(id, reason).await }).await?;
         Ok(Response::new(RefundOrderResponse {
             order: Some(convert::order(&order)),
         }))

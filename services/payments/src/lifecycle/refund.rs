@@ -23,14 +23,17 @@ impl Lifecycle {
     /// (holds) and [`Error::Database`] while carrying it out: the payment then stays
     /// refund_pending, its tickets void, and the reconciler or a repeated request
     /// finishes it.
-    pub async fn refund(&self, id: Uuid) -> Result<Order, Error> {
+    pub async fn refund(&self, id: Uuid, reason: RefundReason) -> Result<Order, Error> {
         let payment = self.payment_by_id(id).await?.ok_or(Error::OrderNotFound)?;
         match payment.status {
+            PaymentStatus::Comp if reason == RefundReason::EventCancelled => {
+                self.void_comp(payment).await
+            }
             PaymentStatus::Captured => {
                 self.refund_from(
                     id,
                     &[PaymentStatus::Captured],
-                    RefundReason::BoxOffice,
+                    reason,
                     None,
                     self.lease(),
                     None,
@@ -42,6 +45,26 @@ impl Lifecycle {
             }
             other => Err(Error::NotRefundable(other.as_str())),
         }
+    }
+
+    /// A comp of a cancelled event: its seats released at holds, then its tickets
+    /// voided (in that order, so a crash between leaves valid tickets and the next
+    /// request does both again; both steps are idempotent). Nothing is paid back; the
+    /// order stays a comp.
+    ///
+    /// # Errors
+    /// [`Error::Dependency`] (holds); [`Error::Database`].
+    async fn void_comp(&self, payment: Payment) -> Result<Order, Error> {
+        self.holds
+            .release(payment.hold_key, RefundReason::EventCancelled.as_str())
+            .await?;
+        let mut conn = self.pool.acquire().await?;
+        let voided = transitions::void_tickets(&mut conn, payment.id).await?;
+        if voided > 0 {
+            tracing::info!(payment_id = %payment.id, voided, "comp tickets voided: event cancelled");
+        }
+        drop(conn);
+        self.order_by_id(payment.id).await
     }
 
     /// Decides a refund (`from` → refund_pending, tickets void, `lease` taken) and

@@ -217,14 +217,23 @@ pub(super) async fn begin_refund(
     .fetch_optional(&mut *conn)
     .await?)?;
     if moved.is_some() {
-        sqlx::query!(
-            "UPDATE payments.tickets SET status = 'void' WHERE payment_id = $1 AND status = 'valid'",
-            id,
-        )
-        .execute(&mut *conn)
-        .await?;
+        void_tickets(conn, id).await?;
     }
     Ok(moved)
+}
+
+/// Voids payment `id`'s valid tickets; answers how many were valid.
+///
+/// # Errors
+/// [`Error::Database`].
+pub(super) async fn void_tickets(conn: &mut PgConnection, id: Uuid) -> Result<u64, Error> {
+    let done = sqlx::query!(
+        "UPDATE payments.tickets SET status = 'void' WHERE payment_id = $1 AND status = 'valid'",
+        id,
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 /// refund_pending → refunded (the whole amount), the lease cleared, in the caller's

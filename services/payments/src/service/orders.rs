@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::PaymentsService;
 use crate::domain::ticket_code::{TicketClaims, TicketCodeError};
-use crate::domain::{HoldKey, Order};
+use crate::domain::{HoldKey, Order, RefundReason};
 use crate::error::Error;
 use crate::lifecycle::CompRequest;
 use crate::store::{self, Cursor};
@@ -88,8 +88,8 @@ impl PaymentsService {
     ///
     /// # Errors
     /// As [`crate::lifecycle::Lifecycle::refund`].
-    pub async fn refund_order(&self, id: Uuid) -> Result<Order, Error> {
-        self.lifecycle.refund(id).await
+    pub async fn refund_order(&self, id: Uuid, reason: RefundReason) -> Result<Order, Error> {
+        self.lifecycle.refund(id, reason).await
     }
 
     /// Books a comp for the box office (its `admin_token`): see

@@ -3,8 +3,8 @@
 
 use stadium_kit::Reason;
 use stadium_proto::payments::v1::{
-    GetOrderRequest, IssueCompRequest, OrderStatus, RefundOrderRequest, VerifyTicketRequest,
-    get_order_request,
+    GetOrderRequest, IssueCompRequest, OrderStatus, RefundOrderRequest, RefundReason,
+    VerifyTicketRequest, get_order_request,
 };
 use stadium_tokens::Role;
 use tonic::Code;
@@ -22,6 +22,7 @@ async fn refunds_need_the_box_office_and_void_the_tickets() {
             RefundOrderRequest {
                 order_id: order.order_id.clone(),
                 reason: "test".into(),
+                ..Default::default()
             },
             token,
         )
@@ -44,6 +45,7 @@ async fn refunds_need_the_box_office_and_void_the_tickets() {
             RefundOrderRequest {
                 order_id: uuid::Uuid::new_v4().to_string(),
                 reason: String::new(),
+                ..Default::default()
             },
             &stack.issuers.admin(&[Role::BoxOffice]),
         ))
@@ -154,6 +156,7 @@ async fn a_comp_books_seats_at_price_zero_and_cannot_be_refunded() {
             RefundOrderRequest {
                 order_id: comp.order_id.clone(),
                 reason: String::new(),
+                ..Default::default()
             },
             &admin,
         ))
@@ -179,5 +182,110 @@ async fn a_comp_books_seats_at_price_zero_and_cannot_be_refunded() {
         .unwrap_err();
     assert_eq!(reason(&err, Code::InvalidArgument), Reason::InvalidField);
     assert!(stack.sim.ledger().is_empty());
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_event_takes_no_new_payment_and_its_orders_and_comps_are_undone_once() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let admin = stack.issuers.admin(&[Role::BoxOffice]);
+    let paid_key = stack.claim("fan-a", &event, &[stack.seats[0]]).await;
+    let paid = stack.confirm("fan-a", &paid_key, "tok_visa").await.unwrap();
+    let comp = stack
+        .client()
+        .issue_comp(bearer(
+            IssueCompRequest {
+                event_id: event.clone(),
+                section_id: stack.section,
+                seat_ids: vec![stack.seats[5], stack.seats[6]],
+                recipient: "Press office".into(),
+            },
+            &admin,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .order
+        .unwrap();
+    let late_key = stack.claim("fan-b", &event, &[stack.seats[1]]).await;
+    sqlx::query("UPDATE catalog.events SET status = 'cancelled' WHERE event_id = $1::bigint")
+        .bind(&event)
+        .execute(stack.pool())
+        .await
+        .unwrap();
+
+    // A hold of a cancelled event is not paid: refused before any charge.
+    let err = stack
+        .confirm("fan-b", &late_key, "tok_visa")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&err, Code::FailedPrecondition),
+        Reason::EventCancelled
+    );
+    assert_eq!(stack.charges_of_hold(&late_key), 0);
+    assert_eq!(stack.hold_statuses(&late_key).await, ["held"]);
+
+    let cancel = |order_id: &str, why: RefundReason| {
+        bearer(
+            RefundOrderRequest {
+                order_id: order_id.to_owned(),
+                reason: "event cancelled".into(),
+                refund_reason: why as i32,
+            },
+            &admin,
+        )
+    };
+    let err = stack
+        .client()
+        .refund_order(cancel(&paid.order_id, RefundReason::HoldExpired))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err, Code::InvalidArgument), Reason::InvalidField);
+    assert_eq!(stack.sim.refunds_for(&format!("refund:{paid_key}")), 0);
+
+    // The paid order, asked twice: one refund at the provider, reason kept.
+    for _ in 0..2 {
+        let order = stack
+            .client()
+            .refund_order(cancel(&paid.order_id, RefundReason::EventCancelled))
+            .await
+            .unwrap()
+            .into_inner()
+            .order
+            .unwrap();
+        assert_eq!(order.status(), OrderStatus::Refunded);
+        assert_eq!(order.refund.unwrap().reason(), RefundReason::EventCancelled);
+        assert!(order.tickets.iter().all(|t| !t.valid));
+    }
+    assert_eq!(stack.sim.refunds_for(&format!("refund:{paid_key}")), 1);
+    assert_eq!(stack.hold_statuses(&paid_key).await, ["released"]);
+
+    // The comp, asked twice: tickets void and seats released, nothing paid back.
+    for _ in 0..2 {
+        let order = stack
+            .client()
+            .refund_order(cancel(&comp.order_id, RefundReason::EventCancelled))
+            .await
+            .unwrap()
+            .into_inner()
+            .order
+            .unwrap();
+        assert_eq!(order.status(), OrderStatus::Comp);
+        assert!(order.refund.is_none());
+        assert_eq!(order.tickets.len(), 2);
+        assert!(order.tickets.iter().all(|t| !t.valid));
+    }
+    assert_eq!(stack.valid_tickets(&comp.hold_key).await, 0);
+    assert_eq!(
+        stack.hold_statuses(&comp.hold_key).await,
+        ["released", "released"]
+    );
+    assert_eq!(
+        stack.sim.refunds_for(&format!("refund:{}", comp.hold_key)),
+        0
+    );
+    stack.assert_consistent().await;
     stack.stop().await;
 }

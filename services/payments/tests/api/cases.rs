@@ -193,6 +193,7 @@ async fn c08_two_refund_presses_refund_once() {
             RefundOrderRequest {
                 order_id: order.order_id.clone(),
                 reason: "fan asked".into(),
+                ..Default::default()
             },
             &admin,
         );
@@ -227,6 +228,7 @@ async fn c08_two_refund_presses_refund_once() {
             RefundOrderRequest {
                 order_id: order.order_id.clone(),
                 reason: String::new(),
+                ..Default::default()
             },
             &admin,
         ))

@@ -120,6 +120,7 @@ async fn run_op(stack: &Stack, keys: &[String], op: &Op) -> Option<(usize, Strin
                 let request = RefundOrderRequest {
                     order_id,
                     reason: "property test".into(),
+                    ..Default::default()
                 };
                 let admin = stack.issuers.admin(&[Role::BoxOffice]);
                 let _ = stack.client().refund_order(bearer(request, &admin)).await;

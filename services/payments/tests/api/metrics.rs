@@ -75,6 +75,7 @@ async fn confirms_charges_refunds_reconciler_actions_and_provider_latency_are_re
             RefundOrderRequest {
                 order_id: order.order_id,
                 reason: String::new(),
+                ..Default::default()
             },
             &stack.issuers.admin(&[Role::BoxOffice]),
         ))

@@ -209,6 +209,7 @@ async fn a_box_office_refund_goes_to_stripe_refunds_under_its_own_key() {
             RefundOrderRequest {
                 order_id: id,
                 reason: "event cancelled".into(),
+                ..Default::default()
             },
             &stack.issuers.admin(&[Role::BoxOffice]),
         )

@@ -47,7 +47,7 @@ pub fn poll_after_ms(
             .saturating_add(spread_ms(fan)),
         Standing::Paused { .. } => PAUSED_POLL_MS,
         Standing::SoldOut { .. } => SOLD_OUT_POLL_MS,
-        Standing::Admitted | Standing::Closed => 0,
+        Standing::Admitted | Standing::Closed | Standing::Cancelled => 0,
     }
 }
 

@@ -111,6 +111,8 @@ pub enum Standing {
     },
     /// The sale is closed.
     Closed,
+    /// The event is cancelled (the sale is closed for good).
+    Cancelled,
 }
 
 impl QueueSnapshot {

@@ -39,6 +39,7 @@ pub fn queue_state(standing: Standing) -> pb::QueueState {
         Standing::Paused { .. } => pb::QueueState::Paused,
         Standing::Admitted => pb::QueueState::Admitted,
         Standing::Closed => pb::QueueState::Closed,
+        Standing::Cancelled => pb::QueueState::Cancelled,
         Standing::SoldOut { .. } => pb::QueueState::SoldOut,
     }
 }
@@ -105,6 +106,7 @@ pub fn settings(
         Ok(pb::SaleState::Open) => RequestedState::Open,
         Ok(pb::SaleState::Paused) => RequestedState::Paused,
         Ok(pb::SaleState::Closed) => RequestedState::Closed,
+        Ok(pb::SaleState::Cancelled) => RequestedState::Cancelled,
         Ok(pb::SaleState::Unspecified) | Err(_) => {
             return Err(Error::invalid(
                 "state",

@@ -126,7 +126,8 @@ impl WaitingRoom for WaitingRoomApi {
             loop {
                 let key = (status.state, status.queue_number, status.position);
                 let done = status.state == pb::QueueState::Admitted as i32
-                    || status.state == pb::QueueState::Closed as i32;
+                    || status.state == pb::QueueState::Closed as i32
+                    || status.state == pb::QueueState::Cancelled as i32;
                 let ticket = status.queue_ticket.clone();
                 if last_sent != Some(key) {
                     let message = pb::WatchStatusResponse {

@@ -130,6 +130,9 @@ impl WaitingRoomService {
     ) -> Result<FanStatus, Error> {
         let now_ms = self.clock.now_ms();
         let mut standing = snap.standing(number, now_ms);
+        if standing == Standing::Closed && self.store.is_cancelled(event).await? {
+            standing = Standing::Cancelled;
+        }
         let mut admission = None;
         if standing == Standing::Admitted {
             admission = self.admission_token(event, fan, number, snap).await?;
@@ -151,7 +154,7 @@ impl WaitingRoomService {
             } => (position, estimated_wait_ms),
             Standing::PreQueue => (0, snap.onsale_ms.saturating_sub(now_ms)),
             Standing::SoldOut { position } => (position, 0),
-            Standing::Admitted | Standing::Closed => (0, 0),
+            Standing::Admitted | Standing::Closed | Standing::Cancelled => (0, 0),
         };
         let poll_after_ms = poll::poll_after_ms(
             standing,

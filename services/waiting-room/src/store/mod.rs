@@ -27,6 +27,8 @@ pub enum RequestedState {
     Paused,
     /// Closed.
     Closed,
+    /// Cancelled: closed for good, and fans are told the event is called off.
+    Cancelled,
 }
 
 /// Settings pushed by the box office for one event.
@@ -185,6 +187,7 @@ impl Store {
             RequestedState::Open => "open",
             RequestedState::Paused => "paused",
             RequestedState::Closed => "closed",
+            RequestedState::Cancelled => "cancelled",
         };
         let seed: [u8; 32] = rand::random();
         let reply: String = self
@@ -266,6 +269,9 @@ impl Store {
                 .await?;
             match reply.first().map(String::as_str) {
                 Some("missing") => return Err(Error::EventNotFound(event.to_string())),
+                Some("closed") if self.is_cancelled(event).await? => {
+                    return Err(Error::EventCancelled(event.to_string()));
+                }
                 Some("closed") => return Err(Error::NotOnSale(event.to_string())),
                 Some("opening") => self.open(event).await?,
                 Some("ok") => return field(&reply, 1, "queue number"),
@@ -273,6 +279,19 @@ impl Store {
             }
         }
         Err(Error::Internal(format!("event {event} did not open")))
+    }
+
+    /// Whether `event` was cancelled (closed for good; see `CONFIGURE`).
+    ///
+    /// # Errors
+    /// [`Error::Redis`].
+    pub async fn is_cancelled(&self, event: &EventId) -> Result<bool, Error> {
+        let mark: Option<String> = redis::cmd("HGET")
+            .arg(self.key(event, "cfg"))
+            .arg("cancelled")
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(mark.as_deref() == Some("1"))
     }
 
     /// Numbers the pre-queue in the order of [`shuffle::ALGORITHM`] and opens the sale.

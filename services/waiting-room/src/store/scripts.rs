@@ -280,7 +280,8 @@ return 'done'
 "#;
 
 /// KEYS: cfg, adm, then the admission keys. ARGV: requested state
-/// (`scheduled|open|paused|closed`), on-sale ms (`''` = now), rate, cap, ttl ms, seed
+/// (`scheduled|open|paused|closed|cancelled`; cancelled is closed for good, marked
+/// `cancelled` = 1 so fans are told why), on-sale ms (`''` = now), rate, cap, ttl ms, seed
 /// hex, now, admitted floor, numbered floor, no-show timeout ms (0 = off; applies to
 /// fans admitted from then on).
 /// Creating an event asked open or paused whose on-sale time has passed, with a floor
@@ -295,6 +296,8 @@ return 'done'
 const CONFIGURE: &str = r#"
 local now = clock(ARGV[7])
 local req = ARGV[1]
+local cancel = req == 'cancelled'
+if cancel then req = 'closed' end
 local function start_at()
   if ARGV[2] == '' or tonumber(ARGV[2]) > now then return now end
   return tonumber(ARGV[2])
@@ -316,6 +319,7 @@ if not state then
       'credit', fmt(floor * 60000), 'last', fmt(now), 'frontier', fmt(floor),
       'numbered', fmt(numbered), 'joined', 0, 'completed', 0, 'prequeue', 0,
       'opened_at', fmt(now), 'committed_at', fmt(now))
+    if cancel then redis.call('HSET', KEYS[1], 'cancelled', '1') end
     return 'created'
   end
   local st, at = 'scheduled', start_at()
@@ -326,16 +330,21 @@ if not state then
     'credit', 0,
     'last', fmt(at), 'frontier', 0, 'numbered', 0, 'joined', 0, 'completed', 0,
     'prequeue', 0, 'committed_at', fmt(now))
+  if cancel then redis.call('HSET', KEYS[1], 'cancelled', '1') end
   return 'created'
 end
 local opened = redis.call('HEXISTS', KEYS[1], 'opened_at') == 1
 if req == 'scheduled' and opened then return 'already_open' end
-local settings = {'state', 'paused', 'onsale', 'rate', 'cap', 'ttl', 'noshow'}
+local settings = {'state', 'paused', 'onsale', 'rate', 'cap', 'ttl', 'noshow', 'cancelled'}
 local before = redis.call('HMGET', KEYS[1], unpack(settings))
 if state == 'open' then advance(KEYS[1], KEYS[2], now) end
 redis.call('HSET', KEYS[1], 'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow',
   ARGV[10])
 if req == 'closed' then
+  redis.call('HSET', KEYS[1], 'state', 'closed')
+  if cancel then redis.call('HSET', KEYS[1], 'cancelled', '1') end
+elseif redis.call('HEXISTS', KEYS[1], 'cancelled') == 1 then
+  -- Cancelled is final: nothing reopens it.
   redis.call('HSET', KEYS[1], 'state', 'closed')
 elseif not opened then
   local at = start_at()

@@ -9,7 +9,8 @@ use stadium_tokens::{AdmissionVerifier, Role};
 use tokio_stream::StreamExt;
 use waiting_room::Clock;
 
-use crate::helpers::{EVENT, Room, bearer};
+use crate::helpers::{EVENT, Room, bearer, reason};
+use stadium_kit::Reason;
 use tonic::Code;
 
 /// Joins `fans` fans (`fan-0`…) and returns their queue numbers and tickets.
@@ -409,4 +410,47 @@ async fn polls_are_told_to_come_back_later_the_further_back_never_after_their_tu
     }
     // 60 fans a minute: the 200th waits over 3 minutes and polls once a minute.
     assert_eq!(last, 60_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_sale_tells_every_fan_and_never_opens_again() {
+    let room = Room::start("wr_cancel", 2, Duration::ZERO).await;
+    room.configure(pb::SaleState::Open, None, 600, 0, 0).await;
+    let fans = join_all(&room, 20).await;
+    room.clock.advance(Duration::from_secs(1));
+    assert_eq!(room.stats(0).await.admitted, 10);
+
+    let cancelled = room
+        .configure(pb::SaleState::Cancelled, None, 600, 0, 0)
+        .await;
+    assert_eq!(cancelled.state, pb::SaleState::Closed as i32);
+    room.clock.advance(Duration::from_secs(5));
+    assert_eq!(
+        room.stats(1).await.admitted,
+        10,
+        "nobody admitted once cancelled"
+    );
+    // Admitted and waiting fans alike hear it, with nothing left to poll for.
+    for n in [5, 15] {
+        let (fan, ticket) = &fans[&n];
+        let status = room.status(n as usize, fan, ticket).await.unwrap();
+        assert_eq!(status.state, pb::QueueState::Cancelled as i32, "fan {n}");
+        assert_eq!(status.poll_after_ms, 0);
+        assert!(status.admission_token.is_empty());
+    }
+    let err = room.join(0, "fan-late").await.unwrap_err();
+    assert_eq!(
+        (err.code(), reason(&err)),
+        (Code::FailedPrecondition, Some(Reason::EventCancelled))
+    );
+
+    // A stale push (a resync that read the event before it was cancelled) reopens
+    // nothing.
+    let after = room.configure(pb::SaleState::Open, None, 600, 0, 0).await;
+    assert_eq!(after.state, pb::SaleState::Closed as i32);
+    room.clock.advance(Duration::from_secs(2));
+    assert_eq!(room.stats(0).await.admitted, 10);
+    let (fan, ticket) = &fans[&15];
+    let status = room.status(1, fan, ticket).await.unwrap();
+    assert_eq!(status.state, pb::QueueState::Cancelled as i32);
 }

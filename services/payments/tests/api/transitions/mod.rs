@@ -192,6 +192,7 @@ pub async fn refund_order(stack: &Stack, key: &str) -> Result<Order, Status> {
     let request = RefundOrderRequest {
         order_id: order_id.to_string(),
         reason: "transition test".into(),
+        ..Default::default()
     };
     stack
         .client()
