@@ -309,6 +309,15 @@ pub enum EventCommand {
         #[arg(long, default_value = "")]
         page_token: String,
     },
+    /// Cancel an event: stops the sale, refunds every paid order, voids every ticket;
+    /// follows the refunds with a progress bar until they are done (unless
+    /// `--no-wait`) and prints the final report.
+    Cancel(CancelEvent),
+    /// Where an event's cancellation stands (its refunds, counted from the ledger).
+    Cancellation {
+        /// Event id.
+        event_id: String,
+    },
     /// Replace an event's prices.
     Prices {
         /// Event id.
@@ -317,6 +326,26 @@ pub enum EventCommand {
         #[arg(long = "price", value_parser = parse_price)]
         prices: Vec<(String, i64)>,
     },
+}
+
+/// `event cancel` arguments.
+#[derive(Debug, Args)]
+pub struct CancelEvent {
+    /// Event id.
+    pub event_id: String,
+    /// Why (1 to 500 characters), for the record.
+    #[arg(long)]
+    pub reason: String,
+    /// Refunds started per second at most (the provider's rate limit); 0: the box
+    /// office's default (20).
+    #[arg(long, default_value_t = 0)]
+    pub refunds_per_second: u32,
+    /// Return once the cancellation is recorded, without following the refunds.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Milliseconds between two looks at the progress.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    pub poll_ms: u64,
 }
 
 /// `event create` arguments.

@@ -25,10 +25,12 @@
 //! stadiumctl seat history --event 1 --seat A/12/7
 //! stadiumctl seat history --event 1 --csv > history.csv
 //! stadiumctl revoke --event 1 --fan bot-7 --reason "40 claims/s"
+//! stadiumctl event cancel 1 --reason "storm damage" --refunds-per-second 50
 //! stadiumctl queue audit 1 --waiting-room http://127.0.0.1:50051   # before opening
 //! stadiumctl queue audit 1 --commitment <recorded> --fan <your sub> # after
 //! ```
 pub mod args;
+mod cancel;
 mod channels;
 mod history;
 pub use history::SEAT_HISTORY_CSV_HEADER;
@@ -548,6 +550,8 @@ async fn event(c: &mut Client, cmd: EventCommand) -> Result<Outcome, CliError> {
                 json!({ "events": r.events.iter().map(render::event_json).collect::<Vec<_>>(), "next_page_token": r.next_page_token }),
             ))
         }
+        EventCommand::Cancel(args) => cancel::run(c, args).await,
+        EventCommand::Cancellation { event_id } => cancel::show(c, event_id).await,
         EventCommand::Prices { event_id, prices } => {
             let req = c.request(pb::GetEventRequest {
                 event_id: event_id.clone(),

@@ -45,7 +45,8 @@ pub fn money(m: Option<&Money>) -> String {
         .unwrap_or_default()
 }
 
-fn money_json(m: Option<&Money>) -> Value {
+/// Money as JSON (`null` when absent).
+pub fn money_json(m: Option<&Money>) -> Value {
     m.map_or(
         Value::Null,
         |m| json!({ "amount_minor": m.amount_minor, "currency": m.currency }),

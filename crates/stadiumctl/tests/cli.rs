@@ -348,3 +348,130 @@ async fn channel_and_revoke_commands_reach_the_box_office_and_check_their_argume
     );
     office.shutdown.cancel();
 }
+
+#[tokio::test]
+async fn event_cancel_follows_the_refunds_to_the_end_and_reports_the_ledger() {
+    let office = Office::start().await;
+    let token = office.token("ann", &[Role::BoxOffice, Role::Sre]);
+
+    // Nothing sold: cancelled and finished at once.
+    let empty = draft_event(&office, &token).await;
+    let empty_id = empty["event_id"].as_str().unwrap().to_owned();
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["event", "cancel", &empty_id, "--reason", "storm damage"],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!("event {empty_id} cancelled")),
+        "{text}"
+    );
+    assert!(text.contains("finished at"), "{text}");
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["event", "cancel", &empty_id, "--reason", "again"],
+    )
+    .await;
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("was already cancelled"),
+        "{out:?}"
+    );
+
+    // One paid order: the command follows until the refunds are done.
+    let sold = draft_event(&office, &token).await;
+    let sold_id = sold["event_id"].as_str().unwrap().to_owned();
+    let event: i64 = sold_id.parse().unwrap();
+    sqlx::query(
+        "INSERT INTO payments.payments
+            (payment_id, hold_key, event_id, fan_id, amount_minor, currency, status)
+         VALUES (gen_random_uuid(), gen_random_uuid(), $1, 'fan', 5000, 'EUR', 'captured')",
+    )
+    .bind(event)
+    .execute(office.pool())
+    .await
+    .unwrap();
+    let out = ctl(
+        &office,
+        Some(&token),
+        &[
+            "--json",
+            "event",
+            "cancel",
+            &sold_id,
+            "--reason",
+            "roof",
+            "--no-wait",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let value = json_of(&out);
+    assert_eq!(value["orders_to_refund"], 1);
+    assert_eq!(value["amount_to_refund"]["amount_minor"], 5000);
+    assert!(value["finished_at"].is_null());
+
+    let following = {
+        let args = [
+            "event".to_owned(),
+            "cancel".to_owned(),
+            sold_id.clone(),
+            "--reason".to_owned(),
+            "roof".to_owned(),
+            "--poll-ms".to_owned(),
+            "100".to_owned(),
+        ];
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_stadiumctl"));
+        command
+            .arg("--target")
+            .arg(format!("http://{}", office.addr))
+            .env("STADIUM_ADMIN_TOKEN", &token)
+            .args(args);
+        tokio::spawn(async move { command.output().await.expect("running stadiumctl") })
+    };
+    // What the box office's worker does, by hand (no payments service here).
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    sqlx::query(
+        "UPDATE payments.payments SET status = 'refunded', refund_reason = 'event_cancelled',
+                refunded_minor = amount_minor WHERE event_id = $1",
+    )
+    .bind(event)
+    .execute(office.pool())
+    .await
+    .unwrap();
+    sqlx::query("UPDATE catalog.event_cancellations SET finished_at = now() WHERE event_id = $1")
+        .bind(event)
+        .execute(office.pool())
+        .await
+        .unwrap();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(30), following)
+        .await
+        .expect("the command ends once the cancellation is finished")
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("was already cancelled"), "{text}");
+    assert!(text.contains("finished at"), "{text}");
+    assert!(text.contains("5000 EUR"), "{text}");
+
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["--json", "event", "cancellation", &sold_id],
+    )
+    .await;
+    let value = json_of(&out);
+    assert_eq!(
+        (
+            value["orders_refunded"].clone(),
+            value["orders_to_refund"].clone()
+        ),
+        (1.into(), 0.into())
+    );
+    let out = ctl(&office, Some(&token), &["event", "cancel", &sold_id]).await;
+    assert_eq!(out.status.code(), Some(2), "--reason is required: {out:?}");
+    office.shutdown.cancel();
+}
