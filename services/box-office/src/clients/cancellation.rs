@@ -165,6 +165,15 @@ impl Worker {
         Ok((answered, failed))
     }
 
+    /// Gives back the leases this worker holds (see [`cancellations::release`]).
+    ///
+    /// # Errors
+    /// [`Error::Database`].
+    pub async fn release(&self) -> Result<()> {
+        let mut conn = self.pool.acquire().await?;
+        cancellations::release(&mut conn, &self.owner).await
+    }
+
     async fn refund(&self, cancellation: &CancellationRecord, order: Uuid) -> Result<()> {
         let request = RefundOrderRequest {
             order_id: order.to_string(),
@@ -186,7 +195,8 @@ impl Worker {
 
 /// Runs the worker until `shutdown` is cancelled: step after step while there is work,
 /// otherwise every `interval`; a pass that leaves orders waiting (payments still being
-/// charged, refunds that failed) is followed by the next after `interval` too.
+/// charged, refunds that failed) is followed by the next after `interval` too. On
+/// shutdown it gives its lease back, so another replica carries on at once.
 pub fn spawn(worker: Worker, interval: Duration, shutdown: CancellationToken) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
@@ -205,6 +215,9 @@ pub fn spawn(worker: Worker, interval: Duration, shutdown: CancellationToken) ->
                 () = shutdown.cancelled() => break,
                 () = tokio::time::sleep(pause) => {}
             }
+        }
+        if let Err(error) = worker.release().await {
+            tracing::warn!(%error, "giving back the cancellation lease; it lapses by itself");
         }
     })
 }

@@ -208,6 +208,22 @@ pub async fn finish(conn: &mut PgConnection, event_id: i64) -> Result<()> {
     Ok(())
 }
 
+/// Gives back every lease `owner` holds (a replica shutting down cleanly), so another
+/// replica carries on at once instead of after [`LEASE_MS`].
+///
+/// # Errors
+/// [`crate::error::Error::Database`].
+pub async fn release(conn: &mut PgConnection, owner: &str) -> Result<()> {
+    sqlx::query(
+        "UPDATE catalog.event_cancellations SET lease_owner = NULL, lease_until = NULL
+          WHERE lease_owner = $1",
+    )
+    .bind(owner)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Records the worker's last failure on `event_id` (cut to 1,000 characters).
 ///
 /// # Errors

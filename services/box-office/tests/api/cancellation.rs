@@ -530,3 +530,34 @@ async fn bad_cancellations_are_refused_by_field_and_write_nothing() {
     office.stop().await;
     stop.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_stopping_mid_way_gives_its_lease_back() {
+    let (mut office, fake, stop, _) = office_with_payments(&[]).await;
+    let event_id = event_on_sale(&mut office).await;
+    plant_orders(office.pool(), &event_id).await;
+    office
+        .client
+        .cancel_event(office.office(pb::CancelEventRequest {
+            event_id: event_id.clone(),
+            reason: "slowly".into(),
+            refunds_per_second: 1,
+        }))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    while fake.calls.lock().unwrap().is_empty() {
+        assert!(started.elapsed() < PATIENCE, "no refund started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pool = office.pool().clone();
+    office.stop().await;
+    let (owner, finished): (Option<String>, bool) = sqlx::query_as(
+        "SELECT lease_owner, finished_at IS NOT NULL FROM catalog.event_cancellations",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((owner, finished), (None, false), "the lease was kept");
+    stop.cancel();
+}
