@@ -104,6 +104,14 @@ pub struct CommonArgs {
     )]
     pub health_listen: Option<SocketAddr>,
 
+    /// Origins whose web pages may call this service from a browser over gRPC-web
+    /// (`https://tickets.example`; comma-separated, each `scheme://host[:port]`, no
+    /// wildcard). Unset: browsers may call only from the service's own origin.
+    #[arg(long, env = "CORS_ALLOWED_ORIGINS", value_name = "ORIGIN",
+          value_parser = crate::web::WebOrigin::parse, value_delimiter = ',',
+          action = clap::ArgAction::Set)]
+    pub cors_allowed_origins: Vec<crate::web::WebOrigin>,
+
     /// TLS: this service's certificate, key and the services' authority.
     #[command(flatten)]
     pub tls: TlsArgs,
@@ -198,6 +206,7 @@ impl CommonArgs {
             grace_period: self.grace_period(),
             tls: self.tls.load(service_name)?,
             health_addr: self.health_listen,
+            web_origins: self.cors_allowed_origins.clone(),
         })
     }
 }

@@ -44,6 +44,7 @@ pub mod status;
 pub mod testing;
 mod timeout;
 pub mod tls;
+pub mod web;
 
 pub use error::KitError;
 pub use reason::Reason;

@@ -6,7 +6,9 @@
 //! - reflection (`grpc.reflection.v1` and `v1alpha`) listing the services this server
 //!   actually serves, described from [`stadium_proto::FILE_DESCRIPTOR_SET`];
 //!
-//! and wraps every request in tower middleware, outermost first: a `grpc.server` span
+//! and wraps every request in tower middleware, outermost first: CORS for the origins
+//! listed in [`ServerOptions::web_origins`] and gRPC-web translation ([`crate::web`]),
+//! a `grpc.server` span
 //! continuing the caller's W3C trace context (`stadium_telemetry::ServerTraceLayer`),
 //! request metrics (outside the timeout, so timeouts are counted) and a per-request
 //! timeout answering `DEADLINE_EXCEEDED`.
@@ -59,6 +61,9 @@ pub struct ServerOptions {
     /// listener: for probes that cannot speak TLS (Kubernetes' gRPC probes). `None`:
     /// health is served on the main listener only.
     pub health_addr: Option<SocketAddr>,
+    /// Origins whose pages may call the server from a browser (gRPC-web, see
+    /// [`crate::web`]); empty: none but the server's own.
+    pub web_origins: Vec<crate::web::WebOrigin>,
 }
 
 /// A gRPC server with health, reflection, timeouts, metrics and graceful shutdown.
@@ -76,6 +81,7 @@ pub struct ServerOptions {
 ///     grace_period: Duration::from_secs(10),
 ///     tls: None,
 ///     health_addr: None,
+///     web_origins: Vec::new(),
 /// })
 /// .add_service(svc)
 /// .serve(listener, shutdown)
@@ -202,6 +208,8 @@ impl GrpcServer {
         let meter = meter.unwrap_or_else(|| opentelemetry::global::meter("stadium-kit"));
         let known: HashSet<&'static str> = names.iter().copied().collect();
         let layers = ServiceBuilder::new()
+            .option_layer(crate::web::cors(&options.web_origins))
+            .layer(tonic_web::GrpcWebLayer::new())
             .layer(stadium_telemetry::ServerTraceLayer)
             .layer(MetricsLayer::new(&meter, options.service_name, known))
             .layer(DeadlineLayer {
@@ -239,7 +247,8 @@ impl GrpcServer {
             }
         };
 
-        let mut builder = Server::builder();
+        // HTTP/1.1 too: browsers send gRPC-web over it where no HTTP/2 is negotiated.
+        let mut builder = Server::builder().accept_http1(true);
         if let Some(tls) = &tls {
             builder = builder.tls_config(tls.server_config())?;
         }

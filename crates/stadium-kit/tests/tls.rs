@@ -36,6 +36,7 @@ async fn serves_tls_to_its_authority_and_plaintext_health_to_probes_only() {
             grace_period: Duration::from_secs(1),
             tls: Some(pki.tls("holds").unwrap()),
             health_addr: Some(health_addr),
+            web_origins: Vec::new(),
         })
         .serve(listener, shutdown.clone()),
     );

@@ -83,6 +83,7 @@ async fn the_audit_checks_the_commitment_and_recomputes_the_fans_numbers() {
             grace_period: Duration::from_secs(1),
             tls: None,
             health_addr: None,
+            web_origins: Vec::new(),
         },
     };
     let shutdown = CancellationToken::new();

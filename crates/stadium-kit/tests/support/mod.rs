@@ -109,6 +109,7 @@ pub fn options(request_timeout: Duration, grace_period: Duration) -> ServerOptio
         grace_period,
         tls: None,
         health_addr: None,
+        web_origins: Vec::new(),
     }
 }
 

@@ -157,6 +157,7 @@ impl Stack {
                         grace_period: Duration::from_secs(1),
                         tls: None,
                         health_addr: None,
+                        web_origins: Vec::new(),
                     },
                     server,
                     listener,

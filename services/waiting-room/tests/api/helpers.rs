@@ -139,6 +139,7 @@ impl Room {
                     grace_period: Duration::from_secs(1),
                     tls: None,
                     health_addr: None,
+                    web_origins: Vec::new(),
                 },
             };
             let (listener, addr) = stadium_kit::testing::loopback_listener().await;
