@@ -45,12 +45,19 @@ pub struct SectionInfo {
     pub layout: SectionLayout,
     /// Category code of each seat, indexed by `seat_id - first_seat_id`.
     pub categories: Vec<String>,
+    /// Offsets (`seat_id - first_seat_id`) of the accessible seats, ascending.
+    pub accessible: Vec<u32>,
 }
 
 impl SectionInfo {
     /// The section id.
     pub fn section_id(&self) -> u64 {
         self.layout.section_id()
+    }
+
+    /// Whether the seat at `offset` (`seat_id - first_seat_id`) is accessible.
+    pub fn is_accessible(&self, offset: u32) -> bool {
+        self.accessible.binary_search(&offset).is_ok()
     }
 }
 

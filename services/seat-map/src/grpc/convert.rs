@@ -46,6 +46,7 @@ pub fn layout(layout: &EventLayout) -> pb::Layout {
                                     label: seat.seat_label.clone(),
                                     position: Some(point(seat.position)),
                                     category_code: section.categories[o as usize].clone(),
+                                    accessible: section.is_accessible(o),
                                 }
                             })
                             .collect(),

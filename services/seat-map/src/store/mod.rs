@@ -95,6 +95,15 @@ pub async fn load_layout(
     .fetch_all(&mut *conn)
     .await?;
 
+    let accessible = sqlx::query_scalar!(
+        r#"SELECT s.seat_id AS "seat_id!"
+           FROM catalog.seats s JOIN catalog.events e ON e.venue_id = s.venue_id
+           WHERE e.event_id = $1 AND s.accessible ORDER BY s.seat_id"#,
+        event.get()
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+
     // Seats come ordered by id, which is also the offset order `categories` needs.
     let stored = sections.iter().map(|section| StoredSection {
         section_id: section.section_id,
@@ -106,11 +115,22 @@ pub async fn load_layout(
     let out = sections
         .into_iter()
         .zip(layouts)
-        .map(|(section, (layout, categories))| SectionInfo {
-            code: section.code,
-            name: section.name,
-            layout,
-            categories,
+        .map(|(section, (layout, categories))| {
+            let first = layout.first_seat_id();
+            let end = first + u64::from(layout.seat_count());
+            let accessible = accessible
+                .iter()
+                .filter_map(|&id| u64::try_from(id).ok())
+                .filter(|id| (first..end).contains(id))
+                .filter_map(|id| u32::try_from(id - first).ok())
+                .collect();
+            SectionInfo {
+                code: section.code,
+                name: section.name,
+                layout,
+                categories,
+                accessible,
+            }
         })
         .collect();
     let mut hash = Sha256::new();

@@ -173,3 +173,34 @@ async fn a_price_change_shows_in_the_layout_within_the_staleness_bound() {
         "a changed event gets a new layout version"
     );
 }
+
+#[tokio::test]
+async fn the_layout_marks_the_accessible_seats_of_the_plan() {
+    let h = Harness::start(1000).await;
+    let event = h.event_on(SCREENSHOTS).await;
+    let marked: Vec<i64> = sqlx::query_scalar(
+        "UPDATE catalog.seats s SET accessible = true
+          FROM catalog.events e
+         WHERE e.event_id = $1 AND s.venue_id = e.venue_id
+           AND s.seat_id IN (SELECT min(seat_id) FROM catalog.seats
+                              WHERE venue_id = e.venue_id GROUP BY section_id)
+         RETURNING s.seat_id",
+    )
+    .bind(event)
+    .fetch_all(&h.pool)
+    .await
+    .unwrap();
+    assert!(marked.len() > 1, "one seat per section marked");
+    let layout = h.layout(event).await;
+    let mut accessible: Vec<i64> = layout
+        .sections
+        .iter()
+        .flat_map(|s| s.rows.iter().flat_map(|r| &r.seats))
+        .filter(|seat| seat.accessible)
+        .map(|seat| i64::try_from(seat.seat_id).unwrap())
+        .collect();
+    accessible.sort_unstable();
+    let mut expected = marked;
+    expected.sort_unstable();
+    assert_eq!(accessible, expected);
+}
