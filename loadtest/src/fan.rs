@@ -191,13 +191,14 @@ pub(crate) fn transient(status: &Status) -> bool {
 }
 
 /// When to ask the waiting room again after it said its queue store is restoring a
-/// lost event (QUEUE_RESTORING, after its `retry_after_ms`) or does not answer
-/// (QUEUE_STORE_UNAVAILABLE, after a backoff), with jitter; `None` for any other
-/// answer. Either way the fan's place is its ticket: it keeps asking (never joins
-/// again for a new number) until its own deadline.
+/// lost event (QUEUE_RESTORING, after its `retry_after_ms`), that it is running as many
+/// joins as it takes (OVERLOADED, after its `retry_after_ms`) or that its store does
+/// not answer (QUEUE_STORE_UNAVAILABLE, after a backoff), with jitter; `None` for any
+/// other answer. Either way the fan's place is its ticket: it keeps asking (never
+/// joins again for a new number) until its own deadline.
 pub(crate) fn queue_store_retry(status: &Status, rng: &mut StdRng) -> Option<Duration> {
     match Reason::of(status) {
-        Some(Reason::QueueRestoring | Reason::QueueStoreUnavailable) => {
+        Some(Reason::QueueRestoring | Reason::QueueStoreUnavailable | Reason::Overloaded) => {
             let hint = stadium_kit::status::error_info(status)
                 .and_then(|info| info.metadata.get("retry_after_ms")?.parse().ok());
             Some(match hint {

@@ -38,6 +38,7 @@ pub mod outbound;
 pub mod reason;
 pub mod server;
 pub mod service_error;
+pub mod shed;
 pub mod shutdown;
 mod start;
 pub mod status;

@@ -116,6 +116,9 @@ reasons! {
     RevocationsUnavailable = "REVOCATIONS_UNAVAILABLE",
     /// The queue's store (Redis) did not answer.
     QueueStoreUnavailable = "QUEUE_STORE_UNAVAILABLE",
+    /// The server is running as many calls of this method as it takes at once; nothing
+    /// was done: retry after the metadata's `retry_after_ms` (with jitter).
+    Overloaded = "OVERLOADED",
     /// The queue's store lost the event (Redis restarted empty) and the box office has
     /// not configured it again yet: keep the queue ticket and ask again after the
     /// metadata's `retry_after_ms`.

@@ -10,8 +10,9 @@
 //! listed in [`ServerOptions::web_origins`] and gRPC-web translation ([`crate::web`]),
 //! a `grpc.server` span
 //! continuing the caller's W3C trace context (`stadium_telemetry::ServerTraceLayer`),
-//! request metrics (outside the timeout, so timeouts are counted) and a per-request
-//! timeout answering `DEADLINE_EXCEEDED`.
+//! request metrics (outside the timeout, so timeouts are counted), load shedding of the
+//! methods given a concurrency limit ([`crate::shed`]) and a per-request timeout
+//! answering `DEADLINE_EXCEEDED`.
 //!
 //! Shutdown, when the token passed to [`GrpcServer::serve`] is cancelled: report
 //! NOT_SERVING (and end health watches, which would otherwise hold their connection
@@ -41,7 +42,13 @@ use tonic::{
 use tonic_health::{ServingStatus, server::HealthReporter};
 use tower::{Service, ServiceBuilder};
 
-use crate::{KitError, metrics::MetricsLayer, timeout::DeadlineLayer, tls::Tls};
+use crate::{
+    KitError,
+    metrics::MetricsLayer,
+    shed::{MethodLimit, ShedLayer},
+    timeout::DeadlineLayer,
+    tls::Tls,
+};
 
 /// Settings of a [`GrpcServer`].
 #[derive(Debug, Clone)]
@@ -96,6 +103,7 @@ pub struct GrpcServer {
     health: HealthReporter,
     meter: Option<Meter>,
     method_timeouts: HashMap<String, Duration>,
+    method_limits: HashMap<String, MethodLimit>,
 }
 
 impl GrpcServer {
@@ -109,6 +117,7 @@ impl GrpcServer {
             health: HealthReporter::new(),
             meter: None,
             method_timeouts: HashMap::new(),
+            method_limits: HashMap::new(),
         }
     }
 
@@ -118,6 +127,21 @@ impl GrpcServer {
     pub fn with_method_timeout(mut self, path: impl Into<String>, limit: Duration) -> Self {
         self.method_timeouts
             .insert(path.into(), limit.max(self.options.request_timeout));
+        self
+    }
+
+    /// Runs at most `limit` calls of the RPC at `path` (`/package.Service/Method`) at
+    /// once on this server; the calls beyond are answered at once with
+    /// `RESOURCE_EXHAUSTED`/`OVERLOADED` and `retry_after_ms` = `retry_after` (see
+    /// [`crate::shed`]) instead of waiting for their deadline.
+    pub fn with_method_concurrency(
+        mut self,
+        path: impl Into<String>,
+        limit: usize,
+        retry_after: Duration,
+    ) -> Self {
+        self.method_limits
+            .insert(path.into(), MethodLimit::new(limit, retry_after));
         self
     }
 
@@ -172,6 +196,7 @@ impl GrpcServer {
             health,
             meter,
             method_timeouts,
+            method_limits,
         } = self;
         let tls = options.tls.clone();
         let addr = listener.local_addr().map_err(KitError::Listener)?;
@@ -212,6 +237,9 @@ impl GrpcServer {
             .layer(tonic_web::GrpcWebLayer::new())
             .layer(stadium_telemetry::ServerTraceLayer)
             .layer(MetricsLayer::new(&meter, options.service_name, known))
+            .layer(ShedLayer {
+                per_method: Arc::new(method_limits),
+            })
             .layer(DeadlineLayer {
                 limit: options.request_timeout,
                 per_method: Arc::new(method_timeouts),

@@ -6,6 +6,8 @@ mod support;
 use std::time::Duration;
 
 use prost::Message;
+use stadium_kit::Reason;
+use stadium_kit::server::GrpcServer;
 use stadium_kit::status::error_info;
 use stadium_proto::seat_map::v1::GetLayoutRequest;
 use support::{FAIL, HANG, options, slow, start};
@@ -269,4 +271,59 @@ async fn the_grace_period_bounds_the_drain() {
     // Returns although the request never finishes: the grace period is over.
     server.stop().await.unwrap();
     stuck.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limited_method_sheds_the_calls_beyond_its_limit_at_once_with_a_hint() {
+    const LIMIT: usize = 4;
+    const CALLS: usize = 40;
+    let server = GrpcServer::new(support::options(
+        Duration::from_secs(5),
+        Duration::from_secs(1),
+    ))
+    .with_method_concurrency(
+        "/stadium.seat_map.v1.SeatMap/GetLayout",
+        LIMIT,
+        Duration::from_millis(300),
+    );
+    let running = support::start_with(server).await;
+    let calls: Vec<_> = (0..CALLS)
+        .map(|_| {
+            let mut client = running.seat_map();
+            tokio::spawn(async move {
+                client
+                    .get_layout(GetLayoutRequest {
+                        event_id: support::slow(500),
+                    })
+                    .await
+            })
+        })
+        .collect();
+    let (mut served, mut shed) = (0, 0);
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(_) => served += 1,
+            Err(status) => {
+                assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+                assert_eq!(Reason::of(&status), Some(Reason::Overloaded));
+                let info = error_info(&status).unwrap();
+                assert_eq!(info.metadata["retry_after_ms"], "300");
+                shed += 1;
+            }
+        }
+    }
+    assert_eq!(served + shed, CALLS);
+    assert!(
+        (LIMIT..CALLS).contains(&served),
+        "served {served}, shed {shed}"
+    );
+    // Another method is not limited; the limited one serves again once calls end.
+    running
+        .seat_map()
+        .get_layout(GetLayoutRequest {
+            event_id: "again".into(),
+        })
+        .await
+        .expect("served after the burst");
+    running.stop().await.expect("stops");
 }

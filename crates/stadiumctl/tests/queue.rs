@@ -67,6 +67,8 @@ async fn the_audit_checks_the_commitment_and_recomputes_the_fans_numbers() {
         redis_response_timeout: Duration::from_secs(30),
         snapshot_refresh: Duration::from_millis(250),
         watch_interval: Duration::from_millis(5),
+        max_concurrent_joins: 0,
+        shed_retry_after: Duration::from_millis(250),
         default_admission_ttl: Duration::from_secs(600),
         inventory_ttl: Duration::from_secs(10),
         issuer: "stadium-waiting-room".into(),

@@ -55,6 +55,8 @@ async fn start() -> Bench {
         key_prefix: prefix.clone(),
         snapshot_refresh: Duration::from_millis(250),
         watch_interval: Duration::from_millis(500),
+        max_concurrent_joins: 0,
+        shed_retry_after: Duration::from_millis(250),
         default_admission_ttl: Duration::from_secs(600),
         inventory_ttl: Duration::from_secs(10),
         issuer: "stadium-waiting-room".into(),

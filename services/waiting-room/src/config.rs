@@ -46,6 +46,21 @@ pub struct Config {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub watch_interval_ms: u64,
 
+    /// Joins running at once on this replica; a join beyond is answered at once with
+    /// RESOURCE_EXHAUSTED/OVERLOADED and a `retry_after_ms` hint instead of waiting
+    /// for its deadline. 0: no limit.
+    #[arg(
+        long,
+        env = "WAITING_ROOM_MAX_CONCURRENT_JOINS",
+        default_value_t = 1_024
+    )]
+    pub max_concurrent_joins: usize,
+
+    /// The `retry_after_ms` hint a shed join gets, ms.
+    #[arg(long, env = "WAITING_ROOM_SHED_RETRY_AFTER_MS", default_value_t = 250,
+          value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub shed_retry_after_ms: u64,
+
     /// How long an inventory report (`ReportInventory`) steers admission, ms: past it,
     /// the frontier runs at its rate alone, so a silent reporter never stops a sale.
     #[arg(long, env = "WAITING_ROOM_INVENTORY_TTL_MS", default_value_t = 10_000,
@@ -196,6 +211,8 @@ impl Config {
             redis_response_timeout: Duration::from_millis(self.redis_timeout_ms),
             snapshot_refresh: Duration::from_millis(self.snapshot_refresh_ms),
             watch_interval: Duration::from_millis(self.watch_interval_ms),
+            max_concurrent_joins: self.max_concurrent_joins,
+            shed_retry_after: Duration::from_millis(self.shed_retry_after_ms),
             default_admission_ttl: Duration::from_millis(self.admission_ttl_ms),
             inventory_ttl: Duration::from_millis(self.inventory_ttl_ms),
             issuer: self.issuer,

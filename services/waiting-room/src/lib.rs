@@ -79,7 +79,16 @@ pub struct Settings {
     pub clock: Arc<dyn Clock>,
     /// gRPC server options (timeouts, grace period).
     pub server: ServerOptions,
+    /// Joins running at once on this replica; the joins beyond are answered at once
+    /// with `RESOURCE_EXHAUSTED`/`OVERLOADED` and [`Self::shed_retry_after`] instead of
+    /// queueing until their deadline (see `stadium_kit::shed`). 0: no limit.
+    pub max_concurrent_joins: usize,
+    /// The `retry_after_ms` hint a shed join gets.
+    pub shed_retry_after: Duration,
 }
+
+/// Path of `Join`, the call shed under a burst.
+pub const JOIN_PATH: &str = "/stadium.waiting_room.v1.WaitingRoom/Join";
 
 impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -171,9 +180,15 @@ pub async fn serve(
         settings.watch_interval,
         shutdown.clone(),
     );
-    GrpcServer::new(settings.server.clone())
-        .add_service(BodyLimit::new(WaitingRoomServer::new(api), MAX_CALL_BYTES))
-        .serve(listener, shutdown)
-        .await?;
+    let mut server = GrpcServer::new(settings.server.clone())
+        .add_service(BodyLimit::new(WaitingRoomServer::new(api), MAX_CALL_BYTES));
+    if settings.max_concurrent_joins > 0 {
+        server = server.with_method_concurrency(
+            JOIN_PATH,
+            settings.max_concurrent_joins,
+            settings.shed_retry_after,
+        );
+    }
+    server.serve(listener, shutdown).await?;
     Ok(())
 }

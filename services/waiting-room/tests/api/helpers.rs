@@ -102,6 +102,33 @@ impl Room {
         refresh: Duration,
         redis_time: bool,
     ) -> Room {
+        Self::start_full(test, keys, refresh, redis_time, 0).await
+    }
+
+    /// `instances` instances that each run at most `max_joins` joins at once and shed
+    /// the rest (hint 50 ms).
+    pub async fn start_shedding(test: &str, instances: usize, max_joins: usize) -> Room {
+        let keys = Keys {
+            admission: SigningKeyRing::generate("wr-test").expect("admission keys"),
+            tickets: QueueTicketKeys::generate("qt-test").expect("ticket keys"),
+        };
+        Self::start_full(
+            test,
+            vec![keys; instances],
+            Duration::from_millis(250),
+            false,
+            max_joins,
+        )
+        .await
+    }
+
+    async fn start_full(
+        test: &str,
+        keys: Vec<Keys>,
+        refresh: Duration,
+        redis_time: bool,
+        max_joins: usize,
+    ) -> Room {
         let clock = ManualClock::starting_now();
         let service_clock: Arc<dyn Clock> = if redis_time {
             Arc::new(waiting_room::SystemClock)
@@ -123,6 +150,8 @@ impl Room {
                 redis_response_timeout: Duration::from_secs(30),
                 snapshot_refresh: refresh,
                 watch_interval: Duration::from_millis(5),
+                max_concurrent_joins: max_joins,
+                shed_retry_after: Duration::from_millis(50),
                 default_admission_ttl: Duration::from_secs(600),
                 inventory_ttl: Duration::from_secs(10),
                 issuer: "stadium-waiting-room".into(),

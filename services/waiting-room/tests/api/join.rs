@@ -9,6 +9,7 @@ use std::time::Duration;
 use redis::AsyncCommands;
 use stadium_proto::waiting_room::v1 as pb;
 use tokio::sync::Barrier;
+use tonic::Code;
 use waiting_room::Clock;
 
 use crate::helpers::{EVENT, Room, bearer, reason};
@@ -179,4 +180,58 @@ async fn the_pre_queue_is_shuffled_verifiably_at_opening() {
     let mut recomputed = arrival.clone();
     waiting_room::domain::shuffle::shuffle(&seed, &mut recomputed);
     assert_eq!(recomputed, order);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_join_burst_past_the_replicas_limit_is_shed_with_a_hint_and_everyone_gets_one_number() {
+    const FANS: usize = 3_000;
+    const LIMIT: usize = 16;
+    let room = Arc::new(Room::start_shedding("wr_join_shed", 3, LIMIT).await);
+    room.configure(pb::SaleState::Open, None, 600, 0, 0).await;
+    let tokens: Vec<String> = (0..FANS).map(|f| room.fan(&format!("fan-{f}"))).collect();
+    let mut connections = Vec::new();
+    for c in 0..FANS / 100 {
+        connections.push(room.own_connection(c).await);
+    }
+    let barrier = Arc::new(Barrier::new(FANS));
+    let mut tasks = Vec::new();
+    for (fan, token) in tokens.into_iter().enumerate() {
+        let mut client = connections[fan % connections.len()].clone();
+        let barrier = Arc::clone(&barrier);
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let mut shed = 0u32;
+            loop {
+                let request = pb::JoinRequest {
+                    event_id: EVENT.into(),
+                };
+                match client.join(bearer(request, &token)).await {
+                    Ok(answer) => {
+                        let number = answer.into_inner().status.expect("status").queue_number;
+                        return (fan, number, shed);
+                    }
+                    Err(status) => {
+                        // Shed, never timed out or unavailable: wait as told, retry.
+                        assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+                        assert_eq!(reason(&status), Some(Reason::Overloaded));
+                        let info = stadium_kit::status::error_info(&status).expect("info");
+                        let ms: u64 = info.metadata["retry_after_ms"].parse().expect("hint");
+                        shed += 1;
+                        let jitter = u64::try_from(fan % 50).unwrap_or(0);
+                        tokio::time::sleep(Duration::from_millis(ms + jitter)).await;
+                    }
+                }
+            }
+        }));
+    }
+    let mut numbers = BTreeSet::new();
+    let mut shed_total = 0u32;
+    for task in tasks {
+        let (fan, number, shed) = task.await.expect("join task");
+        assert!(numbers.insert(number), "fan {fan} got a number twice given");
+        shed_total += shed;
+    }
+    assert_eq!(numbers, (1..=FANS as u64).collect::<BTreeSet<_>>());
+    assert!(shed_total > 0, "the burst never went past the limit");
+    println!("{FANS} fans joined; {shed_total} joins shed and retried");
 }
