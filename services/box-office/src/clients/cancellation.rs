@@ -4,10 +4,10 @@
 //! event's orders still to do in order id order — captured payments, refunds under way,
 //! comps with a valid ticket — and asks payments to refund each (`RefundOrder`, reason
 //! EVENT_CANCELLED) as the box office's service identity, starting at most the
-//! cancellation's `refunds_per_second`. Payments decides each refund with a conditional
-//! update and calls the provider under the order's refund idempotency key, so a pass
-//! repeated after a crash (the lease lapses, another replica carries on) refunds
-//! nothing twice. The cancellation is finished once the payments ledger shows nothing
+//! cancellation's `refunds_per_second`, a few at once. Payments decides each refund
+//! with a conditional update and calls the provider under the order's refund
+//! idempotency key, so a pass repeated after a crash (the lease lapses, another replica
+//! carries on) refunds nothing twice. The cancellation is finished once the payments ledger shows nothing
 //! left to refund, void or wait for.
 
 use std::time::Duration;
@@ -15,7 +15,7 @@ use std::time::Duration;
 use stadium_kit::outbound::{Bearer, as_service};
 use stadium_proto::payments::v1::payments_client::PaymentsClient;
 use stadium_proto::payments::v1::{RefundOrderRequest, RefundReason};
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 use uuid::Uuid;
@@ -25,6 +25,16 @@ use crate::store::cancellations::{self, CancellationRecord};
 
 /// Orders read per step of a pass.
 const BATCH: i64 = 100;
+/// Refund calls under way at once (each waits on the provider, so one at a time would
+/// cap a pass at one refund per provider round trip whatever the rate asked).
+const IN_FLIGHT: usize = 8;
+
+/// Calls answered and failed in a pass.
+#[derive(Debug, Default)]
+struct Tally {
+    answered: u32,
+    failed: u32,
+}
 /// How long payments may take to refund one order (it waits on the provider, itself
 /// bounded at 10 s by payments).
 const REFUND_DEADLINE: Duration = Duration::from_secs(15);
@@ -116,8 +126,10 @@ impl Worker {
         })
     }
 
-    /// Refunds `first` and the orders after them, paced at the cancellation's rate,
-    /// renewing the lease after each batch; stops when the lease is lost.
+    /// Refunds `first` and the orders after them, starting one every `1 / rate` s with
+    /// at most [`IN_FLIGHT`] under way, renewing the lease after each batch; stops when
+    /// the lease is lost or `stop` is cancelled (calls under way are dropped: payments
+    /// finishes a refund it started by itself, and the next pass asks again).
     async fn pass(
         &self,
         cancellation: &CancellationRecord,
@@ -128,28 +140,24 @@ impl Worker {
         let rate = u64::try_from(cancellation.refunds_per_second.max(1)).unwrap_or(1);
         let mut pace = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
         pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let (mut answered, mut failed) = (0u32, 0u32);
+        let mut tally = Tally::default();
+        let mut under_way: JoinSet<(Uuid, Result<()>)> = JoinSet::new();
         let mut batch = first;
         while !batch.is_empty() {
             for &order in &batch {
+                while under_way.len() >= IN_FLIGHT {
+                    let done = under_way.join_next().await;
+                    self.count(event_id, done, &mut tally).await?;
+                }
                 tokio::select! {
-                    () = stop.cancelled() => return Ok((answered, failed)),
+                    () = stop.cancelled() => return Ok((tally.answered, tally.failed)),
                     _ = pace.tick() => {}
                 }
-                match self.refund(cancellation, order).await {
-                    Ok(()) => answered += 1,
-                    Err(error) => {
-                        failed += 1;
-                        tracing::warn!(event_id, %order, %error, "cancellation refund failed; retried next pass");
-                        let mut conn = self.pool.acquire().await?;
-                        cancellations::record_error(
-                            &mut conn,
-                            event_id,
-                            &format!("order {order}: {error}"),
-                        )
-                        .await?;
-                    }
-                }
+                let worker = self.clone();
+                under_way.spawn(async move { (order, worker.refund(event_id, order).await) });
+            }
+            while let Some(done) = under_way.join_next().await {
+                self.count(event_id, Some(done), &mut tally).await?;
             }
             let after = *batch.last().unwrap_or(&Uuid::nil());
             let mut conn = self.pool.acquire().await?;
@@ -162,7 +170,29 @@ impl Worker {
             }
             batch = cancellations::work(&mut conn, event_id, after, BATCH).await?;
         }
-        Ok((answered, failed))
+        Ok((tally.answered, tally.failed))
+    }
+
+    /// Counts one finished refund call; a failure is recorded on the cancellation.
+    async fn count(
+        &self,
+        event_id: i64,
+        done: Option<std::result::Result<(Uuid, Result<()>), tokio::task::JoinError>>,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        let failure = match done {
+            None => return Ok(()),
+            Some(Ok((_, Ok(())))) => {
+                tally.answered += 1;
+                return Ok(());
+            }
+            Some(Ok((order, Err(error)))) => format!("order {order}: {error}"),
+            Some(Err(join)) => format!("refund task: {join}"),
+        };
+        tally.failed += 1;
+        tracing::warn!(event_id, %failure, "cancellation refund failed; retried next pass");
+        let mut conn = self.pool.acquire().await?;
+        cancellations::record_error(&mut conn, event_id, &failure).await
     }
 
     /// Gives back the leases this worker holds (see [`cancellations::release`]).
@@ -174,10 +204,10 @@ impl Worker {
         cancellations::release(&mut conn, &self.owner).await
     }
 
-    async fn refund(&self, cancellation: &CancellationRecord, order: Uuid) -> Result<()> {
+    async fn refund(&self, event_id: i64, order: Uuid) -> Result<()> {
         let request = RefundOrderRequest {
             order_id: order.to_string(),
-            reason: format!("event {} cancelled", cancellation.event_id),
+            reason: format!("event {event_id} cancelled"),
             refund_reason: RefundReason::EventCancelled as i32,
         };
         let request = as_service(request, self.token.as_ref(), Some(REFUND_DEADLINE));
