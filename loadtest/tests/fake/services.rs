@@ -56,6 +56,9 @@ service!(WaitingRoom {
     pause_admission(wr::PauseAdmissionRequest) -> wr::PauseAdmissionResponse;
     resume_admission(wr::ResumeAdmissionRequest) -> wr::ResumeAdmissionResponse;
     report_inventory(wr::ReportInventoryRequest) -> wr::ReportInventoryResponse;
+    join_waiting_list(wr::JoinWaitingListRequest) -> wr::JoinWaitingListResponse;
+    get_waiting_list_status(wr::GetWaitingListStatusRequest) -> wr::GetWaitingListStatusResponse;
+    get_waiting_list(wr::GetWaitingListRequest) -> wr::GetWaitingListResponse;
 });
 
 service!(SeatMap {

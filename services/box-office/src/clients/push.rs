@@ -371,6 +371,8 @@ pub fn configure_request(event: &Event, state: SaleState) -> ConfigureEventReque
         admitted_floor: 0,
         numbered_floor: 0,
         admission_no_show_ms: u64::from(event.settings.admission_no_show_ms),
+        // The waiting room's default offer window until the box office keeps its own.
+        waiting_list_offer_ms: 0,
     }
 }
 

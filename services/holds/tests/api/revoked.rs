@@ -179,6 +179,24 @@ impl WaitingRoom for Fake {
     ) -> Result<Response<wr::GetQueueStatsResponse>, Status> {
         unused()
     }
+    async fn join_waiting_list(
+        &self,
+        _: Request<wr::JoinWaitingListRequest>,
+    ) -> Result<Response<wr::JoinWaitingListResponse>, Status> {
+        unused()
+    }
+    async fn get_waiting_list_status(
+        &self,
+        _: Request<wr::GetWaitingListStatusRequest>,
+    ) -> Result<Response<wr::GetWaitingListStatusResponse>, Status> {
+        unused()
+    }
+    async fn get_waiting_list(
+        &self,
+        _: Request<wr::GetWaitingListRequest>,
+    ) -> Result<Response<wr::GetWaitingListResponse>, Status> {
+        unused()
+    }
     async fn report_inventory(
         &self,
         _: Request<wr::ReportInventoryRequest>,

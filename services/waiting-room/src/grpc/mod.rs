@@ -4,6 +4,7 @@
 pub mod admissions;
 pub mod audit;
 pub mod convert;
+pub mod waiting_list;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -373,6 +374,43 @@ impl WaitingRoom for WaitingRoomApi {
         Ok(Response::new(pb::ResumeAdmissionResponse {
             stats: Some(convert::stats(&event, &snap)),
         }))
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn join_waiting_list(
+        &self,
+        request: Request<pb::JoinWaitingListRequest>,
+    ) -> Result<Response<pb::JoinWaitingListResponse>, Status> {
+        let fan = self.auth.fan(request.metadata()).await?;
+        let event = convert::event_id(&request.get_ref().event_id)?;
+        let entry = self.service.join_waiting_list(&event, &fan).await?;
+        let now_ms = crate::clock::unix_ms(self.service.clock().now());
+        Ok(Response::new(pb::JoinWaitingListResponse {
+            status: Some(waiting_list::entry_status(&event, entry, now_ms)),
+        }))
+    }
+
+    async fn get_waiting_list_status(
+        &self,
+        request: Request<pb::GetWaitingListStatusRequest>,
+    ) -> Result<Response<pb::GetWaitingListStatusResponse>, Status> {
+        let fan = self.auth.fan(request.metadata()).await?;
+        let event = convert::event_id(&request.get_ref().event_id)?;
+        let entry = self.service.waiting_list_entry(&event, &fan).await?;
+        let now_ms = crate::clock::unix_ms(self.service.clock().now());
+        Ok(Response::new(pb::GetWaitingListStatusResponse {
+            status: Some(waiting_list::entry_status(&event, entry, now_ms)),
+        }))
+    }
+
+    async fn get_waiting_list(
+        &self,
+        request: Request<pb::GetWaitingListRequest>,
+    ) -> Result<Response<pb::GetWaitingListResponse>, Status> {
+        self.auth.admin(&request, STEER)?;
+        let event = convert::event_id(&request.get_ref().event_id)?;
+        let stats = self.service.waiting_list_stats(&event).await?;
+        Ok(Response::new(waiting_list::stats(&event, &stats)))
     }
 
     async fn get_queue_stats(

@@ -34,6 +34,10 @@
 //!   `<jti>|<exp ms>|<fan>` and `j:<jti>` → number, and `g:<fan>` → `1` for a fan
 //!   whose admission was given back or taken back (no token is handed out again).
 //!
+//! The waiting list's keys (`wl`, `wlo`, `wlj`, `wlt`, `wlu`, `wld`) and its helpers
+//! are in [`super::waiting_list_scripts`]; `REPORT_INVENTORY` and `MARK_USED` take
+//! them after `adm`.
+//!
 //! Every script passes `ns`, `rev`, `revx` and `adj` as its last four keys
 //! (`akeys`), because `advance` may take back admissions whose no-show deadline
 //! passed. Revoking (release, revoke, no-show) frees the place and records the
@@ -60,7 +64,7 @@
 //! the queue does not know. The frontier starts again from 0 at the rate.
 
 /// Helpers shared by every script: clock, number formatting and `advance`.
-const PRELUDE: &str = r#"
+pub(super) const PRELUDE: &str = r#"
 local function num(v) return tonumber(v) or 0 end
 local function fmt(x) return string.format('%.0f', x) end
 local function s(v) if not v then return '' end return tostring(v) end
@@ -283,7 +287,7 @@ return 'done'
 /// (`scheduled|open|paused|closed|cancelled`; cancelled is closed for good, marked
 /// `cancelled` = 1 so fans are told why), on-sale ms (`''` = now), rate, cap, ttl ms, seed
 /// hex, now, admitted floor, numbered floor, no-show timeout ms (0 = off; applies to
-/// fans admitted from then on).
+/// fans admitted from then on), waiting-list offer window ms (`wloffer`).
 /// Creating an event asked open or paused whose on-sale time has passed, with a floor
 /// (the box office saw the queue before: the store lost it), opens it at once with its
 /// frontier and numbering at the floor and nothing in the pre-queue.
@@ -315,7 +319,8 @@ if not state then
   local reopen = (req == 'open' or req == 'paused') and numbered > 0
   if reopen and ARGV[2] ~= '' and tonumber(ARGV[2]) <= now then
     redis.call('HSET', KEYS[1], 'state', 'open', 'paused', paused, 'onsale', ARGV[2],
-      'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow', ARGV[10], 'seed', ARGV[6],
+      'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow', ARGV[10],
+      'wloffer', ARGV[11], 'seed', ARGV[6],
       'credit', fmt(floor * 60000), 'last', fmt(now), 'frontier', fmt(floor),
       'numbered', fmt(numbered), 'joined', 0, 'completed', 0, 'prequeue', 0,
       'opened_at', fmt(now), 'committed_at', fmt(now))
@@ -326,7 +331,8 @@ if not state then
   if req == 'scheduled' then at = scheduled_at() end
   if req == 'closed' then st = 'closed' end
   redis.call('HSET', KEYS[1], 'state', st, 'paused', paused, 'onsale', fmt(at),
-    'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow', ARGV[10], 'seed', ARGV[6],
+    'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow', ARGV[10],
+    'wloffer', ARGV[11], 'seed', ARGV[6],
     'credit', 0,
     'last', fmt(at), 'frontier', 0, 'numbered', 0, 'joined', 0, 'completed', 0,
     'prequeue', 0, 'committed_at', fmt(now))
@@ -335,11 +341,12 @@ if not state then
 end
 local opened = redis.call('HEXISTS', KEYS[1], 'opened_at') == 1
 if req == 'scheduled' and opened then return 'already_open' end
-local settings = {'state', 'paused', 'onsale', 'rate', 'cap', 'ttl', 'noshow', 'cancelled'}
+local settings = {'state', 'paused', 'onsale', 'rate', 'cap', 'ttl', 'noshow', 'cancelled',
+  'wloffer'}
 local before = redis.call('HMGET', KEYS[1], unpack(settings))
 if state == 'open' then advance(KEYS[1], KEYS[2], now) end
 redis.call('HSET', KEYS[1], 'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow',
-  ARGV[10])
+  ARGV[10], 'wloffer', ARGV[11])
 if req == 'closed' then
   redis.call('HSET', KEYS[1], 'state', 'closed')
   if cancel then redis.call('HSET', KEYS[1], 'cancelled', '1') end
@@ -459,10 +466,11 @@ end
 return 'noop'
 "#;
 
-/// KEYS: cfg, adm. ARGV: free seats, held seats, holds, as-of ms, ttl ms, now, seats
-/// per fan while nothing is held.
+/// KEYS: cfg, adm, the waiting-list keys, then the admission keys. ARGV: free seats,
+/// held seats, holds, as-of ms, ttl ms, now, seats per fan while nothing is held.
 /// Brings the credit up to now under the old report, then records the new one, fresh
-/// for ttl ms. Returns `ok`, `older` (a newer report is stored; nothing written) or
+/// for ttl ms, and offers the seats it shows returned to the waiting list (`wl_step`).
+/// Returns `ok`, `older` (a newer report is stored; nothing written) or
 /// `missing`.
 const REPORT_INVENTORY: &str = r#"
 local now = clock(ARGV[6])
@@ -471,6 +479,7 @@ if num(redis.call('HGET', KEYS[1], 'inv_at')) > tonumber(ARGV[4]) then return 'o
 advance(KEYS[1], KEYS[2], now)
 redis.call('HSET', KEYS[1], 'inv_free', ARGV[1], 'inv_held', ARGV[2], 'inv_holds', ARGV[3],
   'inv_at', ARGV[4], 'inv_until', fmt(now + tonumber(ARGV[5])), 'inv_first', ARGV[7])
+wl_step(KEYS[1], wl_keys(3), now)
 return 'ok'
 "#;
 
@@ -502,17 +511,22 @@ if number and not jti then jti = record(k.adj, number) end
 return {'ok', tostring(freed), tostring(revoked), s(jti)}
 "#;
 
-/// KEYS: cfg, adm, then the admission keys. ARGV: now, then jtis.
+/// KEYS: cfg, adm, the waiting-list keys (`wl`, `wlo`, `wlj`, `wlt`, `wlu`, `wld`, see
+/// `waiting_list_scripts`), then the admission keys. ARGV: now, then jtis.
 /// The admissions of these jtis were used at holds (a claim succeeded): they are no
-/// longer no-shows. Returns how many deadlines were dropped.
+/// longer no-shows; a waiting-list offer's jti ends the offer as used (`wl_use`, once
+/// per offer however often it is reported). Returns how many deadlines were dropped
+/// plus how many offers this call ended as used.
 const MARK_USED: &str = r#"
 local now = clock(ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local k = akeys()
+local w = wl_keys(3)
 local dropped = 0
 for i = 2, #ARGV do
   local number = redis.call('HGET', k.adj, 'j:' .. ARGV[i])
   if number then dropped = dropped + redis.call('ZREM', k.ns, number) end
+  dropped = dropped + wl_use(KEYS[1], w, ARGV[i], now)
 end
 return dropped
 "#;
@@ -587,12 +601,20 @@ pub struct Scripts {
     pub mark_used: redis::Script,
     /// See [`LIST_REVOKED`].
     pub list_revoked: redis::Script,
+    /// The waiting list's scripts.
+    pub waiting_list: super::waiting_list_scripts::WaitingListScripts,
 }
 
 impl Scripts {
     /// Compiles every script with the shared prelude.
     pub fn new() -> Self {
         let with = |body: &str| redis::Script::new(&format!("{PRELUDE}\n{body}"));
+        let with_list = |body: &str| {
+            redis::Script::new(&format!(
+                "{PRELUDE}\n{}\n{body}",
+                super::waiting_list_scripts::WL_PRELUDE
+            ))
+        };
         Self {
             snapshot: with(SNAPSHOT),
             join: with(JOIN),
@@ -602,10 +624,11 @@ impl Scripts {
             issue: with(ISSUE),
             raise: with(RAISE),
             complete: with(COMPLETE),
-            report_inventory: with(REPORT_INVENTORY),
+            report_inventory: with_list(REPORT_INVENTORY),
             revoke: with(REVOKE),
-            mark_used: with(MARK_USED),
+            mark_used: with_list(MARK_USED),
             list_revoked: with(LIST_REVOKED),
+            waiting_list: super::waiting_list_scripts::WaitingListScripts::new(),
         }
     }
 }
