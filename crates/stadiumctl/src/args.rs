@@ -140,6 +140,13 @@ pub enum Command {
         #[arg(long)]
         reason: String,
     },
+    /// An event's waiting list: entries waiting, offers in flight, and offers made,
+    /// used (sales through the list) and lapsed.
+    WaitingList {
+        /// Event id.
+        #[arg(long = "event")]
+        event_id: String,
+    },
     /// Channels: seats set aside for a sponsor, a fan club or a promoter, claimable only
     /// with the channel's key or a presale code.
     #[command(subcommand)]

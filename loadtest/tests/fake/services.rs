@@ -420,6 +420,7 @@ service!(BoxOffice {
     issue_comp(bo::IssueCompRequest) -> bo::IssueCompResponse;
     refund_order(bo::RefundOrderRequest) -> bo::RefundOrderResponse;
     revoke_admission(bo::RevokeAdmissionRequest) -> bo::RevokeAdmissionResponse;
+    get_waiting_list(bo::GetWaitingListRequest) -> bo::GetWaitingListResponse;
     get_sales_timeline(bo::GetSalesTimelineRequest) -> bo::GetSalesTimelineResponse;
     get_seat_history(bo::GetSeatHistoryRequest) -> bo::GetSeatHistoryResponse;
     cancel_event(bo::CancelEventRequest) -> bo::CancelEventResponse;
