@@ -77,6 +77,7 @@ impl Store {
             .key(self.key(event, "cfg"))
             .key(self.key(event, "fans"))
             .key(self.key(event, "adm"))
+            .key(self.waiting_list_keys(event))
             .key(self.admission_keys(event))
             .arg(self.now_arg())
             .arg(fan)

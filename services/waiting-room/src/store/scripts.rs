@@ -35,8 +35,8 @@
 //!   whose admission was given back or taken back (no token is handed out again).
 //!
 //! The waiting list's keys (`wl`, `wlo`, `wlj`, `wlt`, `wlu`, `wld`) and its helpers
-//! are in [`super::waiting_list_scripts`]; `REPORT_INVENTORY` and `MARK_USED` take
-//! them after `adm`.
+//! are in [`super::waiting_list_scripts`]; `REPORT_INVENTORY`, `MARK_USED` and
+//! `REVOKE` take them after `adm`.
 //!
 //! Every script passes `ns`, `rev`, `revx` and `adj` as its last four keys
 //! (`akeys`), because `advance` may take back admissions whose no-show deadline
@@ -483,8 +483,10 @@ wl_step(KEYS[1], wl_keys(3), now)
 return 'ok'
 "#;
 
-/// KEYS: cfg, fans, adm, then the admission keys. ARGV: now, fan, jti (`''` = the
-/// fan's recorded admission), token exp ms (with a jti).
+/// KEYS: cfg, fans, adm, the waiting-list keys, then the admission keys. ARGV: now,
+/// fan, jti (`''` = the fan's recorded admission), token exp ms (with a jti).
+/// A jti of an open waiting-list offer also ends that offer (`wl_release`; `freed`
+/// is then `1`): it passes on once a count after now shows its seats free.
 /// Gives back or takes back an admission: revokes the jti (holds refuses it from its
 /// next refresh) and frees the place in the same step; the fan gets no token again.
 /// With a jti the place freed is the one that jti was issued for (a jti the queue
@@ -507,6 +509,7 @@ else
   redis.call('HSET', k.adj, 'g:' .. ARGV[2], '1')
 end
 local freed, revoked = revoke(KEYS[1], KEYS[3], number, jti, exp, now)
+if ARGV[3] ~= '' and wl_release(KEYS[1], wl_keys(4), ARGV[3], now) == 1 then freed = 1 end
 if number and not jti then jti = record(k.adj, number) end
 return {'ok', tostring(freed), tostring(revoked), s(jti)}
 "#;
@@ -625,7 +628,7 @@ impl Scripts {
             raise: with(RAISE),
             complete: with(COMPLETE),
             report_inventory: with_list(REPORT_INVENTORY),
-            revoke: with(REVOKE),
+            revoke: with_list(REVOKE),
             mark_used: with_list(MARK_USED),
             list_revoked: with(LIST_REVOKED),
             waiting_list: super::waiting_list_scripts::WaitingListScripts::new(),

@@ -77,6 +77,17 @@ local function wl_entry(w, fan)
   if done then return {'ended', done} end
   return {'absent'}
 end
+-- Ends the open offer whose token has `jti` as lapsed now (the fan gave it back, or
+-- staff took it back). Its seats stay covered until a count after now (the fan may
+-- hold seats claimed before), then pass on. Returns 1 when this call ended it.
+local function wl_release(cfg, w, jti, now)
+  local fan = redis.call('HGET', w.wlj, jti)
+  if not fan or redis.call('ZREM', w.wlo, fan) == 0 then return 0 end
+  redis.call('ZADD', w.wlu, fmt(now), 'x:' .. fan)
+  redis.call('HSET', w.wld, fan, 'lapsed')
+  redis.call('HINCRBY', cfg, 'wl_lapsed', 1)
+  return 1
+end
 -- Ends the offer whose token has `jti` as used (a claim succeeded with it), even when
 -- it lapsed meanwhile (the claim was made while the token was valid). Returns 1 when
 -- this call ended it, 0 for an unknown jti or an offer already used.

@@ -304,6 +304,39 @@ async fn offers_go_in_join_order_under_concurrent_returns_and_accepts() {
     let used = join_list(&room, 0, &order[0]).await.expect("join again");
     assert_eq!(used.state, pb::QueueState::WaitingListEnded as i32);
     assert_eq!(check_stored(&room, &order, 2).await, 7);
+
+    // A fan gives the offer back (twice, at once): it ends once, its token is revoked,
+    // and once a count after that shows the seat free, the next fan gets it.
+    let giver = order[5].clone();
+    let token = entry(&room, 0, &giver).await.admission_token;
+    let gives = (0..2).map(|i| {
+        let request = pb::ReleaseAdmissionRequest {
+            admission_token: token.clone(),
+        };
+        let session = room.fan(&giver);
+        let room = &room;
+        async move {
+            room.own_connection(i)
+                .await
+                .release_admission(bearer(request, &session))
+                .await
+                .expect("release")
+                .into_inner()
+                .freed
+        }
+    });
+    let freed = join_all(gives).await;
+    assert_eq!(freed.iter().filter(|f| **f).count(), 1, "{freed:?}");
+    let given = entry(&room, 1, &giver).await;
+    assert_eq!(given.state, pb::QueueState::WaitingListEnded as i32);
+    assert_eq!(check_stored(&room, &order, 2).await, 7);
+    room.clock.advance(Duration::from_millis(10));
+    report_concurrently(&room, 2, room.clock.now(), 3).await;
+    assert_eq!(check_stored(&room, &order, 2).await, 8);
+    let next = entry(&room, 0, &order[7]).await;
+    assert_eq!(next.state, pb::QueueState::WaitingListOffer as i32);
+    let stats = list(&room).await;
+    assert_eq!((stats.offers_lapsed, stats.open_offers), (3, 2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
