@@ -527,6 +527,7 @@ async fn event(c: &mut Client, cmd: EventCommand) -> Result<Outcome, CliError> {
                 active_fan_cap: a.active_cap,
                 admission_ttl_ms: 0,
                 admission_no_show_ms: a.no_show_ms,
+                waiting_list_offer_ms: a.waiting_list_offer_ms,
                 currency: a.currency.clone(),
             };
             let req = c.request(pb::CreateEventRequest {
