@@ -74,12 +74,14 @@ local function clock(arg)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 -- Active fans the reported seats can serve (see `domain::inventory`), or -1 when no
--- report is fresh at `now`.
+-- report is fresh at `now`. Free seats covered by waiting-list offers (`wl_cover`,
+-- recorded by the list's last step) are the list's, not the queue's.
 local function inventory_cap(cfg, now)
   local h = redis.call('HMGET', cfg, 'inv_free', 'inv_held', 'inv_holds', 'inv_until',
-    'inv_first')
+    'inv_first', 'wl_cover')
   if num(h[4]) < now then return -1 end
-  local free, held, holds = num(h[1]), num(h[2]), num(h[3])
+  local free, held, holds = num(h[1]) - num(h[6]), num(h[2]), num(h[3])
+  if free < 0 then free = 0 end
   if holds == 0 or held == 0 then
     local first = num(h[5])
     if first < 1 then first = 1 end

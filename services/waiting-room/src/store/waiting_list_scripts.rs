@@ -16,7 +16,7 @@
 //! - `wld` (hash): fan → `used` or `lapsed`, the end of the fan's one offer.
 //!
 //! `cfg` fields: `wloffer` (offer window ms), `wl_seq`, `wl_offered`, `wl_used`,
-//! `wl_lapsed`; and the inventory report's `inv_free`, `inv_at`, `inv_until`,
+//! `wl_lapsed`, `wl_cover` (seats covered by offers at the last step); and the inventory report's `inv_free`, `inv_at`, `inv_until`,
 //! `inv_first`.
 //!
 //! Returned seats are the free seats of the latest fresh report; every offer open or
@@ -24,7 +24,9 @@
 //! seats-per-claim limit, at least 1: what one admitted fan may claim). `wl_step`
 //! gives offers to the first waiting fans only while the uncovered free seats hold a
 //! whole offer, so open offers never exceed what the returned seats can serve, and an
-//! offer that lapses gives its seats to the next fan in the same step.
+//! offer that lapses gives its seats to the next fan in the same step. It records the
+//! seats covered as `wl_cover` in `cfg`: the queue's inventory cap leaves them out, so
+//! seats returned while fans wait on the list go to the list first.
 
 /// Lua helpers of the waiting list, after the shared prelude (`clock`, `num`, `fmt`).
 pub const WL_PRELUDE: &str = r#"
@@ -53,13 +55,16 @@ local function wl_step(cfg, w, now)
   if window <= 0 then window = WL_DEFAULT_OFFER_MS end
   local covered = (redis.call('ZCARD', w.wlo) + redis.call('ZCARD', w.wlu)) * per
   local room = math.floor((num(h[2]) - covered) / per)
-  if room <= 0 then return end
-  local next = redis.call('ZRANGE', w.wl, 0, room - 1)
-  for _, fan in ipairs(next) do
-    redis.call('ZREM', w.wl, fan)
-    redis.call('ZADD', w.wlo, fmt(now + window), fan)
-    redis.call('HINCRBY', cfg, 'wl_offered', 1)
+  if room > 0 then
+    local next = redis.call('ZRANGE', w.wl, 0, room - 1)
+    for _, fan in ipairs(next) do
+      redis.call('ZREM', w.wl, fan)
+      redis.call('ZADD', w.wlo, fmt(now + window), fan)
+      redis.call('HINCRBY', cfg, 'wl_offered', 1)
+    end
+    covered = covered + #next * per
   end
+  redis.call('HSET', cfg, 'wl_cover', fmt(covered))
 end
 -- The fan's entry: {'waiting', position}, {'offer', end ms, token or ''},
 -- {'ended', 'used'|'lapsed'} or {'absent'}.

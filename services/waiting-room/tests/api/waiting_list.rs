@@ -1,7 +1,8 @@
 //! The waiting list of a sold-out event under concurrent joins, concurrent returns of
 //! seats (inventory reports) and concurrent accepts (`MarkAdmissionsUsed`): offers go
 //! in join order, never more open than the returned seats serve, no fan is offered
-//! twice, an unused offer passes on, and each accept counts once. Every check reads
+//! twice, an unused or given-back offer passes on, each accept counts once, and the
+//! queue does not take the seats the list waits for. Every check reads
 //! what Redis stored, not only the answers.
 
 use std::sync::Arc;
@@ -217,8 +218,11 @@ async fn offers_go_in_join_order_under_concurrent_returns_and_accepts() {
     let err = join_list(&room, 1, "early").await.unwrap_err();
     assert_eq!(reason(&err), Some(Reason::NotSoldOut));
 
-    // Sold out: every fan joins at once, over both replicas.
+    // Sold out: a fan who queues now is told so; every other fan joins the list at
+    // once, over both replicas.
     report_concurrently(&room, 0, room.clock.now(), 1).await;
+    let queued = room.join(0, "queued").await.expect("join the queue");
+    assert_eq!(queued.state, pb::QueueState::SoldOut as i32);
     let barrier = Arc::new(Barrier::new(FANS));
     let joins = (0..FANS).map(|f| {
         let barrier = Arc::clone(&barrier);
@@ -337,6 +341,9 @@ async fn offers_go_in_join_order_under_concurrent_returns_and_accepts() {
     assert_eq!(next.state, pb::QueueState::WaitingListOffer as i32);
     let stats = list(&room).await;
     assert_eq!((stats.offers_lapsed, stats.open_offers), (3, 2));
+    // Every seat that came back went to the list, none to the queue, though the
+    // queue's rate would have let its fan in long ago.
+    assert_eq!(room.stats(1).await.admitted, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
