@@ -255,6 +255,7 @@ pub fn inventory(
             holds: report.holds,
             seats_per_fan_at_first: u64::from(report.max_seats_per_claim.max(1)),
             as_of_ms,
+            covered_seats: 0,
         },
     ))
 }

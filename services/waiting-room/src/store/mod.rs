@@ -563,5 +563,9 @@ fn parse_inventory(reply: &[String]) -> Result<Option<Inventory>, Error> {
             None | Some("") => 1,
             Some(_) => field(reply, 17, "inv_first")?,
         },
+        covered_seats: match reply.get(21).map(String::as_str) {
+            None | Some("") => 0,
+            Some(_) => field(reply, 21, "wl_cover")?,
+        },
     }))
 }

@@ -209,8 +209,8 @@ end
 /// Returns `{'missing'}`, `{'opening'}` (on-sale time reached, shuffle pending) or the
 /// snapshot `{state, paused, rate, cap, ttl, credit, frontier, joined, completed,
 /// onsale, prequeue, active, now, inv_free, inv_held, inv_holds, inv_at, inv_first,
-/// numbered, rev_version, noshows}`, the five `inv_` fields empty unless an inventory report is
-/// fresh.
+/// numbered, rev_version, noshows, wl_cover}`, the five `inv_` fields and `wl_cover`
+/// empty unless an inventory report is fresh.
 const SNAPSHOT: &str = r#"
 local now = clock(ARGV[1])
 local state = redis.call('HGET', KEYS[1], 'state')
@@ -226,11 +226,11 @@ local prequeue = h[11]
 if h[1] == 'scheduled' then prequeue = redis.call('LLEN', KEYS[2]) end
 local active = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
 local inv = redis.call('HMGET', KEYS[1], 'inv_free', 'inv_held', 'inv_holds', 'inv_at',
-  'inv_until', 'inv_first')
+  'inv_until', 'inv_first', 'wl_cover')
 if num(inv[5]) < now then inv = {} end
 return {s(h[1]), s(h[2]), s(h[3]), s(h[4]), s(h[5]), s(h[6]), s(h[7]), s(h[8]), s(h[9]),
   s(h[10]), s(prequeue), s(active), fmt(now), s(inv[1]), s(inv[2]), s(inv[3]), s(inv[4]),
-  s(inv[6]), s(h[12]), s(h[13]), s(h[14])}
+  s(inv[6]), s(h[12]), s(h[13]), s(h[14]), s(inv[7])}
 "#;
 
 /// KEYS: cfg, fans, pre, adm. ARGV: fan, now.

@@ -343,7 +343,14 @@ async fn offers_go_in_join_order_under_concurrent_returns_and_accepts() {
     assert_eq!((stats.offers_lapsed, stats.open_offers), (3, 2));
     // Every seat that came back went to the list, none to the queue, though the
     // queue's rate would have let its fan in long ago.
-    assert_eq!(room.stats(1).await.admitted, 0);
+    let stats = room.stats(1).await;
+    assert_eq!((stats.admitted, stats.inventory_fan_cap), (0, 0));
+    assert!(stats.sold_out, "the queue has nothing left: {stats:?}");
+    let queued = room
+        .status(0, "queued", &queued.queue_ticket)
+        .await
+        .expect("status");
+    assert_eq!(queued.state, pb::QueueState::SoldOut as i32);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
