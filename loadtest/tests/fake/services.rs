@@ -11,6 +11,7 @@ use super::*;
 
 service!(WaitingRoom {
     type WatchStatusStream = Pin<Box<dyn Stream<Item = Result<wr::WatchStatusResponse, Status>> + Send>>;
+    type WatchWaitingListStream = Pin<Box<dyn Stream<Item = Result<wr::WatchWaitingListResponse, Status>> + Send>>;
 
     async fn join(&self, r: Request<wr::JoinRequest>) -> Result<Response<wr::JoinResponse>, Status> {
         let fan = self.fan(&r)?;
@@ -58,6 +59,7 @@ service!(WaitingRoom {
     report_inventory(wr::ReportInventoryRequest) -> wr::ReportInventoryResponse;
     join_waiting_list(wr::JoinWaitingListRequest) -> wr::JoinWaitingListResponse;
     get_waiting_list_status(wr::GetWaitingListStatusRequest) -> wr::GetWaitingListStatusResponse;
+    watch_waiting_list(wr::WatchWaitingListRequest) -> Self::WatchWaitingListStream;
     get_waiting_list(wr::GetWaitingListRequest) -> wr::GetWaitingListResponse;
 });
 

@@ -118,6 +118,7 @@ fn unused<T>() -> Result<Response<T>, Status> {
 #[tonic::async_trait]
 impl WaitingRoom for FakeWaitingRoom {
     type WatchStatusStream = tokio_stream::Empty<Result<wr::WatchStatusResponse, Status>>;
+    type WatchWaitingListStream = tokio_stream::Empty<Result<wr::WatchWaitingListResponse, Status>>;
 
     async fn join(
         &self,
@@ -270,6 +271,12 @@ impl WaitingRoom for FakeWaitingRoom {
         &self,
         _: Request<wr::GetWaitingListStatusRequest>,
     ) -> Result<Response<wr::GetWaitingListStatusResponse>, Status> {
+        unused()
+    }
+    async fn watch_waiting_list(
+        &self,
+        _: Request<wr::WatchWaitingListRequest>,
+    ) -> Result<Response<Self::WatchWaitingListStream>, Status> {
         unused()
     }
     async fn get_waiting_list(

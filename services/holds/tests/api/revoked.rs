@@ -44,6 +44,8 @@ fn unused<T>() -> Result<Response<T>, Status> {
 #[tonic::async_trait]
 impl WaitingRoom for Fake {
     type WatchStatusStream = futures::stream::Empty<Result<wr::WatchStatusResponse, Status>>;
+    type WatchWaitingListStream =
+        futures::stream::Empty<Result<wr::WatchWaitingListResponse, Status>>;
 
     async fn list_revoked_admissions(
         &self,
@@ -189,6 +191,12 @@ impl WaitingRoom for Fake {
         &self,
         _: Request<wr::GetWaitingListStatusRequest>,
     ) -> Result<Response<wr::GetWaitingListStatusResponse>, Status> {
+        unused()
+    }
+    async fn watch_waiting_list(
+        &self,
+        _: Request<wr::WatchWaitingListRequest>,
+    ) -> Result<Response<Self::WatchWaitingListStream>, Status> {
         unused()
     }
     async fn get_waiting_list(

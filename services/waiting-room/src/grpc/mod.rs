@@ -72,6 +72,8 @@ impl WaitingRoomApi {
 }
 
 type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchStatusResponse, Status>> + Send>>;
+type WatchListStream =
+    Pin<Box<dyn Stream<Item = Result<pb::WatchWaitingListResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl WaitingRoom for WaitingRoomApi {
@@ -401,6 +403,29 @@ impl WaitingRoom for WaitingRoomApi {
         Ok(Response::new(pb::GetWaitingListStatusResponse {
             status: Some(waiting_list::entry_status(&event, entry, now_ms)),
         }))
+    }
+
+    type WatchWaitingListStream = WatchListStream;
+
+    async fn watch_waiting_list(
+        &self,
+        request: Request<pb::WatchWaitingListRequest>,
+    ) -> Result<Response<Self::WatchWaitingListStream>, Status> {
+        let fan = self.auth.fan(request.metadata()).await?;
+        let event = convert::event_id(&request.get_ref().event_id)?;
+        // Refuse a fan not on the list before the stream starts, as a plain error.
+        let first = self.service.waiting_list_entry(&event, &fan).await?;
+        let rx = waiting_list::watch(
+            Arc::clone(&self.service),
+            event,
+            fan,
+            first,
+            self.watch_interval.max(waiting_list::WATCH_INTERVAL),
+            self.shutdown.clone(),
+        );
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
     }
 
     async fn get_waiting_list(

@@ -1,10 +1,21 @@
-//! The waiting list's wire answers: a fan's entry as a `QueueStatus`, the list's figures
-//! as a `GetWaitingListResponse`.
+//! The waiting list's wire answers: a fan's entry as a `QueueStatus` (once, or as a
+//! stream), the list's figures as a `GetWaitingListResponse`.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use stadium_proto::waiting_room::v1 as pb;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tonic::Status;
 
 use super::convert::timestamp;
-use crate::domain::{EventId, ListEntry, ListStats};
+use crate::domain::{EventId, FanId, ListEntry, ListStats};
+use crate::service::WaitingRoomService;
+
+/// Shortest pause between two checks of a `WatchWaitingList` stream: offers come from
+/// inventory reports, which the box office sends about once a second.
+pub const WATCH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How often a waiting fan should ask again, ms: seats come back at the pace of
 /// lapsing holds and refunds, and the box office reports them once a second.
@@ -53,4 +64,55 @@ pub fn stats(event: &EventId, stats: &ListStats) -> pb::GetWaitingListResponse {
         offer_ms: stats.offer_ms,
         as_of: Some(timestamp(stats.as_of_ms)),
     }
+}
+
+/// Streams `fan`'s entry on `event`'s waiting list from `first`, checked every
+/// `interval`, sending each change of state or position; ends after an offer with its
+/// token or an ended entry, on an error (sent), when the client leaves, or at
+/// `shutdown`.
+pub fn watch(
+    service: Arc<WaitingRoomService>,
+    event: EventId,
+    fan: FanId,
+    first: ListEntry,
+    interval: Duration,
+    shutdown: CancellationToken,
+) -> mpsc::Receiver<Result<pb::WatchWaitingListResponse, Status>> {
+    let (tx, rx) = mpsc::channel(4);
+    tokio::spawn(async move {
+        let mut entry = first;
+        let mut last_sent: Option<(i32, u64)> = None;
+        loop {
+            let now_ms = crate::clock::unix_ms(service.clock().now());
+            let status = entry_status(&event, entry, now_ms);
+            let done = status.state == pb::QueueState::WaitingListEnded as i32
+                || !status.admission_token.is_empty();
+            let key = (status.state, status.position);
+            if last_sent != Some(key) || done {
+                let message = pb::WatchWaitingListResponse {
+                    status: Some(status),
+                };
+                if tx.send(Ok(message)).await.is_err() {
+                    return;
+                }
+                last_sent = Some(key);
+            }
+            if done {
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(interval) => {}
+                () = tx.closed() => return,
+                () = shutdown.cancelled() => return,
+            }
+            entry = match service.waiting_list_entry(&event, &fan).await {
+                Ok(entry) => entry,
+                Err(error) => {
+                    let _ = tx.send(Err(error.into())).await;
+                    return;
+                }
+            };
+        }
+    });
+    rx
 }

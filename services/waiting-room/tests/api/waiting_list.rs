@@ -401,3 +401,66 @@ async fn the_waiting_list_refuses_bad_input_and_strangers() {
     assert_eq!(err.code(), Code::InvalidArgument);
     assert_eq!(reason(&err), Some(Reason::InvalidField));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watching_fan_hears_its_place_move_and_its_offer_and_the_stream_ends() {
+    let room = Room::start("wr_waiting_list_watch", 2, Duration::ZERO).await;
+    configure(&room).await;
+    report_concurrently(&room, 0, room.clock.now(), 1).await;
+    join_list(&room, 0, "first").await.expect("join");
+    join_list(&room, 1, "second").await.expect("join");
+    let request = pb::WatchWaitingListRequest {
+        event_id: EVENT.into(),
+    };
+    let mut stream = room
+        .client(1)
+        .watch_waiting_list(bearer(request, &room.fan("second")))
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(60), stream.message())
+            .await
+            .expect("a message within a minute")
+            .expect("no stream error")
+    };
+    let heard = next().await.expect("the first status").status.unwrap();
+    assert_eq!(
+        (heard.state, heard.position),
+        (pb::QueueState::WaitingList as i32, 2)
+    );
+
+    // One seat comes back: the first fan's; the second moves up.
+    room.clock.advance(Duration::from_millis(10));
+    report_concurrently(&room, 1, room.clock.now(), 2).await;
+    let heard = next().await.expect("the new place").status.unwrap();
+    assert_eq!(
+        (heard.state, heard.position),
+        (pb::QueueState::WaitingList as i32, 1)
+    );
+
+    // The first fan's offer lapses; a count after that gives the seat to the second,
+    // who hears it with the token, and the stream ends.
+    room.clock.advance(Duration::from_millis(OFFER_MS + 1));
+    report_concurrently(&room, 1, room.clock.now(), 2).await;
+    let heard = next().await.expect("the offer").status.unwrap();
+    assert_eq!(heard.state, pb::QueueState::WaitingListOffer as i32);
+    let claims = room
+        .admission_verifier(0)
+        .await
+        .verify(&heard.admission_token, room.clock.now())
+        .expect("the offer's admission verifies");
+    assert_eq!(claims.fan_id(), "second");
+    assert!(next().await.is_none(), "the stream ends with the offer");
+
+    // A fan not on the list is refused before any stream starts.
+    let request = pb::WatchWaitingListRequest {
+        event_id: EVENT.into(),
+    };
+    let err = room
+        .client(0)
+        .watch_waiting_list(bearer(request, &room.fan("stranger")))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err), Some(Reason::NotOnWaitingList));
+}
