@@ -35,7 +35,8 @@ local function wl_keys(first)
   return {wl = KEYS[first], wlo = KEYS[first + 1], wlj = KEYS[first + 2],
     wlt = KEYS[first + 3], wlu = KEYS[first + 4], wld = KEYS[first + 5]}
 end
--- Lapses offers past their end, then offers returned seats to the next fans.
+-- Lapses offers past their end, then offers returned seats to the next fans (none
+-- while the sale is paused, closed, or no report is fresh).
 local function wl_step(cfg, w, now)
   local due = redis.call('ZRANGEBYSCORE', w.wlo, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
   for i = 1, #due, 2 do
@@ -46,8 +47,8 @@ local function wl_step(cfg, w, now)
     redis.call('HINCRBY', cfg, 'wl_lapsed', 1)
   end
   local h = redis.call('HMGET', cfg, 'state', 'inv_free', 'inv_at', 'inv_until', 'inv_first',
-    'wloffer')
-  if h[1] ~= 'open' or num(h[4]) < now then return end
+    'wloffer', 'paused')
+  if h[1] ~= 'open' or h[7] == '1' or num(h[4]) < now then return end
   redis.call('ZREMRANGEBYSCORE', w.wlu, '-inf', '(' .. fmt(num(h[3])))
   local per = num(h[5])
   if per < 1 then per = 1 end

@@ -464,3 +464,40 @@ async fn a_watching_fan_hears_its_place_move_and_its_offer_and_the_stream_ends()
         .unwrap_err();
     assert_eq!(reason(&err), Some(Reason::NotOnWaitingList));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_sale_makes_no_offers_until_it_resumes() {
+    let room = Room::start("wr_waiting_list_paused", 1, Duration::ZERO).await;
+    configure(&room).await;
+    report_concurrently(&room, 0, room.clock.now(), 1).await;
+    join_list(&room, 0, "fan").await.expect("join");
+    let sre = room.admin(&[Role::Sre]);
+    let pause = pb::PauseAdmissionRequest {
+        event_id: EVENT.into(),
+    };
+    room.client(0)
+        .pause_admission(bearer(pause, &sre))
+        .await
+        .expect("pause");
+    room.clock.advance(Duration::from_millis(10));
+    report_concurrently(&room, 1, room.clock.now(), 2).await;
+    assert_eq!(list(&room).await.offers_made, 0);
+    assert_eq!(
+        entry(&room, 0, "fan").await.state,
+        pb::QueueState::WaitingList as i32
+    );
+    let resume = pb::ResumeAdmissionRequest {
+        event_id: EVENT.into(),
+    };
+    room.client(0)
+        .resume_admission(bearer(resume, &sre))
+        .await
+        .expect("resume");
+    room.clock.advance(Duration::from_millis(10));
+    report_concurrently(&room, 1, room.clock.now(), 2).await;
+    assert_eq!(list(&room).await.offers_made, 1);
+    assert_eq!(
+        entry(&room, 0, "fan").await.state,
+        pb::QueueState::WaitingListOffer as i32
+    );
+}
