@@ -101,8 +101,9 @@ impl WaitingRoom for WaitingRoomApi {
             .service
             .status(&fan, &req.queue_ticket, expected.as_ref())
             .await?;
+        let status = waiting_list::queue_status(&self.service, &fan, status).await?;
         Ok(Response::new(pb::GetStatusResponse {
-            status: Some(convert::fan_status(status)),
+            status: Some(status),
         }))
     }
 
@@ -124,13 +125,22 @@ impl WaitingRoom for WaitingRoomApi {
         let interval = self.watch_interval;
         let shutdown = self.shutdown.clone();
         tokio::spawn(async move {
-            let mut status = convert::fan_status(first);
+            let mut status = match waiting_list::queue_status(&service, &fan, first).await {
+                Ok(status) => status,
+                Err(error) => {
+                    let _ = tx.send(Err(error.into())).await;
+                    return;
+                }
+            };
             let mut last_sent: Option<(i32, u64, u64)> = None;
             loop {
                 let key = (status.state, status.queue_number, status.position);
                 let done = status.state == pb::QueueState::Admitted as i32
                     || status.state == pb::QueueState::Closed as i32
-                    || status.state == pb::QueueState::Cancelled as i32;
+                    || status.state == pb::QueueState::Cancelled as i32
+                    || status.state == pb::QueueState::WaitingListEnded as i32
+                    || (status.state == pb::QueueState::WaitingListOffer as i32
+                        && !status.admission_token.is_empty());
                 let ticket = status.queue_ticket.clone();
                 if last_sent != Some(key) {
                     let message = pb::WatchStatusResponse {
@@ -149,8 +159,12 @@ impl WaitingRoom for WaitingRoomApi {
                     () = tx.closed() => return,
                     () = shutdown.cancelled() => return,
                 }
-                status = match service.status(&fan, &ticket, expected.as_ref()).await {
-                    Ok(status) => convert::fan_status(status),
+                let next = match service.status(&fan, &ticket, expected.as_ref()).await {
+                    Ok(next) => waiting_list::queue_status(&service, &fan, next).await,
+                    Err(error) => Err(error),
+                };
+                status = match next {
+                    Ok(status) => status,
                     Err(error) => {
                         let _ = tx.send(Err(error.into())).await;
                         return;

@@ -11,7 +11,8 @@ use tonic::Status;
 
 use super::convert::timestamp;
 use crate::domain::{EventId, FanId, ListEntry, ListStats};
-use crate::service::WaitingRoomService;
+use crate::error::Error;
+use crate::service::{FanStatus, WaitingRoomService};
 
 /// Shortest pause between two checks of a `WatchWaitingList` stream: offers come from
 /// inventory reports, which the box office sends about once a second.
@@ -49,6 +50,28 @@ pub fn entry_status(event: &EventId, entry: ListEntry, now_ms: u64) -> pb::Queue
         }
     }
     status
+}
+
+/// A queue poll's answer: the queue's `status`, or, while the fan is on the event's
+/// waiting list and the list is in play (see [`WaitingRoomService::entry_beside`]),
+/// the list's entry with the fan's queue number and ticket, so the offer is announced
+/// on the queue's status stream too.
+///
+/// # Errors
+/// As the store.
+pub async fn queue_status(
+    service: &WaitingRoomService,
+    fan: &FanId,
+    status: FanStatus,
+) -> Result<pb::QueueStatus, Error> {
+    let Some(entry) = service.entry_beside(fan, &status).await? else {
+        return Ok(super::convert::fan_status(status));
+    };
+    let now_ms = crate::clock::unix_ms(service.clock().now());
+    let mut answer = entry_status(&status.event, entry, now_ms);
+    answer.queue_number = status.queue_number;
+    answer.queue_ticket = status.queue_ticket;
+    Ok(answer)
 }
 
 /// The list's figures.

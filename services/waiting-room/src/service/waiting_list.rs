@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use crate::domain::{EventId, FanId, ListEntry, ListStats};
+use crate::domain::{EventId, FanId, ListEntry, ListStats, Standing};
 use crate::error::Error;
 use crate::store::ListJoin;
 
-use super::WaitingRoomService;
+use super::{FanStatus, WaitingRoomService};
 
 impl WaitingRoomService {
     /// Joins `fan` to `event`'s waiting list (joining again keeps the entry) and
@@ -45,6 +45,38 @@ impl WaitingRoomService {
         match self.store.waiting_list_entry(event, fan).await? {
             ListEntry::Absent => Err(Error::NotOnWaitingList(event.to_string())),
             entry => self.with_token(event, fan, entry).await,
+        }
+    }
+
+    /// `fan`'s waiting-list entry when it tells more than the queue `status`: the queue
+    /// has nothing for the fan (sold out), or offers cover seats the queue leaves to
+    /// the list. `None` when neither, or when the fan is not on the list; so a queue
+    /// poll costs a Redis call only while the list is in play.
+    ///
+    /// # Errors
+    /// As the store.
+    pub async fn entry_beside(
+        &self,
+        fan: &FanId,
+        status: &FanStatus,
+    ) -> Result<Option<ListEntry>, Error> {
+        let in_play = match status.standing {
+            Standing::SoldOut { .. } => true,
+            Standing::Waiting { .. } | Standing::Paused { .. } => self
+                .cache
+                .get(&status.event)
+                .await?
+                .inventory
+                .is_some_and(|i| i.covered_seats > 0),
+            _ => false,
+        };
+        if !in_play {
+            return Ok(None);
+        }
+        match self.waiting_list_entry(&status.event, fan).await {
+            Ok(entry) => Ok(Some(entry)),
+            Err(Error::NotOnWaitingList(_)) => Ok(None),
+            Err(error) => Err(error),
         }
     }
 

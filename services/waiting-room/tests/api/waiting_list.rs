@@ -403,12 +403,24 @@ async fn the_waiting_list_refuses_bad_input_and_strangers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watching_fan_hears_its_place_move_and_its_offer_and_the_stream_ends() {
+async fn a_watching_fan_hears_its_place_move_and_its_offer_on_either_stream() {
     let room = Room::start("wr_waiting_list_watch", 2, Duration::ZERO).await;
     configure(&room).await;
     report_concurrently(&room, 0, room.clock.now(), 1).await;
     join_list(&room, 0, "first").await.expect("join");
+    // The second fan came through the queue, which said SOLD_OUT; its queue ticket
+    // now answers with its place on the list.
+    let queued = room.join(1, "second").await.expect("join the queue");
+    assert_eq!(queued.state, pb::QueueState::SoldOut as i32);
     join_list(&room, 1, "second").await.expect("join");
+    let polled = room
+        .status(0, "second", &queued.queue_ticket)
+        .await
+        .expect("status");
+    assert_eq!(
+        (polled.state, polled.position, polled.queue_number),
+        (pb::QueueState::WaitingList as i32, 2, queued.queue_number)
+    );
     let request = pb::WatchWaitingListRequest {
         event_id: EVENT.into(),
     };
@@ -452,6 +464,28 @@ async fn a_watching_fan_hears_its_place_move_and_its_offer_and_the_stream_ends()
         .expect("the offer's admission verifies");
     assert_eq!(claims.fan_id(), "second");
     assert!(next().await.is_none(), "the stream ends with the offer");
+    // The queue's status stream announces the same offer, and ends with it.
+    let request = pb::WatchStatusRequest {
+        queue_ticket: queued.queue_ticket.clone(),
+        event_id: EVENT.into(),
+    };
+    let mut queue_stream = room
+        .client(0)
+        .watch_status(bearer(request, &room.fan("second")))
+        .await
+        .expect("watch the queue")
+        .into_inner();
+    let announced = queue_stream
+        .message()
+        .await
+        .expect("no stream error")
+        .expect("a status")
+        .status
+        .unwrap();
+    assert_eq!(announced.state, pb::QueueState::WaitingListOffer as i32);
+    assert_eq!(announced.admission_token, heard.admission_token);
+    assert_eq!(announced.queue_ticket, queued.queue_ticket);
+    assert!(queue_stream.message().await.expect("no error").is_none());
 
     // A fan not on the list is refused before any stream starts.
     let request = pb::WatchWaitingListRequest {
