@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::domain::{EventId, FanId, ListEntry, ListStats, Standing};
+use crate::domain::{EventId, FanId, ListEntry, ListStats, SaleState, Standing};
 use crate::error::Error;
 use crate::store::ListJoin;
 
@@ -22,7 +22,17 @@ impl WaitingRoomService {
         event: &EventId,
         fan: &FanId,
     ) -> Result<ListEntry, Error> {
-        match self.store.join_waiting_list(event, fan).await? {
+        let mut joined = self.store.join_waiting_list(event, fan).await?;
+        if joined == ListJoin::Closed {
+            // A sale whose on-sale time passed opens at its first snapshot (the
+            // pre-queue's shuffle is computed here, not in a script): open it, then
+            // join again.
+            let snap = self.store.snapshot(event).await?;
+            if snap.state == SaleState::Open {
+                joined = self.store.join_waiting_list(event, fan).await?;
+            }
+        }
+        match joined {
             ListJoin::Entry(entry) => self.with_token(event, fan, entry).await,
             ListJoin::NotSoldOut => Err(Error::NotSoldOut(event.to_string())),
             ListJoin::Closed if self.store.is_cancelled(event).await? => {
