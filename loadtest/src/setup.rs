@@ -139,6 +139,7 @@ pub async fn setup_event(
         active_fan_cap: settings.active_fan_cap,
         admission_ttl_ms: millis(settings.admission_ttl),
         admission_no_show_ms: millis(settings.admission_no_show),
+        waiting_list_offer_ms: 0,
         currency: settings.currency.clone(),
     };
     let request = CreateEventRequest {

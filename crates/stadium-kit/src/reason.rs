@@ -123,6 +123,11 @@ reasons! {
     /// not configured it again yet: keep the queue ticket and ask again after the
     /// metadata's `retry_after_ms`.
     QueueRestoring = "QUEUE_RESTORING",
+    /// The waiting list takes fans only once the event is sold out: seats are free or
+    /// held by the latest report (join the queue instead).
+    NotSoldOut = "NOT_SOLD_OUT",
+    /// The fan never joined the event's waiting list.
+    NotOnWaitingList = "NOT_ON_WAITING_LIST",
 
     // Holds.
     /// A token or ticket issued to another fan.

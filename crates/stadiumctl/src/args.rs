@@ -140,6 +140,13 @@ pub enum Command {
         #[arg(long)]
         reason: String,
     },
+    /// An event's waiting list: entries waiting, offers in flight, and offers made,
+    /// used (sales through the list) and lapsed.
+    WaitingList {
+        /// Event id.
+        #[arg(long = "event")]
+        event_id: String,
+    },
     /// Channels: seats set aside for a sponsor, a fan club or a promoter, claimable only
     /// with the channel's key or a presale code.
     #[command(subcommand)]
@@ -386,6 +393,10 @@ pub struct CreateEvent {
     /// admission and the place goes to the next fan (0: never).
     #[arg(long, default_value_t = 0)]
     pub no_show_ms: u64,
+    /// How long an offer to the next fan on the waiting list stays valid once seats
+    /// come back, milliseconds (0: 10 minutes).
+    #[arg(long, default_value_t = 0)]
+    pub waiting_list_offer_ms: u64,
     /// ISO 4217 currency of the prices.
     #[arg(long)]
     pub currency: String,

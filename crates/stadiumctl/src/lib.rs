@@ -25,6 +25,7 @@
 //! stadiumctl seat history --event 1 --seat A/12/7
 //! stadiumctl seat history --event 1 --csv > history.csv
 //! stadiumctl revoke --event 1 --fan bot-7 --reason "40 claims/s"
+//! stadiumctl waiting-list --event 1
 //! stadiumctl event cancel 1 --reason "storm damage" --refunds-per-second 50
 //! stadiumctl queue audit 1 --waiting-room http://127.0.0.1:50051   # before opening
 //! stadiumctl queue audit 1 --commitment <recorded> --fan <your sub> # after
@@ -418,6 +419,14 @@ async fn execute(cli: Cli) -> Result<Outcome, CliError> {
                 ),
             ))
         }
+        Command::WaitingList { event_id } => {
+            let req = c.request(pb::GetWaitingListRequest { event_id })?;
+            let r = c.inner.get_waiting_list(req).await?.into_inner();
+            Ok(Outcome::new(
+                render::waiting_list_text(&r),
+                render::waiting_list_json(&r),
+            ))
+        }
         Command::Check { event_id } => {
             let req = c.request(pb::CheckInvariantsRequest { event_id })?;
             let r = c.inner.check_invariants(req).await?.into_inner();
@@ -518,6 +527,7 @@ async fn event(c: &mut Client, cmd: EventCommand) -> Result<Outcome, CliError> {
                 active_fan_cap: a.active_cap,
                 admission_ttl_ms: 0,
                 admission_no_show_ms: a.no_show_ms,
+                waiting_list_offer_ms: a.waiting_list_offer_ms,
                 currency: a.currency.clone(),
             };
             let req = c.request(pb::CreateEventRequest {

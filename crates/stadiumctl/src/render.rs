@@ -296,6 +296,45 @@ pub fn violations_text(r: &pb::CheckInvariantsResponse) -> String {
     out
 }
 
+/// An event's waiting list as a table of figures.
+pub fn waiting_list_text(w: &pb::GetWaitingListResponse) -> String {
+    table(
+        &[
+            "waiting",
+            "open offers",
+            "made",
+            "used (sales)",
+            "lapsed",
+            "seats/offer",
+            "offer window",
+        ],
+        &[vec![
+            w.waiting.to_string(),
+            w.open_offers.to_string(),
+            w.offers_made.to_string(),
+            w.offers_used.to_string(),
+            w.offers_lapsed.to_string(),
+            w.seats_per_offer.to_string(),
+            format!("{} s", w.offer_ms / 1000),
+        ]],
+    )
+}
+
+/// An event's waiting list as JSON, field names as in the proto.
+pub fn waiting_list_json(w: &pb::GetWaitingListResponse) -> Value {
+    json!({
+        "event_id": w.event_id,
+        "waiting": w.waiting,
+        "open_offers": w.open_offers,
+        "offers_made": w.offers_made,
+        "offers_used": w.offers_used,
+        "offers_lapsed": w.offers_lapsed,
+        "seats_per_offer": w.seats_per_offer,
+        "offer_ms": w.offer_ms,
+        "as_of": time(w.as_of.as_ref()),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -312,7 +312,7 @@ async fn seat_history_shows_a_seat_and_exports_an_event_as_csv() {
 }
 
 #[tokio::test]
-async fn channel_and_revoke_commands_reach_the_box_office_and_check_their_arguments() {
+async fn channel_revoke_and_waiting_list_commands_reach_the_box_office_and_check_their_arguments() {
     let office = Office::start().await;
     let token = office.token("ann", &[Role::BoxOffice]);
     // This box office has no holds service: the call arrives and is refused as such.
@@ -335,6 +335,14 @@ async fn channel_and_revoke_commands_reach_the_box_office_and_check_their_argume
         String::from_utf8_lossy(&out.stderr).contains("NOT_CONFIGURED"),
         "{out:?}"
     );
+    let out = ctl(&office, Some(&token), &["waiting-list", "--event", "1"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("NOT_CONFIGURED"),
+        "{out:?}"
+    );
+    let out = ctl(&office, Some(&token), &["waiting-list"]).await;
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
     let out = ctl(
         &office,
         Some(&token),

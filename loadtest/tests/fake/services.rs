@@ -11,6 +11,7 @@ use super::*;
 
 service!(WaitingRoom {
     type WatchStatusStream = Pin<Box<dyn Stream<Item = Result<wr::WatchStatusResponse, Status>> + Send>>;
+    type WatchWaitingListStream = Pin<Box<dyn Stream<Item = Result<wr::WatchWaitingListResponse, Status>> + Send>>;
 
     async fn join(&self, r: Request<wr::JoinRequest>) -> Result<Response<wr::JoinResponse>, Status> {
         let fan = self.fan(&r)?;
@@ -56,6 +57,10 @@ service!(WaitingRoom {
     pause_admission(wr::PauseAdmissionRequest) -> wr::PauseAdmissionResponse;
     resume_admission(wr::ResumeAdmissionRequest) -> wr::ResumeAdmissionResponse;
     report_inventory(wr::ReportInventoryRequest) -> wr::ReportInventoryResponse;
+    join_waiting_list(wr::JoinWaitingListRequest) -> wr::JoinWaitingListResponse;
+    get_waiting_list_status(wr::GetWaitingListStatusRequest) -> wr::GetWaitingListStatusResponse;
+    watch_waiting_list(wr::WatchWaitingListRequest) -> Self::WatchWaitingListStream;
+    get_waiting_list(wr::GetWaitingListRequest) -> wr::GetWaitingListResponse;
 });
 
 service!(SeatMap {
@@ -417,6 +422,7 @@ service!(BoxOffice {
     issue_comp(bo::IssueCompRequest) -> bo::IssueCompResponse;
     refund_order(bo::RefundOrderRequest) -> bo::RefundOrderResponse;
     revoke_admission(bo::RevokeAdmissionRequest) -> bo::RevokeAdmissionResponse;
+    get_waiting_list(bo::GetWaitingListRequest) -> bo::GetWaitingListResponse;
     get_sales_timeline(bo::GetSalesTimelineRequest) -> bo::GetSalesTimelineResponse;
     get_seat_history(bo::GetSeatHistoryRequest) -> bo::GetSeatHistoryResponse;
     cancel_event(bo::CancelEventRequest) -> bo::CancelEventResponse;

@@ -19,6 +19,8 @@ pub const MAX_ADMISSION_RATE: u32 = 1_000_000;
 pub const DEFAULT_ADMISSION_TTL_MS: u64 = 600_000;
 /// Longest admission token lifetime, milliseconds (one day).
 pub const MAX_ADMISSION_TTL_MS: u64 = 86_400_000;
+/// Default waiting-list offer window, milliseconds (ten minutes).
+pub const DEFAULT_WAITING_LIST_OFFER_MS: u64 = 600_000;
 
 /// The sale status of an event (`catalog.events.status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -146,6 +148,9 @@ pub struct EventSettings {
     /// How long an admitted fan may go without a claim before the waiting room takes
     /// the admission back, milliseconds, 0 to [`MAX_ADMISSION_TTL_MS`]; 0 = never.
     pub admission_no_show_ms: u32,
+    /// How long a waiting-list offer stays valid, milliseconds, 1,000 to
+    /// [`MAX_ADMISSION_TTL_MS`] (default [`DEFAULT_WAITING_LIST_OFFER_MS`]).
+    pub waiting_list_offer_ms: u32,
     /// ISO 4217 currency of every price.
     pub currency: String,
 }

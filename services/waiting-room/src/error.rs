@@ -65,6 +65,14 @@ pub enum Error {
     /// (`FAILED_PRECONDITION`/`ADMISSION_REVOKED`).
     #[error("the admission was revoked")]
     AdmissionRevoked,
+    /// The waiting list takes no fan while seats are free or held and the list is empty
+    /// (`FAILED_PRECONDITION`/`NOT_SOLD_OUT`).
+    #[error("event {0} is not sold out")]
+    NotSoldOut(String),
+    /// The fan never joined the event's waiting list (`NOT_FOUND`/
+    /// `NOT_ON_WAITING_LIST`).
+    #[error("not on the waiting list of event {0}")]
+    NotOnWaitingList(String),
     /// The store does not know an event that exists (a signed ticket names it, or this
     /// replica served it): Redis lost its data and the box office has not configured
     /// the event again yet (`UNAVAILABLE`/`QUEUE_RESTORING`, metadata `event_id` and
@@ -118,6 +126,8 @@ impl ServiceError for Error {
             Self::AdmissionExpired => (Code::FailedPrecondition, Reason::AdmissionExpired),
             Self::AdmissionRevoked => (Code::FailedPrecondition, Reason::AdmissionRevoked),
             Self::QueueRestoring(_) => (Code::Unavailable, Reason::QueueRestoring),
+            Self::NotSoldOut(_) => (Code::FailedPrecondition, Reason::NotSoldOut),
+            Self::NotOnWaitingList(_) => (Code::NotFound, Reason::NotOnWaitingList),
             Self::Redis(_) => (Code::Unavailable, Reason::QueueStoreUnavailable),
             Self::Internal(_) => (Code::Internal, Reason::Internal),
         }
@@ -129,7 +139,9 @@ impl ServiceError for Error {
             | Self::NotOnSale(id)
             | Self::EventCancelled(id)
             | Self::NotYetOpen(id)
-            | Self::AlreadyOpen(id) => vec![("event_id".to_owned(), id.clone())],
+            | Self::AlreadyOpen(id)
+            | Self::NotSoldOut(id)
+            | Self::NotOnWaitingList(id) => vec![("event_id".to_owned(), id.clone())],
             Self::QueueRestoring(id) => vec![
                 ("event_id".to_owned(), id.clone()),
                 ("retry_after_ms".to_owned(), RESTORING_POLL_MS.to_string()),

@@ -371,6 +371,7 @@ pub fn configure_request(event: &Event, state: SaleState) -> ConfigureEventReque
         admitted_floor: 0,
         numbered_floor: 0,
         admission_no_show_ms: u64::from(event.settings.admission_no_show_ms),
+        waiting_list_offer_ms: u64::from(event.settings.waiting_list_offer_ms),
     }
 }
 
@@ -399,6 +400,7 @@ mod tests {
                 active_fan_cap: 5,
                 admission_ttl_ms: 600_000,
                 admission_no_show_ms: 45_000,
+                waiting_list_offer_ms: 120_000,
                 currency: "EUR".into(),
             },
             price_categories: Vec::new(),
@@ -440,9 +442,10 @@ mod tests {
                 r.fans_per_minute,
                 r.active_fan_cap,
                 r.admission_ttl_ms,
-                r.admission_no_show_ms
+                r.admission_no_show_ms,
+                r.waiting_list_offer_ms
             ),
-            (60, 5, 600_000, 45_000)
+            (60, 5, 600_000, 45_000, 120_000)
         );
         assert_eq!(
             r.onsale_at.unwrap().seconds,

@@ -66,6 +66,23 @@ impl Upstream {
         answered("waiting-room", answer)
     }
 
+    /// waiting room `GetWaitingList`.
+    ///
+    /// # Errors
+    /// [`Error::NotConfigured`]; [`Error::Upstream`] with the waiting room's answer.
+    pub async fn get_waiting_list(
+        &self,
+        token: &str,
+        req: wr::GetWaitingListRequest,
+    ) -> Result<wr::GetWaitingListResponse> {
+        let mut client = self
+            .waiting_room
+            .clone()
+            .ok_or(Error::NotConfigured("waiting-room"))?;
+        let answer = client.get_waiting_list(with_token(req, token)?).await;
+        answered("waiting-room", answer)
+    }
+
     /// holds `BlockSeats`.
     ///
     /// # Errors

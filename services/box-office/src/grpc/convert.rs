@@ -11,9 +11,9 @@ use stadium_venues::SourceFormat;
 
 use crate::clients::push::PushReport;
 use crate::domain::{
-    self, DEFAULT_ADMISSION_TTL_MS, Event, EventSettings, EventStatus, MAX_ADMISSION_RATE,
-    MAX_ADMISSION_TTL_MS, MAX_HOLD_LIFETIME_MS, MAX_HOLD_TTL_MS, MAX_SEATS_PER_CLAIM,
-    MAX_SEATS_PER_FAN, PriceCategory,
+    self, DEFAULT_ADMISSION_TTL_MS, DEFAULT_WAITING_LIST_OFFER_MS, Event, EventSettings,
+    EventStatus, MAX_ADMISSION_RATE, MAX_ADMISSION_TTL_MS, MAX_HOLD_LIFETIME_MS, MAX_HOLD_TTL_MS,
+    MAX_SEATS_PER_CLAIM, MAX_SEATS_PER_FAN, PriceCategory,
 };
 use crate::error::{Error, Result};
 use crate::store::venues::VenueSummary;
@@ -172,6 +172,16 @@ pub fn settings(
         0,
         MAX_ADMISSION_TTL_MS,
     )?;
+    let waiting_list_offer_ms = match s.waiting_list_offer_ms {
+        0 => DEFAULT_WAITING_LIST_OFFER_MS,
+        ms => ms,
+    };
+    let waiting_list_offer_ms = within(
+        "settings.waiting_list_offer_ms",
+        waiting_list_offer_ms,
+        1000,
+        MAX_ADMISSION_TTL_MS,
+    )?;
     let currency = if s.currency.is_empty() {
         match categories.first().and_then(|c| c.price.as_ref()) {
             Some(price) => price.currency.clone(),
@@ -202,6 +212,7 @@ pub fn settings(
         active_fan_cap,
         admission_ttl_ms,
         admission_no_show_ms,
+        waiting_list_offer_ms,
         currency,
     })
 }
@@ -330,6 +341,7 @@ pub fn event(e: &Event) -> pb::Event {
             active_fan_cap: s.active_fan_cap,
             admission_ttl_ms: s.admission_ttl_ms.into(),
             admission_no_show_ms: s.admission_no_show_ms.into(),
+            waiting_list_offer_ms: s.waiting_list_offer_ms.into(),
             currency: s.currency.clone(),
         }),
         price_categories: e
@@ -399,6 +411,7 @@ mod tests {
             active_fan_cap: 0,
             admission_ttl_ms: 0,
             admission_no_show_ms: 0,
+            waiting_list_offer_ms: 0,
             currency: "EUR".into(),
         }
     }
@@ -420,7 +433,7 @@ mod tests {
     #[test]
     fn each_bad_setting_names_its_field() {
         type Edit = fn(&mut pb::EventSettings);
-        let cases: [(&str, Edit); 12] = [
+        let cases: [(&str, Edit); 13] = [
             ("settings.name", |s| s.name = "  ".into()),
             ("settings.starts_at", |s| s.starts_at = None),
             ("settings.onsale_at", |s| s.onsale_at = ts(2_100_000_000)),
@@ -441,6 +454,9 @@ mod tests {
             ("settings.admission_ttl_ms", |s| s.admission_ttl_ms = 10),
             ("settings.admission_no_show_ms", |s| {
                 s.admission_no_show_ms = MAX_ADMISSION_TTL_MS + 1
+            }),
+            ("settings.waiting_list_offer_ms", |s| {
+                s.waiting_list_offer_ms = 999
             }),
             ("settings.currency", |s| s.currency = "eur".into()),
         ];

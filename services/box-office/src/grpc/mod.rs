@@ -7,6 +7,7 @@ mod channels;
 pub mod convert;
 mod history;
 mod inventory;
+mod waiting_list;
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -432,6 +433,14 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
         request: Request<pb::RevokeAdmissionRequest>,
     ) -> Reply<pb::RevokeAdmissionResponse> {
         reply(self.revoke_admission_inner(request).await)
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn get_waiting_list(
+        &self,
+        request: Request<pb::GetWaitingListRequest>,
+    ) -> Reply<pb::GetWaitingListResponse> {
+        reply(self.get_waiting_list_inner(request).await)
     }
 
     #[tracing::instrument(skip_all, fields(order_id = %request.get_ref().order_id))]

@@ -24,6 +24,7 @@ struct EventRow {
     active_fan_cap: i32,
     admission_ttl_ms: i32,
     admission_no_show_ms: i32,
+    waiting_list_offer_ms: i32,
     currency: String,
     created_at: DateTime<Utc>,
 }
@@ -56,6 +57,10 @@ impl EventRow {
                 active_fan_cap: unsigned("active_fan_cap", self.active_fan_cap)?,
                 admission_ttl_ms: unsigned("admission_ttl_ms", self.admission_ttl_ms)?,
                 admission_no_show_ms: unsigned("admission_no_show_ms", self.admission_no_show_ms)?,
+                waiting_list_offer_ms: unsigned(
+                    "waiting_list_offer_ms",
+                    self.waiting_list_offer_ms,
+                )?,
                 currency: self.currency,
             },
             price_categories,
@@ -119,8 +124,9 @@ pub async fn insert(conn: &mut PgConnection, venue_id: i64, s: &EventSettings) -
     Ok(sqlx::query_scalar!(
         "INSERT INTO catalog.events (venue_id, name, starts_at, onsale_at, hold_ttl_ms,
              max_seats_per_claim, max_seats_per_fan, admission_rate_per_min, active_fan_cap,
-             admission_ttl_ms, currency, max_hold_lifetime_ms, admission_no_show_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             admission_ttl_ms, currency, max_hold_lifetime_ms, admission_no_show_ms,
+             waiting_list_offer_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
          RETURNING event_id",
         venue_id,
         &s.name,
@@ -134,7 +140,8 @@ pub async fn insert(conn: &mut PgConnection, venue_id: i64, s: &EventSettings) -
         signed(s.admission_ttl_ms),
         &s.currency,
         s.max_hold_lifetime_ms.map(signed),
-        signed(s.admission_no_show_ms)
+        signed(s.admission_no_show_ms),
+        signed(s.waiting_list_offer_ms)
     )
     .fetch_one(conn)
     .await?)
@@ -215,7 +222,8 @@ pub async fn load(conn: &mut PgConnection, event_id: i64, lock: bool) -> Result<
             r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
                       onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
                       max_seats_per_fan, admission_rate_per_min, active_fan_cap,
-                      admission_ttl_ms, admission_no_show_ms, currency::text AS "currency!",
+                      admission_ttl_ms, admission_no_show_ms, waiting_list_offer_ms,
+                      currency::text AS "currency!",
                       created_at
                FROM catalog.events WHERE event_id = $1 FOR UPDATE"#,
             event_id
@@ -228,7 +236,8 @@ pub async fn load(conn: &mut PgConnection, event_id: i64, lock: bool) -> Result<
             r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
                       onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
                       max_seats_per_fan, admission_rate_per_min, active_fan_cap,
-                      admission_ttl_ms, admission_no_show_ms, currency::text AS "currency!",
+                      admission_ttl_ms, admission_no_show_ms, waiting_list_offer_ms,
+                      currency::text AS "currency!",
                       created_at
                FROM catalog.events WHERE event_id = $1"#,
             event_id
@@ -257,7 +266,8 @@ pub async fn list(
         r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
                   onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
                   max_seats_per_fan, admission_rate_per_min, active_fan_cap,
-                  admission_ttl_ms, admission_no_show_ms, currency::text AS "currency!",
+                  admission_ttl_ms, admission_no_show_ms, waiting_list_offer_ms,
+                      currency::text AS "currency!",
                       created_at
            FROM catalog.events
            WHERE event_id > $1 AND ($2::bigint IS NULL OR venue_id = $2)

@@ -1,7 +1,7 @@
 //! A fake waiting room for the box office's tests: it records the calls it gets
-//! (ConfigureEvent, SetAdmissionRate, ReportInventory, RevokeAdmission), can refuse
-//! the first ones, and can hold a ConfigureEvent call in flight; and an office wired
-//! to it.
+//! (ConfigureEvent, SetAdmissionRate, ReportInventory, RevokeAdmission,
+//! GetWaitingList), can refuse the first ones, and can hold a ConfigureEvent call in
+//! flight; and an office wired to it.
 
 use std::sync::{Arc, Mutex};
 
@@ -118,6 +118,7 @@ fn unused<T>() -> Result<Response<T>, Status> {
 #[tonic::async_trait]
 impl WaitingRoom for FakeWaitingRoom {
     type WatchStatusStream = tokio_stream::Empty<Result<wr::WatchStatusResponse, Status>>;
+    type WatchWaitingListStream = tokio_stream::Empty<Result<wr::WatchWaitingListResponse, Status>>;
 
     async fn join(
         &self,
@@ -259,6 +260,42 @@ impl WaitingRoom for FakeWaitingRoom {
         _: Request<wr::GetQueueStatsRequest>,
     ) -> Result<Response<wr::GetQueueStatsResponse>, Status> {
         unused()
+    }
+    async fn join_waiting_list(
+        &self,
+        _: Request<wr::JoinWaitingListRequest>,
+    ) -> Result<Response<wr::JoinWaitingListResponse>, Status> {
+        unused()
+    }
+    async fn get_waiting_list_status(
+        &self,
+        _: Request<wr::GetWaitingListStatusRequest>,
+    ) -> Result<Response<wr::GetWaitingListStatusResponse>, Status> {
+        unused()
+    }
+    async fn watch_waiting_list(
+        &self,
+        _: Request<wr::WatchWaitingListRequest>,
+    ) -> Result<Response<Self::WatchWaitingListStream>, Status> {
+        unused()
+    }
+    async fn get_waiting_list(
+        &self,
+        request: Request<wr::GetWaitingListRequest>,
+    ) -> Result<Response<wr::GetWaitingListResponse>, Status> {
+        let event_id = request.get_ref().event_id.clone();
+        self.record(&request, "GetWaitingList", &event_id, 0, 0)?;
+        Ok(Response::new(wr::GetWaitingListResponse {
+            event_id,
+            waiting: 12,
+            open_offers: 2,
+            offers_made: 7,
+            offers_used: 3,
+            offers_lapsed: 2,
+            seats_per_offer: 4,
+            offer_ms: 600_000,
+            as_of: None,
+        }))
     }
     async fn report_inventory(
         &self,

@@ -17,3 +17,4 @@ mod seatsio;
 mod support;
 mod upstream;
 mod venues;
+mod waiting_list;

@@ -238,6 +238,7 @@ pub fn create_request(venue_id: &str) -> pb::CreateEventRequest {
             active_fan_cap: 0,
             admission_ttl_ms: 0,
             admission_no_show_ms: 0,
+            waiting_list_offer_ms: 0,
             currency: String::new(),
         }),
         price_categories: vec![

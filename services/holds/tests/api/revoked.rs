@@ -44,6 +44,8 @@ fn unused<T>() -> Result<Response<T>, Status> {
 #[tonic::async_trait]
 impl WaitingRoom for Fake {
     type WatchStatusStream = futures::stream::Empty<Result<wr::WatchStatusResponse, Status>>;
+    type WatchWaitingListStream =
+        futures::stream::Empty<Result<wr::WatchWaitingListResponse, Status>>;
 
     async fn list_revoked_admissions(
         &self,
@@ -177,6 +179,30 @@ impl WaitingRoom for Fake {
         &self,
         _: Request<wr::GetQueueStatsRequest>,
     ) -> Result<Response<wr::GetQueueStatsResponse>, Status> {
+        unused()
+    }
+    async fn join_waiting_list(
+        &self,
+        _: Request<wr::JoinWaitingListRequest>,
+    ) -> Result<Response<wr::JoinWaitingListResponse>, Status> {
+        unused()
+    }
+    async fn get_waiting_list_status(
+        &self,
+        _: Request<wr::GetWaitingListStatusRequest>,
+    ) -> Result<Response<wr::GetWaitingListStatusResponse>, Status> {
+        unused()
+    }
+    async fn watch_waiting_list(
+        &self,
+        _: Request<wr::WatchWaitingListRequest>,
+    ) -> Result<Response<Self::WatchWaitingListStream>, Status> {
+        unused()
+    }
+    async fn get_waiting_list(
+        &self,
+        _: Request<wr::GetWaitingListRequest>,
+    ) -> Result<Response<wr::GetWaitingListResponse>, Status> {
         unused()
     }
     async fn report_inventory(

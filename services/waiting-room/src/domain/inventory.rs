@@ -17,6 +17,9 @@ pub struct Inventory {
     pub seats_per_fan_at_first: u64,
     /// When the database counted them, Unix milliseconds.
     pub as_of_ms: u64,
+    /// Free seats covered by the waiting list's offers at its last step: the list's,
+    /// not the queue's (0 in a report; read back with the snapshot).
+    pub covered_seats: u64,
 }
 
 impl Inventory {
@@ -25,8 +28,9 @@ impl Inventory {
     /// `seats_per_fan_at_first`, so the opening burst is not a fan per free seat).
     /// A fan who holds seats counts among them, so the cap leaves room for one new fan
     /// per average hold's worth of free seats.
+    /// Free seats covered by waiting-list offers do not count.
     pub fn fan_cap(&self) -> u64 {
-        let seats = self.free_seats.saturating_add(self.held_seats);
+        let seats = self.queue_free_seats().saturating_add(self.held_seats);
         if self.holds == 0 || self.held_seats == 0 {
             return seats / self.seats_per_fan_at_first.max(1);
         }
@@ -34,9 +38,15 @@ impl Inventory {
         u64::try_from(fans).unwrap_or(u64::MAX)
     }
 
-    /// No seat free and none held: nothing left to sell unless seats come back.
+    /// No seat free for the queue (none, or every one covered by a waiting-list
+    /// offer) and none held: nothing left to sell unless seats come back.
     pub fn sold_out(&self) -> bool {
-        self.free_seats == 0 && self.held_seats == 0
+        self.queue_free_seats() == 0 && self.held_seats == 0
+    }
+
+    /// Free seats left to the queue: those not covered by waiting-list offers.
+    pub fn queue_free_seats(&self) -> u64 {
+        self.free_seats.saturating_sub(self.covered_seats)
     }
 }
 
@@ -51,6 +61,7 @@ mod tests {
             holds,
             seats_per_fan_at_first: 4,
             as_of_ms: 0,
+            covered_seats: 0,
         }
     }
 
@@ -73,5 +84,19 @@ mod tests {
         assert!(inventory(0, 0, 0).sold_out());
         assert!(!inventory(0, 2, 1).sold_out());
         assert!(!inventory(1, 0, 0).sold_out());
+    }
+
+    #[test]
+    fn seats_the_waiting_list_covers_are_not_the_queues() {
+        let covered = |free, held, holds, covered_seats| Inventory {
+            covered_seats,
+            ..inventory(free, held, holds)
+        };
+        assert!(covered(5, 0, 0, 5).sold_out());
+        assert_eq!(covered(5, 0, 0, 5).fan_cap(), 0);
+        assert!(!covered(5, 2, 1, 5).sold_out());
+        assert_eq!(covered(12, 0, 0, 4).fan_cap(), 2);
+        // Covered seats a later count no longer shows free leave nothing, not less.
+        assert_eq!(covered(2, 0, 0, 6).queue_free_seats(), 0);
     }
 }

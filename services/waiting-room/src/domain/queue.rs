@@ -246,6 +246,7 @@ mod tests {
                 holds: 0,
                 seats_per_fan_at_first: 1,
                 as_of_ms: 900,
+                covered_seats: 0,
             }),
             ..s.clone()
         };

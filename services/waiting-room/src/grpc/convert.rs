@@ -145,6 +145,7 @@ pub fn settings(
             active_fan_cap: req.active_fan_cap,
             admission_ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
             no_show_ms: no_show_ms(req.admission_no_show_ms)?,
+            waiting_list_offer_ms: waiting_list_offer_ms(req.waiting_list_offer_ms)?,
             floor: QueueFloor {
                 admitted: queue_floor("admitted_floor", req.admitted_floor)?,
                 numbered: queue_floor("numbered_floor", req.numbered_floor)?
@@ -163,6 +164,22 @@ fn no_show_ms(value: u64) -> Result<u64, Error> {
         ));
     }
     Ok(value)
+}
+
+/// The offer window when an event sets none: 10 minutes.
+pub const DEFAULT_WAITING_LIST_OFFER_MS: u64 = 600_000;
+
+/// Checks `waiting_list_offer_ms`: 0 (the default) or 1,000 up to
+/// [`MAX_ADMISSION_TTL`].
+fn waiting_list_offer_ms(value: u64) -> Result<u64, Error> {
+    match value {
+        0 => Ok(DEFAULT_WAITING_LIST_OFFER_MS),
+        ms if ms >= 1000 && u128::from(ms) <= MAX_ADMISSION_TTL.as_millis() => Ok(ms),
+        _ => Err(Error::invalid(
+            "waiting_list_offer_ms",
+            "must be 0 (default) or 1000 to 86400000",
+        )),
+    }
 }
 
 /// Highest queue number a floor may name: far above any queue, low enough that the
@@ -238,6 +255,7 @@ pub fn inventory(
             holds: report.holds,
             seats_per_fan_at_first: u64::from(report.max_seats_per_claim.max(1)),
             as_of_ms,
+            covered_seats: 0,
         },
     ))
 }
@@ -325,7 +343,8 @@ mod tests {
         assert_eq!(s.onsale_ms, Some(1_700_000_000_123));
         assert_eq!(s.admission_ttl_ms, 600_000);
         type Spoil = fn(&mut pb::ConfigureEventRequest);
-        let cases: [(&str, Spoil); 7] = [
+        assert_eq!(s.waiting_list_offer_ms, DEFAULT_WAITING_LIST_OFFER_MS);
+        let cases: [(&str, Spoil); 9] = [
             ("event_id", |r| r.event_id = "x".into()),
             ("state", |r| r.state = 0),
             ("onsale_at", |r| r.onsale_at = None),
@@ -339,6 +358,10 @@ mod tests {
             ("admission_ttl_ms", |r| r.admission_ttl_ms = 999),
             ("admission_no_show_ms", |r| {
                 r.admission_no_show_ms = 86_400_001
+            }),
+            ("waiting_list_offer_ms", |r| r.waiting_list_offer_ms = 999),
+            ("waiting_list_offer_ms", |r| {
+                r.waiting_list_offer_ms = 86_400_001
             }),
         ];
         for (field, spoil) in cases {

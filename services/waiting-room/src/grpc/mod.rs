@@ -4,6 +4,7 @@
 pub mod admissions;
 pub mod audit;
 pub mod convert;
+pub mod waiting_list;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -71,6 +72,8 @@ impl WaitingRoomApi {
 }
 
 type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchStatusResponse, Status>> + Send>>;
+type WatchListStream =
+    Pin<Box<dyn Stream<Item = Result<pb::WatchWaitingListResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl WaitingRoom for WaitingRoomApi {
@@ -98,8 +101,9 @@ impl WaitingRoom for WaitingRoomApi {
             .service
             .status(&fan, &req.queue_ticket, expected.as_ref())
             .await?;
+        let status = waiting_list::queue_status(&self.service, &fan, status).await?;
         Ok(Response::new(pb::GetStatusResponse {
-            status: Some(convert::fan_status(status)),
+            status: Some(status),
         }))
     }
 
@@ -121,13 +125,22 @@ impl WaitingRoom for WaitingRoomApi {
         let interval = self.watch_interval;
         let shutdown = self.shutdown.clone();
         tokio::spawn(async move {
-            let mut status = convert::fan_status(first);
+            let mut status = match waiting_list::queue_status(&service, &fan, first).await {
+                Ok(status) => status,
+                Err(error) => {
+                    let _ = tx.send(Err(error.into())).await;
+                    return;
+                }
+            };
             let mut last_sent: Option<(i32, u64, u64)> = None;
             loop {
                 let key = (status.state, status.queue_number, status.position);
                 let done = status.state == pb::QueueState::Admitted as i32
                     || status.state == pb::QueueState::Closed as i32
-                    || status.state == pb::QueueState::Cancelled as i32;
+                    || status.state == pb::QueueState::Cancelled as i32
+                    || status.state == pb::QueueState::WaitingListEnded as i32
+                    || (status.state == pb::QueueState::WaitingListOffer as i32
+                        && !status.admission_token.is_empty());
                 let ticket = status.queue_ticket.clone();
                 if last_sent != Some(key) {
                     let message = pb::WatchStatusResponse {
@@ -146,8 +159,12 @@ impl WaitingRoom for WaitingRoomApi {
                     () = tx.closed() => return,
                     () = shutdown.cancelled() => return,
                 }
-                status = match service.status(&fan, &ticket, expected.as_ref()).await {
-                    Ok(status) => convert::fan_status(status),
+                let next = match service.status(&fan, &ticket, expected.as_ref()).await {
+                    Ok(next) => waiting_list::queue_status(&service, &fan, next).await,
+                    Err(error) => Err(error),
+                };
+                status = match next {
+                    Ok(status) => status,
                     Err(error) => {
                         let _ = tx.send(Err(error.into())).await;
                         return;
@@ -373,6 +390,66 @@ impl WaitingRoom for WaitingRoomApi {
         Ok(Response::new(pb::ResumeAdmissionResponse {
             stats: Some(convert::stats(&event, &snap)),
         }))
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn join_waiting_list(
+        &self,
+        request: Request<pb::JoinWaitingListRequest>,
+    ) -> Result<Response<pb::JoinWaitingListResponse>, Status> {
+        let fan = self.auth.fan(request.metadata()).await?;
+        let event = convert::event_id(&request.get_ref().event_id)?;
+        let entry = self.service.join_waiting_list(&event, &fan).await?;
+        let now_ms = crate::clock::unix_ms(self.service.clock().now());
+        Ok(Response::new(pb::JoinWaitingListResponse {
+            status: Some(waiting_list::entry_status(&event, entry, now_ms)),
+        }))
+    }
+
+    async fn get_waiting_list_status(
+        &self,
+        request: Request<pb::GetWaitingListStatusRequest>,
+    ) -> Result<Response<pb::GetWaitingListStatusResponse>, Status> {
+        let fan = self.auth.fan(request.metadata()).await?;
+        let event = convert::event_id(&request.get_ref().event_id)?;
+        let entry = self.service.waiting_list_entry(&event, &fan).await?;
+        let now_ms = crate::clock::unix_ms(self.service.clock().now());
+        Ok(Response::new(pb::GetWaitingListStatusResponse {
+            status: Some(waiting_list::entry_status(&event, entry, now_ms)),
+        }))
+    }
+
+    type WatchWaitingListStream = WatchListStream;
+
+    async fn watch_waiting_list(
+        &self,
+        request: Request<pb::WatchWaitingListRequest>,
+    ) -> Result<Response<Self::WatchWaitingListStream>, Status> {
+        let fan = self.auth.fan(request.metadata()).await?;
+        let event = convert::event_id(&request.get_ref().event_id)?;
+        // Refuse a fan not on the list before the stream starts, as a plain error.
+        let first = self.service.waiting_list_entry(&event, &fan).await?;
+        let rx = waiting_list::watch(
+            Arc::clone(&self.service),
+            event,
+            fan,
+            first,
+            self.watch_interval.max(waiting_list::WATCH_INTERVAL),
+            self.shutdown.clone(),
+        );
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
+    }
+
+    async fn get_waiting_list(
+        &self,
+        request: Request<pb::GetWaitingListRequest>,
+    ) -> Result<Response<pb::GetWaitingListResponse>, Status> {
+        self.auth.admin(&request, STEER)?;
+        let event = convert::event_id(&request.get_ref().event_id)?;
+        let stats = self.service.waiting_list_stats(&event).await?;
+        Ok(Response::new(waiting_list::stats(&event, &stats)))
     }
 
     async fn get_queue_stats(

@@ -7,6 +7,7 @@
 pub mod admissions;
 pub mod audit;
 pub mod status;
+pub mod waiting_list;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -77,6 +77,7 @@ impl Store {
             .key(self.key(event, "cfg"))
             .key(self.key(event, "fans"))
             .key(self.key(event, "adm"))
+            .key(self.waiting_list_keys(event))
             .key(self.admission_keys(event))
             .arg(self.now_arg())
             .arg(fan)
@@ -96,8 +97,10 @@ impl Store {
     }
 
     /// Records that the admissions of `jtis` were used at holds: they are no longer
-    /// no-shows. Returns how many no-show deadlines this dropped (jtis the queue does
-    /// not know, or already used, count nothing).
+    /// no-shows, and a waiting-list offer's jti ends that offer as used (a sale through
+    /// the list, counted once). Returns how many no-show deadlines this dropped plus
+    /// how many offers it ended (jtis the queue does not know, or already used, count
+    /// nothing).
     ///
     /// # Errors
     /// [`Error::Redis`].
@@ -106,6 +109,7 @@ impl Store {
         invocation
             .key(self.key(event, "cfg"))
             .key(self.key(event, "adm"))
+            .key(self.waiting_list_keys(event))
             .key(self.admission_keys(event))
             .arg(self.now_arg());
         for jti in jtis {

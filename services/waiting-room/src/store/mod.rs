@@ -4,6 +4,8 @@ mod admissions;
 mod audit;
 mod restore;
 pub mod scripts;
+mod waiting_list;
+pub mod waiting_list_scripts;
 
 use std::sync::Arc;
 
@@ -15,6 +17,7 @@ use crate::error::Error;
 
 pub use admissions::{Revocations, Revoked, Taken, Target};
 pub use audit::{PreQueueSlice, SeedInfo, ShuffleCommitment};
+pub use waiting_list::ListJoin;
 
 /// What an admin asks an event's queue to be (see `ConfigureEvent`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +53,8 @@ pub struct EventSettings {
     /// How long an admitted fan may go without a claim at holds before the admission
     /// is taken back (revoked, the place given to the queue), ms; 0 = never.
     pub no_show_ms: u64,
+    /// How long a waiting-list offer stays open, ms (1,000 to 86,400,000).
+    pub waiting_list_offer_ms: u64,
 }
 
 /// The frontier and numbering a queue recreated after a data loss starts from.
@@ -154,6 +159,15 @@ impl Store {
         format!("{}{{ev:{}}}:{}", self.prefix, event, suffix)
     }
 
+    /// The waiting list's keys, in the order its scripts take them after `cfg` (see
+    /// [`waiting_list_scripts`]).
+    fn waiting_list_keys(&self, event: &EventId) -> Vec<String> {
+        ["wl", "wlo", "wlj", "wlt", "wlu", "wld"]
+            .iter()
+            .map(|suffix| self.key(event, suffix))
+            .collect()
+    }
+
     /// The keys every script that may take back an admission passes last: no-show
     /// deadlines, the revocation set by version and by expiry, admission records (see
     /// [`scripts`]).
@@ -211,6 +225,7 @@ impl Store {
             .arg(settings.floor.admitted)
             .arg(settings.floor.numbered)
             .arg(settings.no_show_ms)
+            .arg(settings.waiting_list_offer_ms)
             .invoke_async(&mut self.conn.clone())
             .await?;
         match reply.as_str() {
@@ -471,6 +486,7 @@ impl Store {
             .report_inventory
             .key(self.key(event, "cfg"))
             .key(self.key(event, "adm"))
+            .key(self.waiting_list_keys(event))
             .key(self.admission_keys(event))
             .arg(inventory.free_seats)
             .arg(inventory.held_seats)
@@ -546,6 +562,10 @@ fn parse_inventory(reply: &[String]) -> Result<Option<Inventory>, Error> {
         seats_per_fan_at_first: match reply.get(17).map(String::as_str) {
             None | Some("") => 1,
             Some(_) => field(reply, 17, "inv_first")?,
+        },
+        covered_seats: match reply.get(21).map(String::as_str) {
+            None | Some("") => 0,
+            Some(_) => field(reply, 21, "wl_cover")?,
         },
     }))
 }

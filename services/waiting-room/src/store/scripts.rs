@@ -34,6 +34,10 @@
 //!   `<jti>|<exp ms>|<fan>` and `j:<jti>` → number, and `g:<fan>` → `1` for a fan
 //!   whose admission was given back or taken back (no token is handed out again).
 //!
+//! The waiting list's keys (`wl`, `wlo`, `wlj`, `wlt`, `wlu`, `wld`) and its helpers
+//! are in [`super::waiting_list_scripts`]; `REPORT_INVENTORY`, `MARK_USED` and
+//! `REVOKE` take them after `adm`.
+//!
 //! Every script passes `ns`, `rev`, `revx` and `adj` as its last four keys
 //! (`akeys`), because `advance` may take back admissions whose no-show deadline
 //! passed. Revoking (release, revoke, no-show) frees the place and records the
@@ -60,7 +64,7 @@
 //! the queue does not know. The frontier starts again from 0 at the rate.
 
 /// Helpers shared by every script: clock, number formatting and `advance`.
-const PRELUDE: &str = r#"
+pub(super) const PRELUDE: &str = r#"
 local function num(v) return tonumber(v) or 0 end
 local function fmt(x) return string.format('%.0f', x) end
 local function s(v) if not v then return '' end return tostring(v) end
@@ -70,12 +74,14 @@ local function clock(arg)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 -- Active fans the reported seats can serve (see `domain::inventory`), or -1 when no
--- report is fresh at `now`.
+-- report is fresh at `now`. Free seats covered by waiting-list offers (`wl_cover`,
+-- recorded by the list's last step) are the list's, not the queue's.
 local function inventory_cap(cfg, now)
   local h = redis.call('HMGET', cfg, 'inv_free', 'inv_held', 'inv_holds', 'inv_until',
-    'inv_first')
+    'inv_first', 'wl_cover')
   if num(h[4]) < now then return -1 end
-  local free, held, holds = num(h[1]), num(h[2]), num(h[3])
+  local free, held, holds = num(h[1]) - num(h[6]), num(h[2]), num(h[3])
+  if free < 0 then free = 0 end
   if holds == 0 or held == 0 then
     local first = num(h[5])
     if first < 1 then first = 1 end
@@ -203,8 +209,8 @@ end
 /// Returns `{'missing'}`, `{'opening'}` (on-sale time reached, shuffle pending) or the
 /// snapshot `{state, paused, rate, cap, ttl, credit, frontier, joined, completed,
 /// onsale, prequeue, active, now, inv_free, inv_held, inv_holds, inv_at, inv_first,
-/// numbered, rev_version, noshows}`, the five `inv_` fields empty unless an inventory report is
-/// fresh.
+/// numbered, rev_version, noshows, wl_cover}`, the five `inv_` fields and `wl_cover`
+/// empty unless an inventory report is fresh.
 const SNAPSHOT: &str = r#"
 local now = clock(ARGV[1])
 local state = redis.call('HGET', KEYS[1], 'state')
@@ -220,11 +226,11 @@ local prequeue = h[11]
 if h[1] == 'scheduled' then prequeue = redis.call('LLEN', KEYS[2]) end
 local active = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
 local inv = redis.call('HMGET', KEYS[1], 'inv_free', 'inv_held', 'inv_holds', 'inv_at',
-  'inv_until', 'inv_first')
+  'inv_until', 'inv_first', 'wl_cover')
 if num(inv[5]) < now then inv = {} end
 return {s(h[1]), s(h[2]), s(h[3]), s(h[4]), s(h[5]), s(h[6]), s(h[7]), s(h[8]), s(h[9]),
   s(h[10]), s(prequeue), s(active), fmt(now), s(inv[1]), s(inv[2]), s(inv[3]), s(inv[4]),
-  s(inv[6]), s(h[12]), s(h[13]), s(h[14])}
+  s(inv[6]), s(h[12]), s(h[13]), s(h[14]), s(inv[7])}
 "#;
 
 /// KEYS: cfg, fans, pre, adm. ARGV: fan, now.
@@ -283,7 +289,7 @@ return 'done'
 /// (`scheduled|open|paused|closed|cancelled`; cancelled is closed for good, marked
 /// `cancelled` = 1 so fans are told why), on-sale ms (`''` = now), rate, cap, ttl ms, seed
 /// hex, now, admitted floor, numbered floor, no-show timeout ms (0 = off; applies to
-/// fans admitted from then on).
+/// fans admitted from then on), waiting-list offer window ms (`wloffer`).
 /// Creating an event asked open or paused whose on-sale time has passed, with a floor
 /// (the box office saw the queue before: the store lost it), opens it at once with its
 /// frontier and numbering at the floor and nothing in the pre-queue.
@@ -315,7 +321,8 @@ if not state then
   local reopen = (req == 'open' or req == 'paused') and numbered > 0
   if reopen and ARGV[2] ~= '' and tonumber(ARGV[2]) <= now then
     redis.call('HSET', KEYS[1], 'state', 'open', 'paused', paused, 'onsale', ARGV[2],
-      'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow', ARGV[10], 'seed', ARGV[6],
+      'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow', ARGV[10],
+      'wloffer', ARGV[11], 'seed', ARGV[6],
       'credit', fmt(floor * 60000), 'last', fmt(now), 'frontier', fmt(floor),
       'numbered', fmt(numbered), 'joined', 0, 'completed', 0, 'prequeue', 0,
       'opened_at', fmt(now), 'committed_at', fmt(now))
@@ -326,7 +333,8 @@ if not state then
   if req == 'scheduled' then at = scheduled_at() end
   if req == 'closed' then st = 'closed' end
   redis.call('HSET', KEYS[1], 'state', st, 'paused', paused, 'onsale', fmt(at),
-    'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow', ARGV[10], 'seed', ARGV[6],
+    'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow', ARGV[10],
+    'wloffer', ARGV[11], 'seed', ARGV[6],
     'credit', 0,
     'last', fmt(at), 'frontier', 0, 'numbered', 0, 'joined', 0, 'completed', 0,
     'prequeue', 0, 'committed_at', fmt(now))
@@ -335,11 +343,12 @@ if not state then
 end
 local opened = redis.call('HEXISTS', KEYS[1], 'opened_at') == 1
 if req == 'scheduled' and opened then return 'already_open' end
-local settings = {'state', 'paused', 'onsale', 'rate', 'cap', 'ttl', 'noshow', 'cancelled'}
+local settings = {'state', 'paused', 'onsale', 'rate', 'cap', 'ttl', 'noshow', 'cancelled',
+  'wloffer'}
 local before = redis.call('HMGET', KEYS[1], unpack(settings))
 if state == 'open' then advance(KEYS[1], KEYS[2], now) end
 redis.call('HSET', KEYS[1], 'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow',
-  ARGV[10])
+  ARGV[10], 'wloffer', ARGV[11])
 if req == 'closed' then
   redis.call('HSET', KEYS[1], 'state', 'closed')
   if cancel then redis.call('HSET', KEYS[1], 'cancelled', '1') end
@@ -459,10 +468,11 @@ end
 return 'noop'
 "#;
 
-/// KEYS: cfg, adm. ARGV: free seats, held seats, holds, as-of ms, ttl ms, now, seats
-/// per fan while nothing is held.
+/// KEYS: cfg, adm, the waiting-list keys, then the admission keys. ARGV: free seats,
+/// held seats, holds, as-of ms, ttl ms, now, seats per fan while nothing is held.
 /// Brings the credit up to now under the old report, then records the new one, fresh
-/// for ttl ms. Returns `ok`, `older` (a newer report is stored; nothing written) or
+/// for ttl ms, and offers the seats it shows returned to the waiting list (`wl_step`).
+/// Returns `ok`, `older` (a newer report is stored; nothing written) or
 /// `missing`.
 const REPORT_INVENTORY: &str = r#"
 local now = clock(ARGV[6])
@@ -471,11 +481,14 @@ if num(redis.call('HGET', KEYS[1], 'inv_at')) > tonumber(ARGV[4]) then return 'o
 advance(KEYS[1], KEYS[2], now)
 redis.call('HSET', KEYS[1], 'inv_free', ARGV[1], 'inv_held', ARGV[2], 'inv_holds', ARGV[3],
   'inv_at', ARGV[4], 'inv_until', fmt(now + tonumber(ARGV[5])), 'inv_first', ARGV[7])
+wl_step(KEYS[1], wl_keys(3), now)
 return 'ok'
 "#;
 
-/// KEYS: cfg, fans, adm, then the admission keys. ARGV: now, fan, jti (`''` = the
-/// fan's recorded admission), token exp ms (with a jti).
+/// KEYS: cfg, fans, adm, the waiting-list keys, then the admission keys. ARGV: now,
+/// fan, jti (`''` = the fan's recorded admission), token exp ms (with a jti).
+/// A jti of an open waiting-list offer also ends that offer (`wl_release`; `freed`
+/// is then `1`): it passes on once a count after now shows its seats free.
 /// Gives back or takes back an admission: revokes the jti (holds refuses it from its
 /// next refresh) and frees the place in the same step; the fan gets no token again.
 /// With a jti the place freed is the one that jti was issued for (a jti the queue
@@ -498,21 +511,27 @@ else
   redis.call('HSET', k.adj, 'g:' .. ARGV[2], '1')
 end
 local freed, revoked = revoke(KEYS[1], KEYS[3], number, jti, exp, now)
+if ARGV[3] ~= '' and wl_release(KEYS[1], wl_keys(4), ARGV[3], now) == 1 then freed = 1 end
 if number and not jti then jti = record(k.adj, number) end
 return {'ok', tostring(freed), tostring(revoked), s(jti)}
 "#;
 
-/// KEYS: cfg, adm, then the admission keys. ARGV: now, then jtis.
+/// KEYS: cfg, adm, the waiting-list keys (`wl`, `wlo`, `wlj`, `wlt`, `wlu`, `wld`, see
+/// `waiting_list_scripts`), then the admission keys. ARGV: now, then jtis.
 /// The admissions of these jtis were used at holds (a claim succeeded): they are no
-/// longer no-shows. Returns how many deadlines were dropped.
+/// longer no-shows; a waiting-list offer's jti ends the offer as used (`wl_use`, once
+/// per offer however often it is reported). Returns how many deadlines were dropped
+/// plus how many offers this call ended as used.
 const MARK_USED: &str = r#"
 local now = clock(ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local k = akeys()
+local w = wl_keys(3)
 local dropped = 0
 for i = 2, #ARGV do
   local number = redis.call('HGET', k.adj, 'j:' .. ARGV[i])
   if number then dropped = dropped + redis.call('ZREM', k.ns, number) end
+  dropped = dropped + wl_use(KEYS[1], w, ARGV[i], now)
 end
 return dropped
 "#;
@@ -587,12 +606,20 @@ pub struct Scripts {
     pub mark_used: redis::Script,
     /// See [`LIST_REVOKED`].
     pub list_revoked: redis::Script,
+    /// The waiting list's scripts.
+    pub waiting_list: super::waiting_list_scripts::WaitingListScripts,
 }
 
 impl Scripts {
     /// Compiles every script with the shared prelude.
     pub fn new() -> Self {
         let with = |body: &str| redis::Script::new(&format!("{PRELUDE}\n{body}"));
+        let with_list = |body: &str| {
+            redis::Script::new(&format!(
+                "{PRELUDE}\n{}\n{body}",
+                super::waiting_list_scripts::WL_PRELUDE
+            ))
+        };
         Self {
             snapshot: with(SNAPSHOT),
             join: with(JOIN),
@@ -602,10 +629,11 @@ impl Scripts {
             issue: with(ISSUE),
             raise: with(RAISE),
             complete: with(COMPLETE),
-            report_inventory: with(REPORT_INVENTORY),
-            revoke: with(REVOKE),
-            mark_used: with(MARK_USED),
+            report_inventory: with_list(REPORT_INVENTORY),
+            revoke: with_list(REVOKE),
+            mark_used: with_list(MARK_USED),
             list_revoked: with(LIST_REVOKED),
+            waiting_list: super::waiting_list_scripts::WaitingListScripts::new(),
         }
     }
 }

@@ -143,6 +143,7 @@ async fn push_floored(
         admitted_floor: admitted,
         numbered_floor: numbered,
         admission_no_show_ms: 0,
+        waiting_list_offer_ms: 0,
     };
     let answer = room
         .client(0)

@@ -12,3 +12,4 @@ mod mode;
 mod refusals;
 mod release;
 mod rotation;
+mod waiting_list;
