@@ -28,6 +28,8 @@ pub enum ListEntry {
     },
     /// The fan's offer is over.
     Ended(OfferEnd),
+    /// The event is cancelled: the list is over for everyone on it.
+    Cancelled,
     /// The fan never joined the list.
     Absent,
 }

@@ -48,6 +48,7 @@ pub fn entry_status(event: &EventId, entry: ListEntry, now_ms: u64) -> pb::Queue
         ListEntry::Ended(_) | ListEntry::Absent => {
             status.state = pb::QueueState::WaitingListEnded as i32;
         }
+        ListEntry::Cancelled => status.state = pb::QueueState::Cancelled as i32,
     }
     status
 }
@@ -91,7 +92,7 @@ pub fn stats(event: &EventId, stats: &ListStats) -> pb::GetWaitingListResponse {
 
 /// Streams `fan`'s entry on `event`'s waiting list from `first`, checked every
 /// `interval`, sending each change of state or position; ends after an offer with its
-/// token or an ended entry, on an error (sent), when the client leaves, or at
+/// token, an ended entry or the event's cancellation, on an error (sent), when the client leaves, or at
 /// `shutdown`.
 pub fn watch(
     service: Arc<WaitingRoomService>,
@@ -109,6 +110,7 @@ pub fn watch(
             let now_ms = crate::clock::unix_ms(service.clock().now());
             let status = entry_status(&event, entry, now_ms);
             let done = status.state == pb::QueueState::WaitingListEnded as i32
+                || status.state == pb::QueueState::Cancelled as i32
                 || !status.admission_token.is_empty();
             let key = (status.state, status.position);
             if last_sent != Some(key) || done {

@@ -43,7 +43,8 @@ impl WaitingRoomService {
     }
 
     /// `fan`'s entry on `event`'s waiting list, with the offer's admission token when
-    /// one is open.
+    /// one is open; [`ListEntry::Cancelled`] instead of a wait or an offer once the
+    /// event is cancelled.
     ///
     /// # Errors
     /// [`Error::NotOnWaitingList`] when the fan never joined; as the store.
@@ -54,6 +55,11 @@ impl WaitingRoomService {
     ) -> Result<ListEntry, Error> {
         match self.store.waiting_list_entry(event, fan).await? {
             ListEntry::Absent => Err(Error::NotOnWaitingList(event.to_string())),
+            ListEntry::Waiting { .. } | ListEntry::Offer { .. }
+                if self.store.is_cancelled(event).await? =>
+            {
+                Ok(ListEntry::Cancelled)
+            }
             entry => self.with_token(event, fan, entry).await,
         }
     }

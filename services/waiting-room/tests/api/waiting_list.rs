@@ -535,3 +535,31 @@ async fn a_paused_sale_makes_no_offers_until_it_resumes() {
         pb::QueueState::WaitingListOffer as i32
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_event_tells_the_fans_on_its_waiting_list() {
+    let room = Room::start("wr_waiting_list_cancelled", 2, Duration::ZERO).await;
+    configure(&room).await;
+    report_concurrently(&room, 0, room.clock.now(), 1).await;
+    join_list(&room, 0, "fan-a").await.expect("join");
+    join_list(&room, 1, "fan-b").await.expect("join");
+    room.clock.advance(Duration::from_millis(10));
+    report_concurrently(&room, 1, room.clock.now(), 1).await;
+    assert_eq!(
+        entry(&room, 0, "fan-a").await.state,
+        pb::QueueState::WaitingListOffer as i32
+    );
+    room.configure(pb::SaleState::Cancelled, None, 600, 0, 0)
+        .await;
+    // The fan with an offer and the fan still waiting alike, on either replica.
+    for (i, fan) in ["fan-a", "fan-b"].into_iter().enumerate() {
+        let status = entry(&room, i, fan).await;
+        assert_eq!(status.state, pb::QueueState::Cancelled as i32, "{fan}");
+        assert!(status.admission_token.is_empty(), "{fan}");
+    }
+    let err = join_list(&room, 1, "fan-c").await.unwrap_err();
+    assert_eq!(
+        (err.code(), reason(&err)),
+        (Code::FailedPrecondition, Some(Reason::EventCancelled))
+    );
+}
