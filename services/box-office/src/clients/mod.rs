@@ -5,6 +5,7 @@
 //! service identity, for the refunds of cancelled events ([`cancellation`]).
 
 pub mod cancellation;
+pub mod marks;
 pub mod push;
 pub mod resync;
 pub mod seat_report;

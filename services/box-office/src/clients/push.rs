@@ -12,7 +12,7 @@ use sqlx::PgPool;
 use stadium_kit::outbound::{Bearer, as_service};
 use stadium_proto::box_office::v1::PushOutcome;
 use stadium_proto::waiting_room::v1::{
-    ConfigureEventRequest, GetQueueStatsResponse, SaleState, SetAdmissionRateRequest,
+    ConfigureEventRequest, SaleState, SetAdmissionRateRequest,
     waiting_room_client::WaitingRoomClient,
 };
 use tokio_util::sync::CancellationToken;
@@ -218,7 +218,7 @@ impl Pusher {
                 let request = as_service(request, token.as_ref(), Some(DEADLINE));
                 match client.configure_event(request).await {
                     Ok(answer) => {
-                        self.record_marks(event_id, answer.get_ref().stats.as_ref())
+                        super::marks::record(&self.pool, event_id, answer.get_ref().stats.as_ref())
                             .await;
                         Ok(())
                     }
@@ -289,7 +289,7 @@ impl Pusher {
                 .await
                 .map_err(|status| format!("{:?}: {}", status.code(), status.message()))?
                 .into_inner();
-            self.record_marks(event_id, answer.stats.as_ref()).await;
+            super::marks::record(&self.pool, event_id, answer.stats.as_ref()).await;
             created |= answer.created;
             sent = Some(settings);
         }
@@ -313,28 +313,6 @@ impl Pusher {
         request.admitted_floor = marks.admitted;
         request.numbered_floor = marks.numbered;
         Ok(request)
-    }
-
-    /// Raises `event_id`'s marks to the queue's counters in a configuration's answer.
-    /// A failure is logged and left to the next answer: the marks only bound how far
-    /// a recreated queue falls back.
-    async fn record_marks(&self, event_id: i64, stats: Option<&GetQueueStatsResponse>) {
-        let Some(stats) = stats else {
-            return;
-        };
-        let seen = store::queue_marks::QueueMarks {
-            admitted: stats.admitted,
-            numbered: stats.numbered,
-        };
-        let recorded = match self.pool.acquire().await {
-            Ok(mut conn) => store::queue_marks::raise(&mut conn, event_id, seen)
-                .await
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        if let Err(why) = recorded {
-            tracing::warn!(event_id, why, "recording where the queue stood");
-        }
     }
 
     async fn load(&self, event_id: i64) -> Result<Event, String> {

@@ -3,7 +3,8 @@
 //! which admits no more fans than those seats can serve and tells the queue when the
 //! event is sold out. A report that does not get through is simply replaced by the
 //! next; the waiting room ignores reports once they are stale, so a silent reporter
-//! never stops a sale.
+//! never stops a sale. Each answer also raises where the queue stood
+//! ([`super::marks`]).
 
 use std::time::Duration;
 
@@ -68,14 +69,17 @@ impl Reporter {
                 }),
             };
             let request = as_service(request, self.token.as_ref(), Some(REPORT_DEADLINE));
-            self.client
+            let answer = self
+                .client
                 .clone()
                 .report_inventory(request)
                 .await
                 .map_err(|status| Error::Upstream {
                     service: "waiting-room",
                     status,
-                })?;
+                })?
+                .into_inner();
+            super::marks::record(self.office.pool(), event_id, answer.stats.as_ref()).await;
             sent.push((event_id, counts));
         }
         Ok(sent)

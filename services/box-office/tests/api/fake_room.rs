@@ -306,7 +306,15 @@ impl WaitingRoom for FakeWaitingRoom {
         if let Some(last) = self.calls.lock().unwrap().last_mut() {
             last.inventory = r.inventory;
         }
-        Ok(Response::new(wr::ReportInventoryResponse::default()))
+        let (admitted, numbered) = *self.queue.lock().unwrap();
+        Ok(Response::new(wr::ReportInventoryResponse {
+            stats: Some(wr::GetQueueStatsResponse {
+                event_id: r.event_id.clone(),
+                admitted,
+                numbered,
+                ..Default::default()
+            }),
+        }))
     }
 }
 

@@ -252,6 +252,28 @@ async fn seat_counts_reach_the_waiting_room_every_interval() {
     })
     .await
     .expect("reports arrive every interval");
+    // Each report's answer raises where the queue stood, not only the pushes.
+    fake.set_queue(120, 300);
+    let before = reports(&fake).len();
+    tokio::time::timeout(PATIENCE, async {
+        while reports(&fake).len() < before + 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("more reports");
+    let event_id: i64 = draft.event_id.parse().unwrap();
+    let mut conn = office.pool().acquire().await.unwrap();
+    assert_eq!(
+        box_office::store::queue_marks::load(&mut conn, event_id)
+            .await
+            .unwrap(),
+        box_office::store::queue_marks::QueueMarks {
+            admitted: 120,
+            numbered: 300,
+        }
+    );
+    drop(conn);
     let report = reports(&fake).pop().unwrap();
     assert_eq!(report.event_id, draft.event_id);
     assert_eq!(report.bearer, format!("Bearer {service_token}"));
