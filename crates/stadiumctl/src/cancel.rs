@@ -30,6 +30,7 @@ pub(crate) async fn run(c: &mut Client, args: CancelEvent) -> Result<Outcome, Cl
         format!("event {} was already cancelled\n", args.event_id)
     };
     head.push_str(&render::push_line(answer.waiting_room.as_ref()));
+    head.push('\n');
     if !args.no_wait {
         cancellation = follow(c, &args.event_id, cancellation, args.poll_ms).await?;
     }

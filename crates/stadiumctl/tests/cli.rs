@@ -377,6 +377,10 @@ async fn event_cancel_follows_the_refunds_to_the_end_and_reports_the_ledger() {
         text.contains(&format!("event {empty_id} cancelled")),
         "{text}"
     );
+    assert!(
+        text.lines().any(|l| l.starts_with("cancellation of event")),
+        "the report starts a line of its own: {text}"
+    );
     assert!(text.contains("finished at"), "{text}");
     let out = ctl(
         &office,
