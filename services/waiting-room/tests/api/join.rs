@@ -233,5 +233,20 @@ async fn a_join_burst_past_the_replicas_limit_is_shed_with_a_hint_and_everyone_g
     }
     assert_eq!(numbers, (1..=FANS as u64).collect::<BTreeSet<_>>());
     assert!(shed_total > 0, "the burst never went past the limit");
+    // The stored queue agrees: one entry per fan, each number once, nothing counted
+    // for the joins that were shed.
+    let mut conn = room.redis().await;
+    let stored: HashMap<String, u64> = conn.hgetall(room.key("fans")).await.expect("fans");
+    assert_eq!(stored.len(), FANS);
+    let distinct: BTreeSet<u64> = stored.values().copied().collect();
+    assert_eq!(distinct, (1..=FANS as u64).collect::<BTreeSet<_>>());
+    let counters: (u64, u64) = redis::cmd("HMGET")
+        .arg(room.key("cfg"))
+        .arg("numbered")
+        .arg("joined")
+        .query_async(&mut conn)
+        .await
+        .expect("counters");
+    assert_eq!(counters, (FANS as u64, FANS as u64));
     println!("{FANS} fans joined; {shed_total} joins shed and retried");
 }
