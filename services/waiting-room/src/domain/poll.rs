@@ -8,6 +8,14 @@ use super::{FanId, Standing};
 pub const MIN_POLL_MS: u64 = 250;
 /// Longest pause a waiting fan is told, ms.
 pub const MAX_POLL_MS: u64 = 60_000;
+/// How long an admission waits for its fan to collect the admission token, ms, before
+/// its active place is given back (the token lifetime if that is shorter). Every
+/// waiting fan polls at least every [`MAX_POLL_MS`] and is handed the token by the
+/// first poll after the frontier passes them, so twice that loses no fan who is still
+/// there; a number whose fan has gone (left, finished, or a number re-admitted after
+/// the store lost its data) holds a place under the cap for this long, not for the
+/// token's whole lifetime.
+pub const ADMISSION_PICKUP_MS: u64 = 2 * MAX_POLL_MS;
 /// Shortest pause while a cap holds the frontier (`QueueSnapshot::held_back`), ms:
 /// the next admission waits for a place to free, not for the rate, so the estimated
 /// wait is only a lower bound and fans near the front must not poll it in a loop.

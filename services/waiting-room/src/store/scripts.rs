@@ -17,8 +17,9 @@
 //!   and never changed after opening, when its first `prequeue` entries are the
 //!   published join order (`ListPreQueue`);
 //! - `adm` (sorted set): admitted queue numbers still active, scored by the instant
-//!   (ms) their admission expires: the frontier's advance plus the token lifetime,
-//!   then the token's own `exp` once it is handed out;
+//!   (ms) their admission expires: the frontier's advance plus the pickup window
+//!   (the token lifetime if shorter, [`ADMISSION_PICKUP_MS`]), then the token's own
+//!   `exp` once it is handed out;
 //! - `issued` (hash): fan id → expiry (ms) of the admission token issued to the fan;
 //! - `tok:<fan>` (string): `<exp ms>|<admission token>`, the one token of the fan;
 //! - `ns` (sorted set): admitted queue numbers not yet used at holds, scored by their
@@ -63,8 +64,16 @@
 //! no fan who joins later is numbered ahead of it, and `ISSUE` admits a ticket's number
 //! the queue does not know. The frontier starts again from 0 at the rate.
 
+use crate::domain::poll::ADMISSION_PICKUP_MS;
+
+/// The helpers every script starts with ([`PRELUDE`]), after the constants they use:
+/// `PICKUP_MS` is [`ADMISSION_PICKUP_MS`].
+pub(super) fn prelude() -> String {
+    format!("local PICKUP_MS = {ADMISSION_PICKUP_MS}\n{PRELUDE}")
+}
+
 /// Helpers shared by every script: clock, number formatting and `advance`.
-pub(super) const PRELUDE: &str = r#"
+const PRELUDE: &str = r#"
 local function num(v) return tonumber(v) or 0 end
 local function fmt(x) return string.format('%.0f', x) end
 local function s(v) if not v then return '' end return tostring(v) end
@@ -169,8 +178,12 @@ local function step(cfg, adm, now)
     if credit < before then credit = before end
     local target = math.floor(credit / 60000)
     -- Admitted "now": while the cap held the frontier, the credit's crossing time
-    -- would date an admission before its place was free.
-    local expires = fmt(now + ttl)
+    -- would date an admission before its place was free. Its place is kept for the
+    -- pickup window only, until ISSUE hands out the token and scores it by the
+    -- token's `exp`: a number whose fan is gone gives its place back soon.
+    local keep = ttl
+    if keep > PICKUP_MS then keep = PICKUP_MS end
+    local expires = fmt(now + keep)
     local deadline = fmt(now + noshow)
     local batch, deadlines = {}, {}
     for n = frontier + 1, target do
@@ -613,10 +626,11 @@ pub struct Scripts {
 impl Scripts {
     /// Compiles every script with the shared prelude.
     pub fn new() -> Self {
-        let with = |body: &str| redis::Script::new(&format!("{PRELUDE}\n{body}"));
+        let prelude = prelude();
+        let with = |body: &str| redis::Script::new(&format!("{prelude}\n{body}"));
         let with_list = |body: &str| {
             redis::Script::new(&format!(
-                "{PRELUDE}\n{}\n{body}",
+                "{prelude}\n{}\n{body}",
                 super::waiting_list_scripts::WL_PRELUDE
             ))
         };

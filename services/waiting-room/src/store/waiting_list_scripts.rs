@@ -201,12 +201,8 @@ pub struct WaitingListScripts {
 impl WaitingListScripts {
     /// Compiles every script with the shared prelude and the waiting list's helpers.
     pub fn new() -> Self {
-        let with = |body: &str| {
-            redis::Script::new(&format!(
-                "{}\n{WL_PRELUDE}\n{body}",
-                super::scripts::PRELUDE
-            ))
-        };
+        let prelude = super::scripts::prelude();
+        let with = |body: &str| redis::Script::new(&format!("{prelude}\n{WL_PRELUDE}\n{body}"));
         Self {
             join: with(JOIN),
             status: with(STATUS),

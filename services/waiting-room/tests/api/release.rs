@@ -11,6 +11,7 @@ use stadium_proto::waiting_room::v1 as pb;
 use stadium_tokens::Role;
 use tonic::Code;
 use waiting_room::Clock;
+use waiting_room::domain::poll::ADMISSION_PICKUP_MS;
 
 use crate::helpers::{EVENT, Room, bearer, reason};
 
@@ -333,6 +334,53 @@ async fn a_no_show_loses_the_admission_and_a_fan_who_claimed_keeps_it() {
     let stats = room.stats(0).await;
     assert_eq!((stats.admitted, stats.active_admitted), (3, 2), "{stats:?}");
     assert_eq!((stats.revoked, stats.no_shows), (1, 1), "{stats:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admission_nobody_collects_gives_its_place_back_after_the_pickup_window() {
+    let room = Room::start("wr_pickup", 2, Duration::ZERO).await;
+    let request = pb::ConfigureEventRequest {
+        event_id: EVENT.into(),
+        state: pb::SaleState::Open as i32,
+        fans_per_minute: 600,
+        active_fan_cap: 2,
+        admission_ttl_ms: 600_000,
+        ..Default::default()
+    };
+    room.client(0)
+        .configure_event(bearer(request, &room.service("box-office")))
+        .await
+        .expect("configure");
+    let fans = join(&room, 4).await;
+    room.clock.advance(Duration::from_millis(500));
+    // Fans 1 and 2 are admitted; only fan 1 comes for the token (fan 2 has gone).
+    let first = token(&room, &fans[0]).await.unwrap().expect("admitted");
+    assert_eq!(
+        token(&room, &fans[2]).await.unwrap(),
+        None,
+        "the cap is full"
+    );
+
+    room.clock
+        .advance(Duration::from_millis(ADMISSION_PICKUP_MS - 1_000));
+    assert_eq!(token(&room, &fans[2]).await.unwrap(), None, "still kept");
+    assert_eq!(room.stats(1).await.active_admitted, 2);
+    room.clock.advance(Duration::from_millis(1_100));
+    assert!(
+        token(&room, &fans[2]).await.unwrap().is_some(),
+        "fan 2's place went to fan 3"
+    );
+    let late = token(&room, &fans[1]).await.unwrap_err();
+    assert_eq!(reason(&late), Some(Reason::AdmissionExpired), "{late:?}");
+    // The collected token keeps its place for its whole lifetime.
+    assert_eq!(token(&room, &fans[0]).await.unwrap(), Some(first));
+    assert_eq!(
+        token(&room, &fans[3]).await.unwrap(),
+        None,
+        "cap full again"
+    );
+    let stats = room.stats(1).await;
+    assert_eq!((stats.admitted, stats.active_admitted), (3, 2), "{stats:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
