@@ -131,7 +131,8 @@ pub struct OnSaleArgs {
     /// Seconds between setting the event up and its opening (the pre-queue fills).
     #[arg(long, default_value_t = 10)]
     pub onsale_lead: u64,
-    /// Fans in flight at once.
+    /// Joins and queue polls in flight at once (queued fans wait as records between
+    /// polls; later arrivals wait to start).
     #[arg(long, default_value_t = 20_000)]
     pub max_in_flight: u32,
     /// RPCs in flight at once (claims, polls, reads; a fan's payment never waits for

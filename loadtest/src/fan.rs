@@ -1,16 +1,17 @@
-//! One simulated fan, from arrival to the end of its admission, and the context all
-//! fans share ([`Ctx`]): clients, credentials, counters, latencies, the seat map view.
+//! One simulated fan: its arrival and join, and its shopping once admitted (the wait
+//! between is [`crate::queue`]'s); and the context all fans share ([`Ctx`]): clients,
+//! credentials, counters, latencies, the seat map view.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use stadium_kit::Reason;
-use stadium_proto::waiting_room::v1::{
-    GetStatusRequest, JoinRequest, QueueState, QueueStatus, ReleaseAdmissionRequest,
-};
+use stadium_proto::waiting_room::v1::{JoinRequest, QueueStatus, ReleaseAdmissionRequest};
+use tokio::sync::OwnedSemaphorePermit;
 use tonic::{Code, Status};
 
 use crate::budget::{Lane, RpcBudget};
@@ -20,6 +21,7 @@ use crate::latency::LatencyRecorder;
 use crate::mix::FanPlan;
 use crate::options::OnSaleOptions;
 use crate::pay::settle;
+use crate::queue::{Life, Queue, Waiting, follow};
 use crate::seatmap::SeatMap;
 use crate::setup::EventSetup;
 use crate::stats::{Stats, inc};
@@ -27,7 +29,7 @@ use crate::targets::Clients;
 
 /// Shortest wait between two queue polls, whatever the server says (a fan's client
 /// does not spin when its turn is due).
-const POLL_FLOOR: Duration = Duration::from_millis(250);
+pub(crate) const POLL_FLOOR: Duration = Duration::from_millis(250);
 /// The latency row of the time calls waited for the load generator's own budget
 /// (not an RPC: the services never saw that wait).
 pub(crate) const BUDGET_WAIT: &str = "(waiting for the budget)";
@@ -227,10 +229,10 @@ pub(crate) fn think(ctx: &Ctx, rng: &mut StdRng) -> Duration {
     ctx.options.scaled(d)
 }
 
-/// When the fan joins: pre-queue fans spread over the time left before opening, the
-/// others over the (scaled) arrival window after it, front-loaded.
-fn arrival(ctx: &Ctx, plan: &FanPlan) -> Instant {
-    let now = Instant::now();
+/// When the fan joins, for a run starting `now`: pre-queue fans spread over the time
+/// left before opening, the others over the (scaled) arrival window after it,
+/// front-loaded.
+pub(crate) fn arrival(ctx: &Ctx, plan: &FanPlan, now: Instant) -> Instant {
     if plan.pre_queue {
         let lead = ctx
             .onsale
@@ -243,31 +245,56 @@ fn arrival(ctx: &Ctx, plan: &FanPlan) -> Instant {
     }
 }
 
-/// Lives one fan: arrive, queue, shop, settle, leave.
-pub(crate) async fn run_fan(ctx: &Ctx, plan: FanPlan) {
-    inc(&ctx.stats.started);
-    let mut rng = StdRng::seed_from_u64(plan.rng_seed);
-    tokio::time::sleep_until(arrival(ctx, &plan).into()).await;
+/// A fan arrives (the run's plan `index`, at its arrival time) and joins the queue,
+/// under `permit`; then follows the answer ([`crate::queue::follow`]): it shops at
+/// once when admitted, else waits parked in `queue`.
+pub(crate) async fn arrive(
+    ctx: &Arc<Ctx>,
+    plans: &[FanPlan],
+    index: u32,
+    queue: &Queue,
+    permit: OwnedSemaphorePermit,
+) {
+    let Some(plan) = plans.get(index as usize) else {
+        return;
+    };
+    let life = Life::begin(ctx);
+    let mut rng = StdRng::seed_from_u64(plan.rng_seed.rotate_left(17));
     let Ok(session) = ctx.creds.fan_token(&plan.fan_id) else {
         inc(&ctx.stats.gave_up);
-        inc(&ctx.stats.finished);
         return;
     };
-    let Some(admission) = wait_for_admission(ctx, &session, &mut rng).await else {
+    let deadline = Instant::now() + ctx.options.max_queue_wait;
+    let Some(status) = join(ctx, &session, &mut rng, deadline).await else {
         inc(&ctx.stats.gave_up);
-        inc(&ctx.stats.finished);
         return;
     };
+    inc(&ctx.stats.joined);
+    let fan = Waiting {
+        plan: index,
+        session: session.into_boxed_str(),
+        ticket: status.queue_ticket.clone().into_boxed_str(),
+        deadline,
+        failures: 0,
+        polls: 0,
+        life,
+    };
+    follow(ctx, plan, queue, fan, status, &mut rng, permit).await;
+}
+
+/// An admitted fan shops: thinks, claims seats, then settles the hold (pays, abandons,
+/// pays late or confirms twice), or gives the admission back when it got no seats.
+pub(crate) async fn shop(ctx: &Ctx, plan: &FanPlan, session: &str, admission: &str) {
     inc(&ctx.stats.admitted);
+    let mut rng = StdRng::seed_from_u64(plan.rng_seed);
     tokio::time::sleep(think(ctx, &mut rng)).await;
-    match claim_seats(ctx, &plan, &session, &admission, &mut rng).await {
-        Some(hold) => settle(ctx, &plan, &session, &admission, hold, &mut rng).await,
+    match claim_seats(ctx, plan, session, admission, &mut rng).await {
+        Some(hold) => settle(ctx, plan, session, admission, hold, &mut rng).await,
         None => {
             inc(&ctx.stats.gave_up);
-            release_admission(ctx, &session, &admission).await;
+            release_admission(ctx, session, admission).await;
         }
     }
-    inc(&ctx.stats.finished);
 }
 
 /// Gives the fan's admission back (`ReleaseAdmission`): the token stops working at
@@ -291,72 +318,6 @@ pub(crate) async fn release_admission(ctx: &Ctx, session: &str, admission: &str)
                 tokio::time::sleep(Duration::from_millis(pause)).await;
             }
             _ => return,
-        }
-    }
-}
-
-/// Joins the queue and polls until admitted; the admission token, or `None` when the
-/// fan gives up (sale closed, sold out, refused, or waited past `max_queue_wait`).
-async fn wait_for_admission(ctx: &Ctx, session: &str, rng: &mut StdRng) -> Option<String> {
-    let deadline = Instant::now() + ctx.options.max_queue_wait;
-    let mut status = join(ctx, session, rng, deadline).await?;
-    inc(&ctx.stats.joined);
-    let mut failures = 0;
-    let mut retry_after = None;
-    loop {
-        if !status.admission_token.is_empty() {
-            return Some(status.admission_token);
-        }
-        if status.state == QueueState::SoldOut as i32 {
-            // The waiting room says every seat is sold: the fan goes home.
-            inc(&ctx.stats.told_sold_out);
-            return None;
-        }
-        if status.state == QueueState::Closed as i32
-            || ctx.is_sold_out()
-            || Instant::now() >= deadline
-        {
-            return None;
-        }
-        // The server says when to come back (further back, later); a little jitter
-        // keeps fans told the same instant apart.
-        let pause = retry_after.take().unwrap_or_else(|| {
-            Duration::from_millis(status.poll_after_ms)
-                .max(POLL_FLOOR)
-                .mul_f64(rng.gen_range(0.9..1.1))
-        });
-        tokio::time::sleep(pause).await;
-        let request = GetStatusRequest {
-            queue_ticket: status.queue_ticket.clone(),
-            event_id: ctx.event.event_id.clone(),
-        };
-        let mut client = ctx.clients.waiting_room.clone();
-        match ctx
-            .call(
-                "WaitingRoom/GetStatus",
-                client.get_status(authed(request, session)),
-            )
-            .await
-        {
-            Ok(response) => {
-                failures = 0;
-                if let Some(next) = response.status {
-                    // Keep the latest ticket: the server may replace it.
-                    let ticket = status.queue_ticket;
-                    status = next;
-                    if status.queue_ticket.is_empty() {
-                        status.queue_ticket = ticket;
-                    }
-                }
-            }
-            Err(e) => match queue_store_retry(&e, rng) {
-                Some(after) => retry_after = Some(after),
-                None if transient(&e) && failures < TRANSIENT_RETRIES => {
-                    failures += 1;
-                    tokio::time::sleep(backoff(rng, failures)).await;
-                }
-                None => return None,
-            },
         }
     }
 }

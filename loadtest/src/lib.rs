@@ -5,7 +5,7 @@
 //! starting the services; the `loadtest` binary against any deployment):
 //! 1. [`setup_event`]: import the venue, create the event with prices, open the sale a
 //!    few seconds ahead;
-//! 2. [`run_onsale`]: every fan a tokio task — join the waiting room (most before
+//! 2. [`run_onsale`]: fans join the waiting room (most before
 //!    opening), wait for admission, read the seat map, claim seats skewed toward the
 //!    best sections, then pay, abandon, pay late or confirm twice;
 //! 3. [`check_invariants`]: the box office's invariant canary plus the report's counts
@@ -58,6 +58,7 @@ mod levels;
 mod mix;
 mod options;
 mod pay;
+mod queue;
 mod report;
 mod run;
 mod seatmap;

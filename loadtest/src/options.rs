@@ -91,7 +91,9 @@ pub struct OnSaleOptions {
     /// Relative weights of wanting 1, 2, 3 or 4 seats (capped by the event's seats
     /// per claim).
     pub seats_wanted: [f64; 4],
-    /// Fans between their join and their end at once; the others wait to start.
+    /// Fans with a join or a queue poll under way at once (a fan waiting between polls
+    /// is a small record, not a task; an admitted fan shopping is not counted); later
+    /// arrivals wait to start.
     pub max_in_flight: u32,
     /// RPCs in flight at once across all fans, so 2 cores are not swamped; calls that
     /// settle a payment are outside it (see `budget`).

@@ -1,4 +1,6 @@
-//! The on-sale run: every fan a tokio task under a bound on fans in flight, a sampler
+//! The on-sale run: fans arriving on their plans' times, each a task while it joins,
+//! polls or shops and a small record while it waits in the queue ([`crate::queue`]),
+//! under a bound on joins and polls in flight; a sampler
 //! that records the timeline (and drives the progress bars) every ~250 ms, and the
 //! report at the end.
 
@@ -9,13 +11,13 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use stadium_proto::seat_map::v1::GetLayoutRequest;
 use stadium_proto::waiting_room::v1::GetQueueStatsRequest;
 use tokio::sync::{Semaphore, watch};
-use tokio::task::JoinSet;
 
 use crate::credentials::{Credentials, authed};
 use crate::error::{LoadtestError, Result};
-use crate::fan::{Ctx, run_fan};
-use crate::mix::plan_fans;
+use crate::fan::{Ctx, arrival, arrive};
+use crate::mix::{FanPlan, plan_fans};
 use crate::options::OnSaleOptions;
+use crate::queue;
 use crate::report::{DoubleConfirmSummary, FinalAnswers, LateSummary, RunReport, TimelinePoint};
 use crate::seatmap::SeatMap;
 use crate::setup::EventSetup;
@@ -50,13 +52,7 @@ pub async fn run_onsale(
         fans: options.fans_for(event.seats),
         ..options.clone()
     };
-    let mut plans = plan_fans(options)?;
-    // Start fans in the order they arrive, so the in-flight bound delays the latest.
-    plans.sort_by(|a, b| {
-        b.pre_queue
-            .cmp(&a.pre_queue)
-            .then(a.arrival.total_cmp(&b.arrival))
-    });
+    let plans: Arc<[FanPlan]> = plan_fans(options)?.into();
     let clients = targets.clients()?;
     let layout = clients
         .seat_map
@@ -91,23 +87,41 @@ pub async fn run_onsale(
 
     let bars = Bars::new(progress, u64::from(options.fans), ctx.map.seat_count());
     let (stop_tx, stop_rx) = watch::channel(false);
-    let sampler = tokio::spawn(sample(Arc::clone(&ctx), bars.clone(), stop_rx));
+    let sampler = tokio::spawn(sample(Arc::clone(&ctx), bars.clone(), stop_rx.clone()));
 
     let in_flight = Arc::new(Semaphore::new(options.max_in_flight as usize));
-    let mut fans = JoinSet::new();
-    for plan in plans {
+    let (queue, parked) = queue::channel();
+    let driver = tokio::spawn(queue::drive(
+        Arc::clone(&ctx),
+        Arc::clone(&plans),
+        queue.clone(),
+        parked,
+        Arc::clone(&in_flight),
+        stop_rx,
+    ));
+    // Fans start in the order they arrive; the in-flight bound delays the latest.
+    let now = Instant::now();
+    let mut arrivals: Vec<(Instant, u32)> = (0u32..)
+        .zip(plans.iter())
+        .map(|(index, plan)| (arrival(&ctx, plan, now), index))
+        .collect();
+    arrivals.sort_unstable();
+    for (at, index) in arrivals {
+        tokio::time::sleep_until(at.into()).await;
         let Ok(permit) = Arc::clone(&in_flight).acquire_owned().await else {
             break;
         };
-        let ctx = Arc::clone(&ctx);
-        fans.spawn(async move {
-            run_fan(&ctx, plan).await;
-            drop(permit);
-        });
+        let (ctx, plans, queue) = (Arc::clone(&ctx), Arc::clone(&plans), queue.clone());
+        tokio::spawn(async move { arrive(&ctx, &plans, index, &queue, permit).await });
     }
-    while fans.join_next().await.is_some() {}
+    // Every fan's life ends once (queue::Life), whichever task it ended on.
+    let fans = u64::from(options.fans);
+    while get(&ctx.stats.finished) < fans {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     let _ = stop_tx.send(true);
+    let _ = driver.await;
     let mut timeline = sampler.await.unwrap_or_default();
     timeline.push(point(&ctx, None));
     bars.finish();
