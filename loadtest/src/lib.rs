@@ -76,7 +76,10 @@ pub use invariants::{
 pub use latency::{LatencyRecorder, LatencySummary};
 pub use mix::{Behaviour, FanPlan, plan_fan, plan_fans};
 pub use options::{BehaviourShares, EventOptions, FINAL_ANSWER_BOUND, OnSaleOptions};
-pub use report::{DoubleConfirmSummary, FinalAnswers, LateSummary, RunReport, TimelinePoint};
+pub use report::{
+    DoubleConfirmSummary, FinalAnswers, LateSummary, MemoryReport, ProcessMemory, QueueSummary,
+    RunReport, TimelinePoint,
+};
 pub use run::{run_onsale, run_scenario};
 pub use setup::{EventSetup, PricedCategory, setup_event};
 pub use skew::{Candidate, pick_section, rank_sections};

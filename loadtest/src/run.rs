@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use stadium_proto::seat_map::v1::GetLayoutRequest;
-use stadium_proto::waiting_room::v1::GetQueueStatsRequest;
+use stadium_proto::waiting_room::v1::{GetQueueStatsRequest, GetQueueStatsResponse};
 use tokio::sync::{Semaphore, watch};
 
 use crate::credentials::{Credentials, authed};
@@ -18,15 +18,18 @@ use crate::fan::{Ctx, arrival, arrive};
 use crate::mix::{FanPlan, plan_fans};
 use crate::options::OnSaleOptions;
 use crate::queue;
-use crate::report::{DoubleConfirmSummary, FinalAnswers, LateSummary, RunReport, TimelinePoint};
+use crate::report::{
+    DoubleConfirmSummary, FinalAnswers, LateSummary, QueueSummary, RunReport, TimelinePoint,
+};
 use crate::seatmap::SeatMap;
 use crate::setup::EventSetup;
 use crate::stats::get;
 use crate::targets::Targets;
 
 /// Where the timeline's numbers come from.
-const TIMELINE_SOURCES: &str = "admitted: the waiting room's GetQueueStats (the run's own \
-     count when it did not answer); held and sold: the run's own counters of hold and \
+const TIMELINE_SOURCES: &str = "admitted, joined, waiting and the rate: the waiting \
+     room's GetQueueStats (admitted: the run's own count when it did not answer; the \
+     others 0); held and sold: the run's own counters of hold and \
      order answers";
 
 /// Simulates `options.fans` fans (0: 75 % of the venue's seats) buying seats of `event` (set up by
@@ -123,20 +126,24 @@ pub async fn run_onsale(
     let _ = stop_tx.send(true);
     let _ = driver.await;
     let mut timeline = sampler.await.unwrap_or_default();
-    timeline.push(point(&ctx, None));
+    let last = queue_stats(&ctx).await;
+    timeline.push(point(&ctx, last.as_ref()));
     bars.finish();
     Ok(build_report(&ctx, timeline))
 }
 
-/// One timeline sample; `admitted` from the waiting room when given.
-fn point(ctx: &Ctx, admitted: Option<u64>) -> TimelinePoint {
+/// One timeline sample; the queue's own counts from the waiting room when given.
+fn point(ctx: &Ctx, queue: Option<&GetQueueStatsResponse>) -> TimelinePoint {
     TimelinePoint {
         t_ms: ctx.elapsed_ms(),
-        admitted: admitted.unwrap_or_else(|| get(&ctx.stats.admitted)),
+        admitted: queue.map_or_else(|| get(&ctx.stats.admitted), |q| q.admitted),
         held: get(&ctx.stats.seats_held_now),
         sold: get(&ctx.stats.seats_sold),
         claims: get(&ctx.stats.claim_attempts),
         seat_taken: get(&ctx.stats.seat_taken),
+        joined: queue.map_or(0, |q| q.joined),
+        waiting: queue.map_or(0, |q| q.waiting),
+        fans_per_minute: queue.map_or(0, |q| q.fans_per_minute),
     }
 }
 
@@ -150,15 +157,15 @@ async fn sample(ctx: Arc<Ctx>, bars: Bars, mut stop: watch::Receiver<bool>) -> V
             _ = tick.tick() => {}
             _ = stop.changed() => return timeline,
         }
-        let admitted = queue_admitted(&ctx).await;
-        let p = point(&ctx, admitted);
+        let queue = queue_stats(&ctx).await;
+        let p = point(&ctx, queue.as_ref());
         bars.update(&ctx, &p);
         timeline.push(p);
     }
 }
 
-/// The waiting room's admitted count (its frontier), if it answers.
-async fn queue_admitted(ctx: &Ctx) -> Option<u64> {
+/// The waiting room's counts of the event's queue, if it answers.
+async fn queue_stats(ctx: &Ctx) -> Option<GetQueueStatsResponse> {
     let token = ctx.creds.admin_token().ok()?;
     let request = GetQueueStatsRequest {
         event_id: ctx.event.event_id.clone(),
@@ -170,7 +177,6 @@ async fn queue_admitted(ctx: &Ctx) -> Option<u64> {
     )
     .await
     .ok()
-    .map(|s| s.admitted)
 }
 
 fn build_report(ctx: &Ctx, timeline: Vec<TimelinePoint>) -> RunReport {
@@ -249,8 +255,10 @@ fn build_report(ctx: &Ctx, timeline: Vec<TimelinePoint>) -> RunReport {
         } else {
             0.0
         },
+        queue: QueueSummary::from_timeline(&timeline),
         timeline,
         timeline_sources: TIMELINE_SOURCES.into(),
+        memory: None,
         invariants: None,
     }
 }

@@ -16,6 +16,8 @@ pub struct Deployment {
     pub endpoints: Endpoints,
     /// The PostgreSQL URL the services use.
     pub database_url: String,
+    /// The Redis URL the waiting room uses.
+    pub redis_url: String,
     /// The identity provider the services trust: it mints the fans' sessions and the
     /// staff's admin tokens.
     pub issuer: Arc<DevIssuer>,

@@ -5,6 +5,7 @@
 
 pub mod deployment;
 pub mod faults;
+pub mod memory;
 pub mod onsale;
 pub mod replicas;
 pub mod stack;

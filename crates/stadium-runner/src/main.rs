@@ -245,7 +245,16 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
             processes.kill_mid_sale.then(Plan::kill_mid_sale)
         };
         let disrupt = plan.as_ref().map(|plan| (&mut stack, plan));
-        let outcome = stadium_runner::onsale::run(&deployment, &config, disrupt).await;
+        let mut outcome = stadium_runner::onsale::run(&deployment, &config, disrupt).await;
+        if let Ok((report, ..)) = &mut outcome
+            && let Some(memory) = report.memory.as_mut()
+        {
+            // This process ran only the simulated fans; the services ran apart.
+            for process in &mut memory.processes {
+                process.name = "simulator".into();
+            }
+            memory.processes.extend(stack.peak_memory());
+        }
         stack.stop().await;
         outcome
     } else {

@@ -8,12 +8,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use loadtest::floor::sellout::{SelloutFloor, SelloutFloorOptions, sellout_floor};
-use loadtest::{Credentials, EventOptions, OnSaleOptions, RunReport, VenueSource};
+use loadtest::{
+    Credentials, EventOptions, MemoryReport, OnSaleOptions, ProcessMemory, RunReport, VenueSource,
+};
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
 use crate::Deployment;
 use crate::faults::{self, Disruption, Fault, Notices, Plan, ledger};
+use crate::memory::{RedisMemory, peak_rss, redis_memory};
 use crate::replicas::ProcessStack;
 
 /// What to sell and to how many fans.
@@ -191,6 +194,7 @@ pub async fn run(
             .fetch_one(&pool)
             .await
             .context("read the last event id")?;
+    let redis_before = read_redis_memory(&deployment.redis_url).await;
     let sale_over = CancellationToken::new();
     let sale = async {
         let report = loadtest::run_scenario(
@@ -223,7 +227,12 @@ pub async fn run(
         }
     };
     let (report, mut disruption) = tokio::join!(sale, disruption);
-    let report = report?;
+    let mut report = report?;
+    report.memory = Some(memory_report(
+        redis_before,
+        read_redis_memory(&deployment.redis_url).await,
+        report.queue.joined.max(report.joined),
+    ));
     let pool = if disruption.is_some() {
         // The faults may have restarted the database under the pool's connections.
         pool.close().await;
@@ -266,6 +275,45 @@ pub async fn run(
         }
     };
     Ok((report, check, floor, disruption))
+}
+
+/// Redis's memory figures now; `None` (with a warning) when it does not answer.
+async fn read_redis_memory(url: &str) -> Option<RedisMemory> {
+    match redis_memory(url).await {
+        Ok(memory) => Some(memory),
+        Err(e) => {
+            tracing::warn!(error = %format!("{e:#}"), "Redis memory not measured");
+            None
+        }
+    }
+}
+
+/// The run's memory figures: Redis before and after the sale (the difference is the
+/// queue state of `fans` fans, plus whatever else used the same server meanwhile), and
+/// this process's own peak resident memory (the services too when they run in it; the
+/// caller adds the replicas' when they run apart).
+fn memory_report(
+    before: Option<RedisMemory>,
+    after: Option<RedisMemory>,
+    fans: u64,
+) -> MemoryReport {
+    let (before, after, fans) = match (before, after) {
+        (Some(before), Some(after)) => (before, after, fans),
+        _ => (RedisMemory::default(), RedisMemory::default(), 0),
+    };
+    MemoryReport {
+        redis_before_bytes: before.used,
+        redis_after_bytes: after.used,
+        redis_peak_bytes: after.peak,
+        fans_in_store: fans,
+        processes: peak_rss("self")
+            .map(|bytes| ProcessMemory {
+                name: "stadium (this process)".into(),
+                peak_rss_bytes: bytes,
+            })
+            .into_iter()
+            .collect(),
+    }
 }
 
 /// Counts the event's seats by state in the database and compares them with the

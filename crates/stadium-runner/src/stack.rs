@@ -169,6 +169,7 @@ impl Stack {
         crate::Deployment {
             endpoints: self.endpoints.clone(),
             database_url: self.database_url.clone(),
+            redis_url: self.redis_url.clone(),
             issuer: Arc::clone(&self.issuer),
             payment_timing: self.payment_timing,
         }

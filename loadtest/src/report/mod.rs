@@ -2,8 +2,13 @@
 //! ([`RunReport::to_text`]), JSON ([`RunReport::to_json`]) and an SVG chart of
 //! admitted, held and sold over time ([`RunReport::to_svg`]).
 
+mod memory;
+mod queue;
 mod svg;
 mod text;
+
+pub use memory::{MemoryReport, ProcessMemory};
+pub use queue::QueueSummary;
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +22,7 @@ use crate::stats::ErrorCount;
 pub const SERVER_FAULTS: [&str; 3] = ["Internal", "Unknown", "DataLoss"];
 
 /// One timeline sample.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimelinePoint {
     /// Milliseconds since the run started.
     pub t_ms: u64,
@@ -33,6 +38,16 @@ pub struct TimelinePoint {
     /// Claims answered `SEAT_TAKEN` so far.
     #[serde(default)]
     pub seat_taken: u64,
+    /// Fans the waiting room has taken in so far (0 when it did not answer).
+    #[serde(default)]
+    pub joined: u64,
+    /// Fans waiting in the queue (0 when the waiting room did not answer).
+    #[serde(default)]
+    pub waiting: u64,
+    /// The configured admission rate, fans/min (0 when the waiting room did not
+    /// answer).
+    #[serde(default)]
+    pub fans_per_minute: u32,
 }
 
 /// Late payers: fans who confirmed after their hold lapsed.
@@ -164,6 +179,12 @@ pub struct RunReport {
     pub throughput_seats_per_s: f64,
     /// Samples every ~250 ms.
     pub timeline: Vec<TimelinePoint>,
+    /// The queue's figures, from the timeline.
+    #[serde(default)]
+    pub queue: QueueSummary,
+    /// Memory figures, when the runner measured them.
+    #[serde(default)]
+    pub memory: Option<MemoryReport>,
     /// Where the timeline's numbers come from.
     pub timeline_sources: String,
     /// The invariant canary and the comparison with the box office, once checked.
@@ -281,8 +302,30 @@ pub(crate) mod tests {
                     sold: i * 22,
                     claims: i * 30,
                     seat_taken: i * 3,
+                    joined: 2_000,
+                    waiting: 2_000 - i * 45,
+                    fans_per_minute: 12_000,
                 })
                 .collect(),
+            queue: QueueSummary {
+                joined: 2_000,
+                peak_joins_per_s: 4_000.0,
+                peak_waiting: 1_990,
+                peak_waiting_at_ms: 500,
+                rate_per_s: 200.0,
+                peak_admitted_per_s: 180.0,
+                samples_over_rate: 0,
+            },
+            memory: Some(MemoryReport {
+                redis_before_bytes: 1_000_000,
+                redis_after_bytes: 1_160_000,
+                redis_peak_bytes: 2_000_000,
+                fans_in_store: 2_000,
+                processes: vec![ProcessMemory {
+                    name: "simulator".into(),
+                    peak_rss_bytes: 52_428_800,
+                }],
+            }),
             timeline_sources: "admitted: GetQueueStats; held, sold: run counters".into(),
             invariants: Some(InvariantCheck {
                 checked: true,

@@ -60,6 +60,57 @@ impl RunReport {
                 self.claim_rounds_lost
             ),
         )?;
+        let q = &self.queue;
+        writeln!(out, "\nQueue (the waiting room's counts)")?;
+        row(
+            out,
+            "joined",
+            format!("{}, at most {:.0}/s", q.joined, q.peak_joins_per_s),
+        )?;
+        row(
+            out,
+            "longest queue",
+            format!(
+                "{} fans waiting, {:.1} s after the start",
+                q.peak_waiting,
+                q.peak_waiting_at_ms as f64 / 1_000.0
+            ),
+        )?;
+        row(
+            out,
+            "admitted per second",
+            format!(
+                "at most {:.0}/s between two samples, rate {:.0}/s; {} samples past \
+                 rate x elapsed + 1",
+                q.peak_admitted_per_s, q.rate_per_s, q.samples_over_rate
+            ),
+        )?;
+        if let Some(memory) = &self.memory {
+            writeln!(out, "\nMemory")?;
+            let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / 1_048_576.0);
+            row(
+                out,
+                "Redis per fan in the queue",
+                match memory.redis_bytes_per_fan() {
+                    Some(bytes) => format!(
+                        "{bytes:.0} bytes ({} added for {} fans; peak {})",
+                        mib(memory
+                            .redis_after_bytes
+                            .saturating_sub(memory.redis_before_bytes)),
+                        memory.fans_in_store,
+                        mib(memory.redis_peak_bytes)
+                    ),
+                    None => "not measured".into(),
+                },
+            )?;
+            for process in &memory.processes {
+                row(
+                    out,
+                    &format!("peak RSS {}", process.name),
+                    mib(process.peak_rss_bytes),
+                )?;
+            }
+        }
         writeln!(out, "\nSeats ({} in the venue)", self.venue_seats)?;
         row(
             out,
@@ -263,5 +314,17 @@ mod tests {
         assert!(text.contains("result: FAILED"));
         assert!(text.contains("Holds/ClaimSeats"));
         assert!(text.contains("SEAT_TAKEN"));
+        assert!(text.contains("2000, at most 4000/s"), "{text}");
+        assert!(
+            text.contains("1990 fans waiting, 0.5 s after the start"),
+            "{text}"
+        );
+        assert!(text.contains("rate 200/s; 0 samples past"), "{text}");
+        assert!(
+            text.contains("80 bytes (0.2 MiB added for 2000 fans; peak 1.9 MiB)"),
+            "{text}"
+        );
+        assert!(text.contains("peak RSS simulator"), "{text}");
+        assert!(text.contains("50.0 MiB"), "{text}");
     }
 }

@@ -551,6 +551,21 @@ impl ProcessStack {
         self.watch_pids()
     }
 
+    /// Peak resident memory of every replica still running (and of the simulated
+    /// provider), by replica name.
+    pub fn peak_memory(&self) -> Vec<loadtest::ProcessMemory> {
+        std::iter::once(&self.provider)
+            .chain(&self.replicas)
+            .filter_map(|replica| {
+                let bytes = crate::memory::peak_rss(&replica.pid()?.to_string())?;
+                Some(loadtest::ProcessMemory {
+                    name: replica.name(),
+                    peak_rss_bytes: bytes,
+                })
+            })
+            .collect()
+    }
+
     /// Tells the watchdog which processes are the run's now.
     fn watch_pids(&self) -> anyhow::Result<()> {
         let pids = std::iter::once(&self.provider)
@@ -564,6 +579,7 @@ impl ProcessStack {
         crate::Deployment {
             endpoints: self.endpoints.clone(),
             database_url: self.database_url.clone(),
+            redis_url: self.redis_url.clone(),
             issuer: Arc::clone(&self.issuer),
             payment_timing: self.payment_timing,
         }

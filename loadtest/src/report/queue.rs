@@ -1,0 +1,123 @@
+//! The queue's figures of a run, from the timeline's samples of the waiting room's own
+//! counts (`GetQueueStats`): how fast fans joined, how long the queue grew, and how
+//! admission kept to the configured rate at every sample.
+
+use serde::{Deserialize, Serialize};
+
+use super::TimelinePoint;
+
+/// What the queue did over a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueSummary {
+    /// Fans the waiting room numbered or pre-queued by the last sample.
+    pub joined: u64,
+    /// Fastest join rate between two samples, fans/s.
+    pub peak_joins_per_s: f64,
+    /// Longest queue seen (fans waiting), and when (ms after the start).
+    pub peak_waiting: u64,
+    /// When the queue was longest, ms after the start.
+    pub peak_waiting_at_ms: u64,
+    /// The configured admission rate at the last sample, fans/s.
+    pub rate_per_s: f64,
+    /// Fastest admission between two samples, fans/s (sampling jitter can put one
+    /// interval above the rate; the bound below is the check).
+    pub peak_admitted_per_s: f64,
+    /// Samples at which the fans admitted since the first admission exceeded the rate
+    /// times the time since then, plus one (0 when admission kept to the rate).
+    pub samples_over_rate: u64,
+}
+
+impl QueueSummary {
+    /// The summary of `timeline` (samples in time order; those without the waiting
+    /// room's counts, `fans_per_minute` 0, are skipped).
+    pub fn from_timeline(timeline: &[TimelinePoint]) -> Self {
+        let samples: Vec<&TimelinePoint> =
+            timeline.iter().filter(|p| p.fans_per_minute > 0).collect();
+        let mut summary = QueueSummary::default();
+        for pair in samples.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let dt = b.t_ms.saturating_sub(a.t_ms) as f64 / 1_000.0;
+            if dt <= 0.0 {
+                continue;
+            }
+            let joins = b.joined.saturating_sub(a.joined) as f64 / dt;
+            let admitted = b.admitted.saturating_sub(a.admitted) as f64 / dt;
+            summary.peak_joins_per_s = summary.peak_joins_per_s.max(joins);
+            summary.peak_admitted_per_s = summary.peak_admitted_per_s.max(admitted);
+        }
+        for p in &samples {
+            if p.waiting > summary.peak_waiting {
+                summary.peak_waiting = p.waiting;
+                summary.peak_waiting_at_ms = p.t_ms;
+            }
+        }
+        if let Some(last) = samples.last() {
+            summary.joined = last.joined;
+            summary.rate_per_s = f64::from(last.fans_per_minute) / 60.0;
+        }
+        // The bound counts from the sample before the first admission: admission can
+        // only have started after it.
+        if let Some(start) = samples.iter().rposition(|p| p.admitted == 0) {
+            let origin = samples[start];
+            summary.samples_over_rate = samples[start..]
+                .iter()
+                .filter(|p| {
+                    let elapsed_min = p.t_ms.saturating_sub(origin.t_ms) as f64 / 60_000.0;
+                    let allowed = f64::from(p.fans_per_minute) * elapsed_min + 1.0;
+                    p.admitted as f64 > allowed
+                })
+                .count() as u64;
+        }
+        summary
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(t_ms: u64, joined: u64, waiting: u64, admitted: u64) -> TimelinePoint {
+        TimelinePoint {
+            t_ms,
+            admitted,
+            joined,
+            waiting,
+            fans_per_minute: 600,
+            ..TimelinePoint::default()
+        }
+    }
+
+    #[test]
+    fn rates_peaks_and_the_bound_come_from_the_samples() {
+        let timeline = [
+            sample(0, 0, 0, 0),
+            sample(1_000, 500, 500, 0),
+            sample(2_000, 2_000, 2_000, 0),
+            sample(3_000, 2_500, 2_490, 10),
+            sample(4_000, 2_500, 2_480, 20),
+        ];
+        let s = QueueSummary::from_timeline(&timeline);
+        assert_eq!(s.joined, 2_500);
+        assert_eq!(s.peak_joins_per_s, 1_500.0);
+        assert_eq!((s.peak_waiting, s.peak_waiting_at_ms), (2_490, 3_000));
+        assert_eq!(s.rate_per_s, 10.0);
+        assert_eq!(s.peak_admitted_per_s, 10.0);
+        assert_eq!(s.samples_over_rate, 0);
+    }
+
+    #[test]
+    fn admission_past_the_rate_is_counted_and_samples_without_counts_are_skipped() {
+        let mut unanswered = sample(2_500, 0, 0, 0);
+        unanswered.fans_per_minute = 0;
+        let timeline = [
+            sample(0, 100, 100, 0),
+            sample(1_000, 100, 80, 20),
+            unanswered,
+            sample(2_000, 100, 75, 25),
+        ];
+        let s = QueueSummary::from_timeline(&timeline);
+        // 20 admitted 1 s after the last sample with none: 10/s allows 11.
+        assert_eq!(s.samples_over_rate, 2);
+        assert_eq!(s.peak_admitted_per_s, 20.0);
+    }
+}
