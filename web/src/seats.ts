@@ -1,0 +1,283 @@
+// Admitted: the venue drawn from the layout's coordinates, coloured by price category
+// and greyed where taken (as of the availability's `as_of`); "best available" by
+// quantity, category and together; or seats picked on the map. A SEAT_TAKEN answer
+// marks the taken seats and highlights the alternatives it offers.
+
+import type { Hold } from "./gen/stadium/holds/v1/holds_pb.js";
+import type { Clients } from "./clients.js";
+import type { Admission } from "./queue.js";
+import { announce, h, money, show } from "./dom.js";
+import { explain, failure, seatIds, type Failure } from "./errors.js";
+import { freeSeats, Venue } from "./venue.js";
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/** Draws the map and resolves with the fan's hold. */
+export async function chooseSeats(
+  api: Clients,
+  eventId: string,
+  admission: Admission,
+  venue: Venue,
+): Promise<Hold> {
+  return new Promise((resolve) => {
+    let free = new Set<string>();
+    const picked = new Set<string>();
+    let pickedSection: bigint | null = null;
+    const circles = new Map<string, SVGCircleElement>();
+    const message = h("div", { id: "claim-message", role: "alert" });
+    const asOfText = h("p", { id: "as-of", class: "muted" });
+    const pickedList = h("ul", { id: "picked-seats" });
+    const holdPicked = h("button", { type: "button", id: "hold-picked", disabled: true }, "Hold these seats");
+
+    const categories = venue.layout.categories;
+    const categorySelect = h(
+      "select",
+      { id: "ba-category", name: "category" },
+      ...categories.map((c) =>
+        h("option", { value: c.code }, `${c.name || c.code}${c.price ? ` — ${money(c.price.amountMinor, c.price.currency)}` : ""}`),
+      ),
+    );
+    const quantity = h("input", { id: "ba-quantity", name: "quantity", type: "number", min: 1, max: 10, value: 2, required: true });
+    const together = h("input", { id: "ba-together", name: "together", type: "checkbox", checked: true });
+    const bestForm = h(
+      "form",
+      { class: "card", id: "best-available", "aria-labelledby": "ba-title" },
+      h("h3", { id: "ba-title" }, "Best available"),
+      h("div", { class: "field" }, h("label", { for: "ba-quantity" }, "How many seats"), quantity),
+      h("div", { class: "field" }, h("label", { for: "ba-category" }, "Price category"), categorySelect),
+      h("div", { class: "field inline" }, together, h("label", { for: "ba-together" }, "Seats together")),
+      h("button", { type: "submit", id: "ba-submit" }, "Find my seats"),
+    );
+
+    const svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("id", "seat-map");
+    svg.setAttribute("role", "group");
+    svg.setAttribute("aria-label", `Seat map of ${venue.layout.venueName}. Use Tab to reach seats, Space to pick.`);
+    drawMap(svg, venue, circles);
+
+    const legend = h(
+      "ul",
+      { class: "legend", "aria-label": "Price categories" },
+      ...categories.map((c) =>
+        h(
+          "li",
+          {},
+          h("span", { class: "swatch", style: `background:${venue.colors.get(c.code) ?? "#888"}`, "aria-hidden": "true" }),
+          `${c.name || c.code}${c.price ? ` ${money(c.price.amountMinor, c.price.currency)}` : ""}`,
+        ),
+      ),
+      h("li", {}, h("span", { class: "swatch taken", "aria-hidden": "true" }), "Not available"),
+      h("li", {}, h("span", { class: "swatch alternative", "aria-hidden": "true" }), "Suggested instead"),
+    );
+
+    const paint = () => {
+      for (const [id, circle] of circles) {
+        const available = free.has(id);
+        const seat = venue.seats.get(id)!;
+        circle.classList.toggle("taken", !available);
+        circle.classList.toggle("picked", picked.has(id));
+        circle.setAttribute("aria-checked", picked.has(id) ? "true" : "false");
+        circle.setAttribute("aria-disabled", available ? "false" : "true");
+        circle.setAttribute("tabindex", available ? "0" : "-1");
+        circle.setAttribute(
+          "aria-label",
+          `${venue.describe(seat.id)}, ${seat.category}${seat.accessible ? ", accessible" : ""}${available ? "" : ", not available"}`,
+        );
+      }
+      pickedList.replaceChildren(
+        ...[...picked].map((id) => h("li", {}, venue.describe(BigInt(id)))),
+      );
+      holdPicked.disabled = picked.size === 0;
+    };
+
+    const refresh = async () => {
+      const availability = await api.seatMap.getAvailability({ eventId, sectionId: 0n });
+      const next = freeSeats(availability);
+      free = next.free;
+      for (const id of [...picked]) if (!free.has(id)) picked.delete(id);
+      asOfText.textContent = next.asOf
+        ? `Seats shown as of ${next.asOf.toLocaleTimeString()}; ${free.size} free.`
+        : `${free.size} seats free.`;
+      paint();
+    };
+
+    const toggle = (id: string) => {
+      const seat = venue.seats.get(id);
+      if (!seat || !free.has(id)) return;
+      if (pickedSection !== null && seat.sectionId !== pickedSection) {
+        picked.clear();
+        announce("Seats are held one section at a time: your earlier picks were cleared.");
+      }
+      pickedSection = seat.sectionId;
+      if (picked.has(id)) picked.delete(id);
+      else picked.add(id);
+      paint();
+      announce(`${venue.describe(seat.id)} ${picked.has(id) ? "picked" : "unpicked"}. ${picked.size} picked.`);
+    };
+    svg.addEventListener("click", (e) => {
+      const id = (e.target as Element).getAttribute("data-seat-id");
+      if (id) toggle(id);
+    });
+    svg.addEventListener("keydown", (e) => {
+      const id = (e.target as Element).getAttribute("data-seat-id");
+      if (id && (e.key === " " || e.key === "Enter")) {
+        e.preventDefault();
+        toggle(id);
+      }
+    });
+
+    const seatTaken = (f: Failure) => {
+      const taken = seatIds(f.metadata["taken_seat_ids"]);
+      const alternatives = seatIds(f.metadata["alternative_seat_ids"]);
+      for (const id of taken) {
+        free.delete(id.toString());
+        picked.delete(id.toString());
+      }
+      for (const circle of circles.values()) circle.classList.remove("alternative");
+      for (const id of alternatives) circles.get(id.toString())?.classList.add("alternative");
+      paint();
+      const parts: Node[] = [h("p", {}, explain(f))];
+      if (alternatives.length > 0) {
+        const list = h("ul", { id: "alternatives" }, ...alternatives.map((id) => h("li", {}, venue.describe(id))));
+        const take = h("button", { type: "button", id: "take-alternatives" }, "Pick the suggested seats");
+        take.addEventListener("click", () => {
+          picked.clear();
+          for (const id of alternatives) picked.add(id.toString());
+          pickedSection = venue.seats.get(alternatives[0]!.toString())?.sectionId ?? null;
+          paint();
+          holdPicked.focus();
+        });
+        parts.push(h("p", {}, "Highlighted on the map instead:"), list, take);
+      } else if (f.metadata["other_section_ids"]) {
+        parts.push(h("p", {}, "Other sections still have room: try best available."));
+      }
+      message.className = "card warning";
+      message.replaceChildren(...parts);
+    };
+
+    const claimed = (hold: Hold | undefined) => {
+      if (!hold) {
+        message.className = "card warning";
+        message.replaceChildren(h("p", {}, "Nothing fits right now; try again in a moment."));
+        return;
+      }
+      resolve(hold);
+    };
+
+    const attempt = async (call: () => Promise<Hold | undefined>, busy: HTMLButtonElement) => {
+      busy.disabled = true;
+      message.className = "";
+      message.replaceChildren();
+      try {
+        claimed(await call());
+      } catch (e) {
+        const f = failure(e);
+        if (f.reason === "SEAT_TAKEN") seatTaken(f);
+        else {
+          message.className = "card error";
+          message.replaceChildren(h("p", {}, explain(f)));
+        }
+        await refresh().catch(() => undefined);
+      } finally {
+        busy.disabled = false;
+      }
+    };
+
+    bestForm.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const submit = bestForm.querySelector<HTMLButtonElement>("#ba-submit")!;
+      void attempt(async () => {
+        const answer = await api.holds.claimBestAvailable({
+          admissionToken: admission.token,
+          eventId,
+          target: { case: "priceCategory", value: categorySelect.value },
+          quantity: Number(quantity.value),
+          together: together.checked,
+          requestId: crypto.randomUUID(),
+        });
+        return answer.hold;
+      }, submit);
+    });
+    holdPicked.addEventListener("click", () => {
+      const ids = [...picked].map((id) => BigInt(id)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      if (pickedSection === null || ids.length === 0) return;
+      const section = pickedSection;
+      void attempt(async () => {
+        const answer = await api.holds.claimSeats({
+          admissionToken: admission.token,
+          eventId,
+          sectionId: section,
+          seatIds: ids,
+          requestId: crypto.randomUUID(),
+        });
+        return answer.hold;
+      }, holdPicked);
+    });
+    const refreshButton = h("button", { type: "button", id: "refresh-map", class: "secondary" }, "Refresh the map");
+    refreshButton.addEventListener("click", () => void refresh());
+
+    show(
+      "Choose seats",
+      h("h2", {}, `Choose your seats — ${venue.layout.venueName}`),
+      message,
+      bestForm,
+      h(
+        "section",
+        { class: "card", "aria-labelledby": "map-title" },
+        h("h3", { id: "map-title" }, "Or pick seats on the map"),
+        asOfText,
+        legend,
+        h("div", { class: "map-frame" }, svg),
+        refreshButton,
+        h("h4", {}, "Picked"),
+        pickedList,
+        holdPicked,
+      ),
+    );
+    void refresh();
+  });
+}
+
+/** One circle per seat at its plan position, in the plan's own units. */
+function drawMap(svg: SVGSVGElement, venue: Venue, circles: Map<string, SVGCircleElement>): void {
+  const seats = [...venue.seats.values()];
+  if (seats.length === 0) return;
+  let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+  for (const s of seats) {
+    minX = Math.min(minX, s.x); maxX = Math.max(maxX, s.x);
+    minY = Math.min(minY, s.y); maxY = Math.max(maxY, s.y);
+  }
+  // The seat radius from the closest neighbours in a row (the plan's seat pitch).
+  let pitch = Infinity;
+  const byRow = new Map<string, number[]>();
+  for (const s of seats) {
+    const key = `${s.sectionId}/${s.row}`;
+    const xs = byRow.get(key) ?? [];
+    xs.push(s.x);
+    byRow.set(key, xs);
+  }
+  for (const xs of byRow.values()) {
+    xs.sort((a, b) => a - b);
+    for (let i = 1; i < xs.length; i += 1) {
+      const d = xs[i]! - xs[i - 1]!;
+      if (d > 0) pitch = Math.min(pitch, d);
+    }
+  }
+  if (!Number.isFinite(pitch)) pitch = Math.max(1, (maxX - minX) / 50);
+  const r = pitch * 0.4;
+  const pad = pitch;
+  svg.setAttribute("viewBox", `${minX - pad} ${minY - pad} ${maxX - minX + 2 * pad} ${maxY - minY + 2 * pad}`);
+  svg.setAttribute("preserveAspectRatio", "xMidYMid meet");
+  for (const s of seats) {
+    const c = document.createElementNS(SVG, "circle");
+    c.setAttribute("cx", String(s.x));
+    c.setAttribute("cy", String(s.y));
+    c.setAttribute("r", String(r));
+    c.setAttribute("fill", venue.colors.get(s.category) ?? "#4a6fa5");
+    c.setAttribute("role", "checkbox");
+    c.setAttribute("data-seat-id", s.id.toString());
+    c.setAttribute("class", "seat");
+    svg.append(c);
+    circles.set(s.id.toString(), c);
+  }
+}
