@@ -566,6 +566,7 @@ impl ProcessStack {
             database_url: self.database_url.clone(),
             issuer: Arc::clone(&self.issuer),
             payment_timing: self.payment_timing,
+            page: None,
         }
     }
 
