@@ -52,7 +52,7 @@ export async function chooseSeats(
     const svg = document.createElementNS(SVG, "svg");
     svg.setAttribute("id", "seat-map");
     svg.setAttribute("role", "group");
-    svg.setAttribute("aria-label", `Seat map of ${venue.layout.venueName}. Use Tab to reach seats, Space to pick.`);
+    svg.setAttribute("aria-label", `Seat map of ${venue.layout.venueName}. Arrow keys move between free seats, Space picks.`);
     drawMap(svg, venue, circles);
 
     const legend = h(
@@ -70,7 +70,11 @@ export async function chooseSeats(
       h("li", {}, h("span", { class: "swatch alternative", "aria-hidden": "true" }), "Suggested instead"),
     );
 
+    // One seat of the map is in the tab order (a roving tab stop); arrows move it.
+    const order = [...circles.keys()];
+    let current: string | null = null;
     const paint = () => {
+      if (current === null || !free.has(current)) current = order.find((id) => free.has(id)) ?? null;
       for (const [id, circle] of circles) {
         const available = free.has(id);
         const seat = venue.seats.get(id)!;
@@ -78,7 +82,7 @@ export async function chooseSeats(
         circle.classList.toggle("picked", picked.has(id));
         circle.setAttribute("aria-checked", picked.has(id) ? "true" : "false");
         circle.setAttribute("aria-disabled", available ? "false" : "true");
-        circle.setAttribute("tabindex", available ? "0" : "-1");
+        circle.setAttribute("tabindex", id === current ? "0" : "-1");
         circle.setAttribute(
           "aria-label",
           `${venue.describe(seat.id)}, ${seat.category}${seat.accessible ? ", accessible" : ""}${available ? "" : ", not available"}`,
@@ -109,6 +113,7 @@ export async function chooseSeats(
         announce("Seats are held one section at a time: your earlier picks were cleared.");
       }
       pickedSection = seat.sectionId;
+      current = id;
       if (picked.has(id)) picked.delete(id);
       else picked.add(id);
       paint();
@@ -118,12 +123,40 @@ export async function chooseSeats(
       const id = (e.target as Element).getAttribute("data-seat-id");
       if (id) toggle(id);
     });
+    const focusSeat = (id: string | undefined) => {
+      if (id === undefined) return;
+      current = id;
+      paint();
+      circles.get(id)?.focus();
+    };
     svg.addEventListener("keydown", (e) => {
       const id = (e.target as Element).getAttribute("data-seat-id");
-      if (id && (e.key === " " || e.key === "Enter")) {
-        e.preventDefault();
-        toggle(id);
+      if (!id) return;
+      const i = order.indexOf(id);
+      const isFree = (s: string) => free.has(s);
+      switch (e.key) {
+        case " ":
+        case "Enter":
+          toggle(id);
+          break;
+        case "ArrowRight":
+        case "ArrowDown":
+          focusSeat(order.slice(i + 1).find(isFree));
+          break;
+        case "ArrowLeft":
+        case "ArrowUp":
+          focusSeat(order.slice(0, i).reverse().find(isFree));
+          break;
+        case "Home":
+          focusSeat(order.find(isFree));
+          break;
+        case "End":
+          focusSeat([...order].reverse().find(isFree));
+          break;
+        default:
+          return;
       }
+      e.preventDefault();
     });
 
     const seatTaken = (f: Failure) => {
@@ -247,23 +280,20 @@ function drawMap(svg: SVGSVGElement, venue: Venue, circles: Map<string, SVGCircl
     minX = Math.min(minX, s.x); maxX = Math.max(maxX, s.x);
     minY = Math.min(minY, s.y); maxY = Math.max(maxY, s.y);
   }
-  // The seat radius from the closest neighbours in a row (the plan's seat pitch).
-  let pitch = Infinity;
-  const byRow = new Map<string, number[]>();
+  // The seat pitch: the median distance between neighbours in a row (rows may curve).
+  const gaps: number[] = [];
+  const last = new Map<string, { x: number; y: number }>();
   for (const s of seats) {
     const key = `${s.sectionId}/${s.row}`;
-    const xs = byRow.get(key) ?? [];
-    xs.push(s.x);
-    byRow.set(key, xs);
-  }
-  for (const xs of byRow.values()) {
-    xs.sort((a, b) => a - b);
-    for (let i = 1; i < xs.length; i += 1) {
-      const d = xs[i]! - xs[i - 1]!;
-      if (d > 0) pitch = Math.min(pitch, d);
+    const before = last.get(key);
+    if (before) {
+      const d = Math.hypot(s.x - before.x, s.y - before.y);
+      if (d > 0) gaps.push(d);
     }
+    last.set(key, s);
   }
-  if (!Number.isFinite(pitch)) pitch = Math.max(1, (maxX - minX) / 50);
+  gaps.sort((a, b) => a - b);
+  const pitch = gaps.length > 0 ? gaps[Math.floor(gaps.length / 2)]! : Math.max(1, (maxX - minX) / 50);
   const r = pitch * 0.4;
   const pad = pitch;
   svg.setAttribute("viewBox", `${minX - pad} ${minY - pad} ${maxX - minX + 2 * pad} ${maxY - minY + 2 * pad}`);

@@ -18,7 +18,8 @@ const STORE = "stadium.session";
 function subject(token: string): string {
   try {
     const payload = token.split(".")[1] ?? "";
-    const json = atob(payload.replace(/-/g, "+").replace(/_/g, "/"));
+    const binary = atob(payload.replace(/-/g, "+").replace(/_/g, "/"));
+    const json = new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
     const sub = (JSON.parse(json) as { sub?: unknown }).sub;
     return typeof sub === "string" ? sub : "";
   } catch {

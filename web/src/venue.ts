@@ -3,6 +3,9 @@
 
 import type { Layout, GetAvailabilityResponse } from "./gen/stadium/seat_map/v1/seat_map_pb.js";
 
+/** Distinct colours (readable on white, apart for common colour blindness). */
+const PALETTE = ["#1f77b4", "#d95f02", "#7570b3", "#1b9e77", "#e7298a", "#66a61e", "#a6761d", "#e6ab02"];
+
 /** One seat with what the page shows about it. */
 export interface SeatInfo {
   id: bigint;
@@ -22,7 +25,12 @@ export class Venue {
   readonly colors = new Map<string, string>();
 
   constructor(readonly layout: Layout) {
-    for (const c of layout.categories) this.colors.set(c.code, c.color || "#4a6fa5");
+    // The plan's colours, unless they do not tell the categories apart.
+    const given = new Set(layout.categories.map((c) => c.color.toLowerCase()).filter((c) => c !== ""));
+    const ownColours = given.size === layout.categories.length;
+    layout.categories.forEach((c, i) => {
+      this.colors.set(c.code, ownColours ? c.color : PALETTE[i % PALETTE.length]!);
+    });
     let sectionIndex = 0;
     for (const section of layout.sections) {
       let rowIndex = 0;

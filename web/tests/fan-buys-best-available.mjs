@@ -89,6 +89,14 @@ try {
   // Admitted at the opening: the seat map.
   await page.getByRole("heading", { name: /Choose your seats/ }).waitFor();
   await page.locator("#as-of").filter({ hasText: /free/ }).waitFor();
+  const map = await page.locator("#seat-map").evaluate((svg) => ({
+    seats: svg.querySelectorAll("circle.seat").length,
+    viewBox: svg.getAttribute("viewBox"),
+    box: svg.getBoundingClientRect().toJSON(),
+    first: svg.querySelector("circle.seat")?.outerHTML ?? "",
+  }));
+  console.error(`seat map: ${JSON.stringify(map)}`);
+  if (map.seats === 0) throw new Error("the venue is not drawn");
   await shot("seat-map");
 
   // Best available: two seats together in the first price category.
