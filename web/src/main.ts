@@ -18,8 +18,17 @@ function fatal(text: string): void {
   show("Something went wrong", h("h2", {}, "Something went wrong"), h("p", { role: "alert" }, text), again);
 }
 
+let services: string[] = [];
+
+/** A call that never reached a service: most often a certificate the browser does not trust. */
+function unreachable(error: unknown): boolean {
+  const f = failure(error);
+  return f.reason === "" && /fetch|network/i.test(f.message);
+}
+
 async function run(): Promise<void> {
   const config = await loadConfig();
+  services = Object.values(config.services);
   const event = eventId(config);
   if (!event) {
     show(
@@ -48,6 +57,21 @@ async function run(): Promise<void> {
 }
 
 run().catch((e: unknown) => {
+  if (unreachable(e)) {
+    const list = h("ul", {}, ...services.map((url) => h("li", {}, h("a", { href: url }, url))));
+    show(
+      "Services unreachable",
+      h("h2", {}, "The ticket services cannot be reached"),
+      h(
+        "p",
+        { role: "alert" },
+        "Your browser could not connect. On a local run the services use the run's own TLS authority: " +
+          "make your browser trust it (the ca.crt file that stadium up prints), or open each address below once and accept its certificate, then reload.",
+      ),
+      list,
+    );
+    return;
+  }
   const f = failure(e);
   if (f.reason.startsWith("TOKEN_")) forget();
   fatal(f.reason ? explain(f) : e instanceof Error ? e.message : String(e));

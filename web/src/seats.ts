@@ -21,6 +21,7 @@ export async function chooseSeats(
 ): Promise<Hold> {
   return new Promise((resolve) => {
     let free = new Set<string>();
+    const reported = new Map<string, number>();
     const picked = new Set<string>();
     let pickedSection: bigint | null = null;
     const circles = new Map<string, SVGCircleElement>();
@@ -98,6 +99,11 @@ export async function chooseSeats(
       const availability = await api.seatMap.getAvailability({ eventId, sectionId: 0n });
       const next = freeSeats(availability);
       free = next.free;
+      // Seats a refusal named stay taken until a view read after the refusal says otherwise.
+      for (const [id, at] of reported) {
+        if (next.asOf && next.asOf.getTime() > at) reported.delete(id);
+        else free.delete(id);
+      }
       for (const id of [...picked]) if (!free.has(id)) picked.delete(id);
       asOfText.textContent = next.asOf
         ? `Seats shown as of ${next.asOf.toLocaleTimeString()}; ${free.size} free.`
@@ -163,6 +169,7 @@ export async function chooseSeats(
       const taken = seatIds(f.metadata["taken_seat_ids"]);
       const alternatives = seatIds(f.metadata["alternative_seat_ids"]);
       for (const id of taken) {
+        reported.set(id.toString(), Date.now());
         free.delete(id.toString());
         picked.delete(id.toString());
       }
@@ -306,6 +313,7 @@ function drawMap(svg: SVGSVGElement, venue: Venue, circles: Map<string, SVGCircl
     c.setAttribute("fill", venue.colors.get(s.category) ?? "#4a6fa5");
     c.setAttribute("role", "checkbox");
     c.setAttribute("data-seat-id", s.id.toString());
+    c.setAttribute("data-section-id", s.sectionId.toString());
     c.setAttribute("class", "seat");
     svg.append(c);
     circles.set(s.id.toString(), c);
