@@ -12,6 +12,9 @@ import type { Venue } from "./venue.js";
 /** How a hold ended: paid (the order) or given up (back to the map). */
 export type HoldOutcome = { kind: "paid"; order: Order } | { kind: "released" } | { kind: "expired" };
 
+/** Seconds left at which the countdown is announced. */
+const ANNOUNCE_AT_S = [1800, 600, 300, 120, 60, 30, 10];
+
 /** The simulated provider's test cards (payments.proto: PaymentMethod). */
 const TEST_CARDS = [
   { token: "tok_visa", label: "Test card that pays (tok_visa)" },
@@ -35,9 +38,10 @@ export function holdAndPay(api: Clients, hold: Hold, venue: Venue): Promise<Hold
         return;
       }
       timer.textContent = paying ? "Paying…" : `Seats held for ${duration(left)}`;
-      const minute = Math.ceil(left / 60_000);
-      if (!paying && minute !== lastAnnounced && (left < 60_000 ? Math.ceil(left / 1000) === 30 : true)) {
-        lastAnnounced = minute;
+      // Screen readers hear the time left as it passes a few marks, not every second.
+      const due = ANNOUNCE_AT_S.filter((t) => Math.ceil(left / 1000) <= t).pop();
+      if (!paying && due !== undefined && due !== lastAnnounced) {
+        lastAnnounced = due;
         announce(`Your seats are held for ${duration(left)}.`);
       }
     };

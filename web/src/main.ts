@@ -46,13 +46,18 @@ async function run(): Promise<void> {
   if (!layout) throw new Error("the seat map answered without a layout");
   document.getElementById("title")!.textContent = layout.venueName || "Tickets";
   const venue = new Venue(layout);
+  let notice = "";
   for (;;) {
-    const hold = await chooseSeats(api, event, admission, venue);
+    const hold = await chooseSeats(api, event, admission, venue, notice);
     const outcome = await holdAndPay(api, hold, venue);
     if (outcome.kind === "paid") {
       showTickets(outcome.order, venue);
       return;
     }
+    notice =
+      outcome.kind === "expired"
+        ? "Your hold ran out and the seats went back on sale. Choose again."
+        : "You gave the seats back. Choose again.";
   }
 }
 

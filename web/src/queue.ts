@@ -64,13 +64,15 @@ class QueueView {
   private preQueue(status: QueueStatus, changed: boolean): void {
     // The pre-queue's poll hint is the time to opening (plus up to 2 s of spread).
     const opensAt = Date.now() + Number(status.pollAfterMs);
-    const timer = h("p", { id: "countdown", class: "big", role: "timer", "aria-live": "off" });
+    const existing = document.getElementById("countdown");
+    const timer = !changed && existing ? existing : h("p", { id: "countdown", class: "big", role: "timer", "aria-live": "off" });
     const tick = () => {
       const left = opensAt - Date.now();
       timer.textContent = left > 0 ? `Opens in ${duration(left)}` : "Opening now…";
     };
     tick();
     this.ticker = window.setInterval(tick, 1000);
+    if (!changed && existing) return;
     show(
       "Before the opening",
       h(
@@ -88,25 +90,42 @@ class QueueView {
     if (changed) announce(`You're in before the opening. ${timer.textContent}.`);
   }
 
+  private waitingView: { position: HTMLElement; progress: HTMLProgressElement; eta: HTMLElement; number: HTMLElement } | null = null;
+
   private waiting(status: QueueStatus, changed: boolean): void {
     const position = status.position;
     if (position > this.firstPosition) this.firstPosition = position;
     const total = this.firstPosition > 0n ? this.firstPosition : 1n;
-    const done = total - position;
     const eta = Number(status.estimatedWaitMs);
-    show(
-      "In the queue",
-      h(
-        "section",
-        { class: "card", "data-queue-state": "waiting" },
-        h("h2", {}, "You're in the queue"),
-        h("p", { class: "big" }, "Fans ahead of you: ", h("strong", { id: "position" }, position.toString())),
-        h("label", { for: "queue-progress" }, "Progress"),
-        h("progress", { id: "queue-progress", max: Number(total), value: Number(done) }),
-        h("p", { id: "eta" }, `Estimated wait: about ${duration(eta)}`),
-        h("p", { class: "muted" }, `Your queue number is ${status.queueNumber.toString()}.`),
-      ),
-    );
+    // Built once, then updated in place: focus stays where the fan left it.
+    if (changed || !this.waitingView) {
+      const view = {
+        position: h("strong", { id: "position" }),
+        progress: h("progress", { id: "queue-progress" }),
+        eta: h("p", { id: "eta" }),
+        number: h("p", { class: "muted" }),
+      };
+      this.waitingView = view;
+      show(
+        "In the queue",
+        h(
+          "section",
+          { class: "card", "data-queue-state": "waiting" },
+          h("h2", {}, "You're in the queue"),
+          h("p", { class: "big" }, "Fans ahead of you: ", view.position),
+          h("label", { for: "queue-progress" }, "Progress"),
+          view.progress,
+          view.eta,
+          view.number,
+        ),
+      );
+    }
+    const view = this.waitingView;
+    view.position.textContent = position.toString();
+    view.progress.max = Number(total);
+    view.progress.value = Number(total - position);
+    view.eta.textContent = `Estimated wait: about ${duration(eta)}`;
+    view.number.textContent = `Your queue number is ${status.queueNumber.toString()}.`;
     if (changed || position % 10n === 0n) {
       announce(`Fans ahead of you: ${position}. Estimated wait about ${duration(eta)}.`);
     }

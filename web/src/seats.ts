@@ -18,6 +18,7 @@ export async function chooseSeats(
   eventId: string,
   admission: Admission,
   venue: Venue,
+  notice = "",
 ): Promise<Hold> {
   return new Promise((resolve) => {
     let free = new Set<string>();
@@ -26,6 +27,10 @@ export async function chooseSeats(
     let pickedSection: bigint | null = null;
     const circles = new Map<string, SVGCircleElement>();
     const message = h("div", { id: "claim-message", role: "alert" });
+    if (notice !== "") {
+      message.className = "card info";
+      message.append(h("p", {}, notice));
+    }
     const asOfText = h("p", { id: "as-of", class: "muted" });
     const pickedList = h("ul", { id: "picked-seats" });
     const holdPicked = h("button", { type: "button", id: "hold-picked", disabled: true }, "Hold these seats");

@@ -51,6 +51,7 @@ await run(async ({ page, pageUrl, eventId, shot }) => {
   await shot("extended");
   await page.getByRole("button", { name: "Give the seats back" }).click();
   await page.getByRole("heading", { name: /Choose your seats/ }).waitFor();
+  await page.locator("#claim-message").filter({ hasText: /gave the seats back/ }).waitFor();
   await shot("released");
   say({ held, released: true });
 });
