@@ -224,3 +224,71 @@ fn content_security_policy(services: &PageServices) -> String {
         services.waiting_room, services.seat_map, services.holds, services.payments
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use http_body_util::BodyExt as _;
+
+    use super::*;
+
+    fn state(mode: PageMode) -> PageState {
+        PageState::new(
+            PageServices {
+                waiting_room: "https://127.0.0.1:1".into(),
+                seat_map: "https://127.0.0.1:2".into(),
+                holds: "https://127.0.0.1:3".into(),
+                payments: "https://127.0.0.1:4".into(),
+            },
+            mode,
+        )
+    }
+
+    async fn get(state: &PageState, path: &str) -> Response {
+        let request = Request::builder().uri(path).body(Body::empty()).unwrap();
+        asset(State(state.clone()), request).await
+    }
+
+    #[tokio::test]
+    async fn the_page_is_served_as_html_with_its_policy_and_unknown_assets_are_not() {
+        let page = state(PageMode::Production);
+        for path in ["/", "/index.html", "/some/route"] {
+            let response = get(&page, path).await;
+            assert_eq!(response.status(), StatusCode::OK, "{path}");
+            let headers = response.headers();
+            assert_eq!(
+                headers[header::CONTENT_TYPE],
+                "text/html; charset=utf-8",
+                "{path}"
+            );
+            let policy = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+            assert!(
+                policy.contains("connect-src 'self' https://127.0.0.1:1 "),
+                "{policy}"
+            );
+        }
+        let missing = get(&page, "/assets/missing.js").await;
+        assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn the_configuration_names_the_services_the_event_and_the_sign_in_of_its_mode() {
+        let issuer = Arc::new(DevIssuer::generate().unwrap());
+        let development = state(PageMode::Development(issuer));
+        development.set_event(Some("7".into()));
+        let production = state(PageMode::Production);
+        let read = |response: Response| async move {
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()
+        };
+        let dev = read(config(State(development)).await).await;
+        assert_eq!(dev["mode"], "development");
+        assert_eq!(dev["event_id"], "7");
+        assert_eq!(dev["dev_sign_in"], DEV_SIGN_IN_PATH);
+        assert_eq!(dev["services"]["holds"], "https://127.0.0.1:3");
+        let prod = read(config(State(production)).await).await;
+        assert_eq!(prod["mode"], "production");
+        assert!(prod["dev_sign_in"].is_null());
+        assert!(prod["event_id"].is_null());
+    }
+}
