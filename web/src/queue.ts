@@ -124,7 +124,13 @@ class QueueView {
     view.position.textContent = position.toString();
     view.progress.max = Number(total);
     view.progress.value = Number(total - position);
-    view.eta.textContent = `Estimated wait: about ${duration(eta)}`;
+    // With nobody ahead, the fan waits only for an admitted fan to finish (a cap).
+    view.eta.textContent =
+      eta < 1000
+        ? position === 0n
+          ? "Estimated wait: you're next, as soon as a place frees up"
+          : "Estimated wait: any moment now"
+        : `Estimated wait: about ${duration(eta)}`;
     view.number.textContent = `Your queue number is ${status.queueNumber.toString()}.`;
     if (changed || position % 10n === 0n) {
       announce(`Fans ahead of you: ${position}. Estimated wait about ${duration(eta)}.`);

@@ -1,5 +1,5 @@
 //! The fan's page in a real browser: headless Chromium driven by Playwright (the
-//! stories in `web/tests/`), against the stack each test starts. Each story saves its
+//! stories in `web/tests/`, one per test here), against the stack each test starts. Each story saves its
 //! screenshots in `web/screenshots/<story>/` (not committed). Needs Node.js, `npm ci`
 //! in `web/` and Debian's `chromium` (`.ci/run` installs them).
 
@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadtest::{Clients, Credentials, EventOptions, EventSetup, VenueSource};
+use stadium_proto::box_office::v1::{CloseSaleRequest, PauseSaleRequest};
 use stadium_proto::holds::v1::ClaimSeatsRequest;
 use stadium_proto::payments::v1::VerifyTicketRequest;
 use stadium_proto::waiting_room::v1::{GetStatusRequest, JoinRequest};
@@ -95,11 +96,19 @@ impl Story {
 
 /// An on-sale of a generated 1,000-seat venue opening `lead` from now.
 async fn event(stack: &Stack, lead: Duration) -> EventSetup {
+    event_with(
+        stack,
+        EventOptions {
+            onsale_lead: lead,
+            ..EventOptions::default()
+        },
+    )
+    .await
+}
+
+/// An on-sale of a generated 1,000-seat venue with these options.
+async fn event_with(stack: &Stack, options: EventOptions) -> EventSetup {
     let creds = Credentials::new(Arc::clone(&stack.issuer));
-    let options = EventOptions {
-        onsale_lead: lead,
-        ..EventOptions::default()
-    };
     let venue = VenueSource::generated(1_000, 4).expect("venue");
     loadtest::setup_event(&stack.endpoints.targets(), &creds, venue, &options)
         .await
@@ -141,15 +150,14 @@ async fn a_fan_queues_before_opening_buys_best_available_and_gets_verifiable_tic
     stack.stop().await.expect("clean stop");
 }
 
-/// Another fan, admitted, who claims `seat` of `section` (gRPC, as any client).
-async fn other_fan_claims(
+/// A fan admitted over gRPC, as any client: its session and admission token.
+async fn admitted_fan(
     clients: &Clients,
     creds: &Credentials,
     event: &str,
-    section: u64,
-    seat: u64,
-) {
-    let session = creds.fan_token("other-fan").expect("session");
+    name: &str,
+) -> (String, String) {
+    let session = creds.fan_token(name).expect("session");
     let mut status = clients
         .waiting_room
         .clone()
@@ -180,8 +188,20 @@ async fn other_fan_claims(
             .status
             .expect("status");
     }
+    (session, status.admission_token)
+}
+
+/// Another fan, admitted, who claims `seat` of `section`.
+async fn other_fan_claims(
+    clients: &Clients,
+    creds: &Credentials,
+    event: &str,
+    section: u64,
+    seat: u64,
+) {
+    let (session, admission) = admitted_fan(clients, creds, event, "other-fan").await;
     let claim = ClaimSeatsRequest {
-        admission_token: status.admission_token,
+        admission_token: admission,
         event_id: event.to_owned(),
         section_id: section,
         seat_ids: vec![seat],
@@ -224,6 +244,48 @@ async fn seats_taken_meanwhile_are_answered_with_alternatives_on_the_map() {
     let answer = story.next().await;
     assert_eq!(answer["released"], true, "{answer}");
     assert!(answer["held"].as_u64().unwrap_or(0) >= 1, "{answer}");
+    story.finish().await;
+    stack.stop().await.expect("clean stop");
+}
+
+#[tokio::test]
+async fn a_waiting_fan_sees_position_then_a_paused_and_a_closed_sale() {
+    let (stack, _db) = support::stack_on_fresh_database().await;
+    let mut story = Story::start("fan-waits-through-pause-and-close").await;
+    // One admitted fan at a time, and another fan is it: the page's fan waits.
+    let event = event_with(
+        &stack,
+        EventOptions {
+            onsale_lead: Duration::from_secs(1),
+            active_fan_cap: 1,
+            ..EventOptions::default()
+        },
+    )
+    .await;
+    let clients = stack.endpoints.targets().clients().unwrap();
+    let creds = Credentials::new(Arc::clone(&stack.issuer));
+    admitted_fan(&clients, &creds, &event.event_id, "first-fan").await;
+    story.begin(&stack, &event).await;
+
+    let admin = creds.admin_token().expect("admin token");
+    let mut office = clients.box_office.clone();
+    assert_eq!(story.next().await["waiting"], true);
+    let event_id = event.event_id.clone();
+    office
+        .pause_sale(bearer(PauseSaleRequest { event_id }, &admin))
+        .await
+        .expect("PauseSale");
+    story.send(serde_json::json!({ "done": true })).await;
+
+    assert_eq!(story.next().await["paused"], true);
+    let event_id = event.event_id.clone();
+    office
+        .close_sale(bearer(CloseSaleRequest { event_id }, &admin))
+        .await
+        .expect("CloseSale");
+    story.send(serde_json::json!({ "done": true })).await;
+
+    assert_eq!(story.next().await["closed"], true);
     story.finish().await;
     stack.stop().await.expect("clean stop");
 }
