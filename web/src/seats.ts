@@ -8,7 +8,7 @@ import type { Clients } from "./clients.js";
 import type { Admission } from "./queue.js";
 import { announce, h, money, show } from "./dom.js";
 import { explain, failure, seatIds, type Failure } from "./errors.js";
-import { freeSeats, Venue } from "./venue.js";
+import { freeSeats, Venue, type SeatInfo } from "./venue.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -59,7 +59,32 @@ export async function chooseSeats(
     svg.setAttribute("id", "seat-map");
     svg.setAttribute("role", "group");
     svg.setAttribute("aria-label", `Seat map of ${venue.layout.venueName}. Arrow keys move between free seats, Space picks.`);
-    drawMap(svg, venue, circles);
+    const pitch = drawMap(svg, venue, circles);
+
+    // On a phone the whole venue is small: the fan can show one section at a time.
+    const sectionSelect = h(
+      "select",
+      { id: "map-section", name: "section" },
+      h("option", { value: "" }, "Whole venue"),
+      ...venue.layout.sections.map((sec) =>
+        h("option", { value: sec.sectionId.toString() }, `Section ${sec.code || sec.name}`),
+      ),
+    );
+    const showSection = (sectionId: string) => {
+      sectionSelect.value = sectionId;
+      const all = [...venue.seats.values()];
+      const shown = sectionId === "" ? all : all.filter((seat) => seat.sectionId.toString() === sectionId);
+      frame(svg, shown, pitch);
+      order = shown.map((seat) => seat.id.toString());
+      const inView = new Set(order);
+      for (const [id, circle] of circles) {
+        if (inView.has(id)) circle.removeAttribute("aria-hidden");
+        else circle.setAttribute("aria-hidden", "true");
+      }
+      current = null;
+      paint();
+    };
+    sectionSelect.addEventListener("change", () => showSection(sectionSelect.value));
 
     const legend = h(
       "ul",
@@ -77,10 +102,12 @@ export async function chooseSeats(
     );
 
     // One seat of the map is in the tab order (a roving tab stop); arrows move it.
-    const order = [...circles.keys()];
+    let order = [...circles.keys()];
     let current: string | null = null;
     const paint = () => {
-      if (current === null || !free.has(current)) current = order.find((id) => free.has(id)) ?? null;
+      if (current === null || !free.has(current) || !order.includes(current)) {
+        current = order.find((id) => free.has(id)) ?? null;
+      }
       for (const [id, circle] of circles) {
         const available = free.has(id);
         const seat = venue.seats.get(id)!;
@@ -180,6 +207,9 @@ export async function chooseSeats(
       }
       for (const circle of circles.values()) circle.classList.remove("alternative");
       for (const id of alternatives) circles.get(id.toString())?.classList.add("alternative");
+      const where = alternatives[0] ?? taken[0];
+      const section = where === undefined ? undefined : venue.seats.get(where.toString())?.sectionId;
+      if (section !== undefined) showSection(section.toString());
       paint();
       const parts: Node[] = [h("p", {}, explain(f))];
       if (alternatives.length > 0) {
@@ -272,6 +302,7 @@ export async function chooseSeats(
         h("h3", { id: "map-title" }, "Or pick seats on the map"),
         asOfText,
         legend,
+        h("div", { class: "field" }, h("label", { for: "map-section" }, "Show"), sectionSelect),
         h("div", { class: "map-frame" }, svg),
         refreshButton,
         h("h4", {}, "Picked"),
@@ -283,10 +314,21 @@ export async function chooseSeats(
   });
 }
 
-/** One circle per seat at its plan position, in the plan's own units. */
-function drawMap(svg: SVGSVGElement, venue: Venue, circles: Map<string, SVGCircleElement>): void {
-  const seats = [...venue.seats.values()];
+/** Fits the map's view to `seats`, with a margin of `pad` plan units. */
+function frame(svg: SVGSVGElement, seats: SeatInfo[], pad: number): void {
   if (seats.length === 0) return;
+  let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+  for (const s of seats) {
+    minX = Math.min(minX, s.x); maxX = Math.max(maxX, s.x);
+    minY = Math.min(minY, s.y); maxY = Math.max(maxY, s.y);
+  }
+  svg.setAttribute("viewBox", `${minX - pad} ${minY - pad} ${maxX - minX + 2 * pad} ${maxY - minY + 2 * pad}`);
+}
+
+/** One circle per seat at its plan position, in the plan's own units; the seat pitch. */
+function drawMap(svg: SVGSVGElement, venue: Venue, circles: Map<string, SVGCircleElement>): number {
+  const seats = [...venue.seats.values()];
+  if (seats.length === 0) return 1;
   let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
   for (const s of seats) {
     minX = Math.min(minX, s.x); maxX = Math.max(maxX, s.x);
@@ -307,8 +349,7 @@ function drawMap(svg: SVGSVGElement, venue: Venue, circles: Map<string, SVGCircl
   gaps.sort((a, b) => a - b);
   const pitch = gaps.length > 0 ? gaps[Math.floor(gaps.length / 2)]! : Math.max(1, (maxX - minX) / 50);
   const r = pitch * 0.4;
-  const pad = pitch;
-  svg.setAttribute("viewBox", `${minX - pad} ${minY - pad} ${maxX - minX + 2 * pad} ${maxY - minY + 2 * pad}`);
+  frame(svg, seats, pitch);
   svg.setAttribute("preserveAspectRatio", "xMidYMid meet");
   for (const s of seats) {
     const c = document.createElementNS(SVG, "circle");
@@ -323,4 +364,5 @@ function drawMap(svg: SVGSVGElement, venue: Venue, circles: Map<string, SVGCircl
     svg.append(c);
     circles.set(s.id.toString(), c);
   }
+  return pitch;
 }
