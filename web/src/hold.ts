@@ -22,7 +22,7 @@ const TEST_CARDS = [
 ];
 
 /** Shows the hold until it is paid, released or runs out. */
-export function holdAndPay(api: Clients, hold: Hold, venue: Venue): Promise<HoldOutcome> {
+export function holdAndPay(api: Clients, hold: Hold, venue: Venue, mode: string): Promise<HoldOutcome> {
   return new Promise((resolve) => {
     // A monotonic deadline from the server's answer: immune to the page's wall clock.
     let deadline = performance.now() + Number(hold.expiresInMs);
@@ -101,7 +101,13 @@ export function holdAndPay(api: Clients, hold: Hold, venue: Venue): Promise<Hold
       "form",
       { class: "card", id: "payment", "aria-labelledby": "pay-title" },
       h("h3", { id: "pay-title" }, "Payment"),
-      h("p", { class: "muted" }, "Development mode: the simulated provider takes these test cards."),
+      h(
+        "p",
+        { class: "muted" },
+        mode === "development"
+          ? "Development mode: the simulated provider takes these test cards."
+          : "Test cards of the payment provider.",
+      ),
       cards,
       pay,
     );

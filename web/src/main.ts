@@ -49,7 +49,7 @@ async function run(): Promise<void> {
   let notice = "";
   for (;;) {
     const hold = await chooseSeats(api, event, admission, venue, notice);
-    const outcome = await holdAndPay(api, hold, venue);
+    const outcome = await holdAndPay(api, hold, venue, config.mode);
     if (outcome.kind === "paid") {
       showTickets(outcome.order, venue);
       return;
