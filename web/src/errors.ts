@@ -53,6 +53,8 @@ export function explain(f: Failure): string {
       return "Your hold ran out; the seats went back on sale.";
     case "HOLD_LIFETIME_REACHED":
       return "This hold cannot be extended any further.";
+    case "PAYMENT_STARTED":
+      return "Paying has started for these seats: they are kept for the payment.";
     case "PAYMENT_DECLINED":
       return "The card was declined. Try another card.";
     case "ADMISSION_EXPIRED":

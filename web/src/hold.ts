@@ -135,6 +135,14 @@ export function holdAndPay(api: Clients, hold: Hold, venue: Venue, mode: string)
         } catch (e) {
           say("error", explain(failure(e)));
         }
+        // A payment that started moved the hold into its payment window: read its time
+        // left again from the server rather than keep the old countdown.
+        try {
+          const current = (await api.holds.getHold({ holdKey: hold.holdKey })).hold;
+          if (current) deadline = performance.now() + Number(current.expiresInMs);
+        } catch {
+          // Keep the countdown as it was; the next answer corrects it.
+        }
         paying = false;
         pay.disabled = release.disabled = false;
         extend.disabled = false;

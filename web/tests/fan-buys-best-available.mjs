@@ -1,7 +1,7 @@
 // @ts-check
 // A fan's whole purchase: signs in before the opening, sees the countdown, is admitted
-// at the opening, takes best available, pays with the simulated provider's test card
-// and sees tickets with QR codes. Driven by crates/stadium-runner/tests/web_page.rs,
+// at the opening, takes best available, is declined with one test card and pays with
+// another, and sees tickets with QR codes. Driven by crates/stadium-runner/tests/web_page.rs,
 // which verifies the ticket codes this script reports ({"tickets":[codes]}).
 
 import { run, say, signIn } from "./browser.mjs";
@@ -33,6 +33,12 @@ await run(async ({ page, pageUrl, eventId, shot }) => {
   const held = await page.locator("#held-seats li").count();
   if (held !== 2) throw new Error(`${held} seats held, 2 asked for`);
   await shot("hold");
+
+  // A declined card first: the page says so and the hold stays payable.
+  await page.getByLabel(/Test card that is declined/).check();
+  await page.getByRole("button", { name: "Pay" }).click();
+  await page.locator("#hold-message").filter({ hasText: /declined/ }).waitFor();
+  await shot("declined");
   await page.getByLabel(/Test card that pays/).check();
   await page.getByRole("button", { name: "Pay" }).click();
 

@@ -121,7 +121,7 @@ async fn a_fan_queues_before_opening_buys_best_available_and_gets_verifiable_tic
     let mut story = Story::start("fan-buys-best-available").await;
     // Set up only now, with the browser ready, so the fan joins in the pre-queue
     // whatever the browser's start took; the lead covers loading, signing in, joining.
-    let event = event(&stack, Duration::from_secs(10)).await;
+    let event = event(&stack, Duration::from_secs(15)).await;
     story.begin(&stack, &event).await;
 
     let answer = story.next().await;
