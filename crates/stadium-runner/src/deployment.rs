@@ -23,4 +23,6 @@ pub struct Deployment {
     pub issuer: Arc<DevIssuer>,
     /// The payments service's payment window and lease.
     pub payment_timing: PaymentTiming,
+    /// The fan's page of an in-process stack: the on-sale names its event there.
+    pub page: Option<crate::page::PageState>,
 }

@@ -1,12 +1,13 @@
 //! The runner: the five stadium services in one process on loopback ports, or as
 //! replicas in processes of their own started from the Kubernetes manifests, over the
 //! given PostgreSQL/Redis or a private pair started from the machine's binaries; and
-//! the on-sale scenario run against them.
+//! the on-sale scenario run against them; and the fan's page they serve.
 
 pub mod deployment;
 pub mod faults;
 pub mod memory;
 pub mod onsale;
+pub mod page;
 pub mod replicas;
 pub mod stack;
 mod stores;

@@ -47,6 +47,13 @@ enum Command {
         /// box office), 1 to 65531; unset: free ports.
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..=65_531))]
         base_port: Option<u16>,
+        /// Port of the fan's page (http://127.0.0.1:PORT); unset: a free port.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        page_port: Option<u16>,
+        /// The event the fan's page sells (its address may name another with
+        /// `?event=ID`).
+        #[arg(long, value_name = "ID")]
+        event: Option<String>,
     },
     /// Start everything, run an on-sale with simulated fans, print the report, and
     /// exit non-zero if any invariant is violated or the report disagrees with the
@@ -162,12 +169,17 @@ fn seed(hex_seed: Option<&str>) -> anyhow::Result<Option<[u8; 32]>> {
         .transpose()
 }
 
-fn options(stores: StoreArgs, base_port: Option<u16>) -> anyhow::Result<StackOptions> {
+fn options(
+    stores: StoreArgs,
+    base_port: Option<u16>,
+    page_port: Option<u16>,
+) -> anyhow::Result<StackOptions> {
     Ok(StackOptions {
         database_url: stores.database_url,
         redis_url: stores.redis_url,
         base_port,
         dev_issuer_seed: seed(stores.dev_issuer_seed.as_deref())?,
+        page_port,
     })
 }
 
@@ -258,7 +270,8 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
         stack.stop().await;
         outcome
     } else {
-        let stack = Stack::start(options(stores, None)?).await?;
+        let stack = Stack::start(options(stores, None, None)?).await?;
+        println!("fan's page: {}/ (while the sale runs)", stack.page_url);
         let outcome = stadium_runner::onsale::run(&stack.deployment(), &config, None).await;
         stack.stop().await?;
         outcome
@@ -296,9 +309,15 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             sale,
             processes,
         } => onsale(stores, sale, processes).await,
-        Command::Up { stores, base_port } => {
+        Command::Up {
+            stores,
+            base_port,
+            page_port,
+            event,
+        } => {
             let stop = stadium_kit::shutdown::shutdown_on_signals();
-            let mut stack = Stack::start(options(stores, base_port)?).await?;
+            let mut stack = Stack::start(options(stores, base_port, page_port)?).await?;
+            stack.page.set_event(event);
             let admin = stack
                 .issuer
                 .admin(
@@ -317,6 +336,10 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             println!("  TLS authority    {}", stack.ca_file.display());
             println!("  dev issuer seed  {}", hex::encode(stack.dev_issuer_seed));
             println!("  admin token (1 h, box_office + sre)  {admin}");
+            println!("  fan's page    {}/", stack.page_url);
+            println!(
+                "    (the page calls the services over TLS: the browser must trust the authority above)"
+            );
             println!("Ctrl-C stops it.");
             let result = stack.run_until(stop).await;
             stack.stop().await?;

@@ -226,7 +226,8 @@ pub async fn run(
             _ => None,
         }
     };
-    let (report, mut disruption) = tokio::join!(sale, disruption);
+    let page = name_page_event(deployment, &pool, events_before, &sale_over);
+    let (report, mut disruption, ()) = tokio::join!(sale, disruption, page);
     let mut report = report?;
     report.memory = Some(memory_report(
         redis_before,
@@ -284,6 +285,36 @@ async fn read_redis_memory(url: &str) -> Option<RedisMemory> {
         Err(e) => {
             tracing::warn!(error = %format!("{e:#}"), "Redis memory not measured");
             None
+        }
+    }
+}
+
+/// Points the fan's page of an in-process stack at the sale's event once the box
+/// office has created it (the first event after `events_before`), so a person can
+/// queue and buy beside the simulated fans.
+async fn name_page_event(
+    deployment: &Deployment,
+    pool: &PgPool,
+    events_before: i64,
+    sale_over: &CancellationToken,
+) {
+    let Some(page) = &deployment.page else {
+        return;
+    };
+    while !sale_over.is_cancelled() {
+        let latest: Option<i64> = sqlx::query_scalar("SELECT max(event_id) FROM catalog.events")
+            .fetch_one(pool)
+            .await
+            .ok()
+            .flatten();
+        if let Some(event) = latest.filter(|&e| e > events_before) {
+            page.set_event(Some(event.to_string()));
+            println!("fan's page sells event {event}");
+            return;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(250)) => {}
+            () = sale_over.cancelled() => {}
         }
     }
 }

@@ -9,6 +9,7 @@ use stadium_kit::caller::service;
 use stadium_kit::dev_pki::DevPki;
 use stadium_localstack::LocalStack;
 
+use crate::page::{PageListener, PageMode, PageServices, PageState};
 use crate::stores::Stores;
 use stadium_tokens::DevIssuer;
 use tokio::net::TcpListener;
@@ -28,6 +29,8 @@ pub struct StackOptions {
     /// Seed of the development identity issuer (fan sessions, admin tokens); `None`
     /// draws one at random.
     pub dev_issuer_seed: Option<[u8; 32]>,
+    /// Port of the fan's page on 127.0.0.1; `None` picks a free port.
+    pub page_port: Option<u16>,
 }
 
 /// How long the payments service gives a payment: the window a hold is kept for it once
@@ -105,6 +108,11 @@ pub struct Stack {
     /// The run's certificate authority: whoever holds it can issue a certificate
     /// naming any service (tests do, to call as one).
     pub certificate_authority: Arc<DevPki>,
+    /// The fan's page, `http://127.0.0.1:<port>`: every service lets it call over
+    /// gRPC-web.
+    pub page_url: String,
+    /// The page server's state (to name the event it sells).
+    pub page: PageState,
     /// The services' certificates and keys, removed with the stack.
     _certificates: tempfile::TempDir,
     shutdown: CancellationToken,
@@ -138,8 +146,14 @@ async fn listener(base_port: Option<u16>, offset: u16) -> anyhow::Result<(TcpLis
 
 /// A service's flags from `args` (program name first), in development mode with the
 /// certificate `pki` issues it, written into its own folder under `dir`: the stack generates its keys,
-/// trusts its own development issuer and its own certificate authority.
-fn parse<C: clap::Parser>(pki: &DevPki, dir: &std::path::Path, args: &[&str]) -> anyhow::Result<C> {
+/// trusts its own development issuer and its own certificate authority, and lets the
+/// fan's page (`page_origin`) call it from a browser.
+fn parse<C: clap::Parser>(
+    pki: &DevPki,
+    dir: &std::path::Path,
+    page_origin: &str,
+    args: &[&str],
+) -> anyhow::Result<C> {
     let files = pki
         .write(&dir.join(args[0]), args[0])
         .with_context(|| format!("{}: writing its certificate", args[0]))?;
@@ -158,6 +172,8 @@ fn parse<C: clap::Parser>(pki: &DevPki, dir: &std::path::Path, args: &[&str]) ->
         &key,
         "--tls-ca-file",
         &ca,
+        "--cors-allowed-origins",
+        page_origin,
     ];
     let args = [&args[..1], &tls, &args[1..]].concat();
     C::try_parse_from(&args).map_err(|e| anyhow!("{}: {e}", args[0]))
@@ -172,6 +188,7 @@ impl Stack {
             redis_url: self.redis_url.clone(),
             issuer: Arc::clone(&self.issuer),
             payment_timing: self.payment_timing,
+            page: Some(self.page.clone()),
         }
     }
 
@@ -190,7 +207,7 @@ impl Stack {
         } = Stores::open(options.database_url.clone(), options.redis_url.clone()).await?;
 
         let seed = options.dev_issuer_seed.unwrap_or_else(rand::random);
-        let issuer = DevIssuer::from_seed(&seed)?;
+        let issuer = Arc::new(DevIssuer::from_seed(&seed)?);
         let identity_jwks = issuer.jwks_json()?;
         // Services name each other by certificate (mutual TLS), as in production.
         let pki = DevPki::generate().context("generating the development certificate authority")?;
@@ -204,6 +221,9 @@ impl Stack {
         let seed_hex = hex::encode(seed);
         let notice_secret = hex::encode(rand::random::<[u8; 32]>());
 
+        // The page's origin first: every service's CORS settings name it.
+        let page = PageListener::bind(options.page_port).await?;
+        let page_url = page.origin().to_owned();
         let (wr_listener, wr_url) = listener(options.base_port, 0).await?;
         let (sm_listener, sm_url) = listener(options.base_port, 1).await?;
         let (holds_listener, holds_url) = listener(options.base_port, 2).await?;
@@ -216,6 +236,7 @@ impl Stack {
         let wr: waiting_room::config::Config = parse(
             &pki,
             dir,
+            page.origin(),
             &[
                 service::WAITING_ROOM,
                 "--redis-url",
@@ -236,6 +257,7 @@ impl Stack {
         let sm: seat_map::Config = parse(
             &pki,
             dir,
+            page.origin(),
             &[
                 service::SEAT_MAP,
                 "--database-url",
@@ -253,6 +275,7 @@ impl Stack {
         let holds: holds::Config = parse(
             &pki,
             dir,
+            page.origin(),
             &[
                 service::HOLDS,
                 "--database-url",
@@ -272,6 +295,7 @@ impl Stack {
         let payments: payments::Config = parse(
             &pki,
             dir,
+            page.origin(),
             &[
                 service::PAYMENTS,
                 "--database-url",
@@ -299,6 +323,7 @@ impl Stack {
         let box_office: box_office::Config = parse(
             &pki,
             dir,
+            page.origin(),
             &[
                 service::BOX_OFFICE,
                 "--database-url",
@@ -319,6 +344,22 @@ impl Stack {
             ("box-office", result.map_err(anyhow::Error::from))
         });
 
+        let page_state = PageState::new(
+            PageServices {
+                waiting_room: wr_url.clone(),
+                seat_map: sm_url.clone(),
+                holds: holds_url.clone(),
+                payments: pay_url.clone(),
+            },
+            PageMode::Development(Arc::clone(&issuer)),
+        );
+        let token = shutdown.clone();
+        let state = page_state.clone();
+        tasks.spawn(async move {
+            let result = crate::page::serve(page, state, token).await;
+            ("page", result.map_err(anyhow::Error::from))
+        });
+
         Ok(Stack {
             endpoints: Endpoints {
                 ca_pem: pki.ca_pem(),
@@ -331,8 +372,10 @@ impl Stack {
             database_url,
             redis_url,
             dev_issuer_seed: seed,
-            issuer: Arc::new(issuer),
+            issuer,
             payment_timing,
+            page_url,
+            page: page_state,
             ca_file,
             certificate_authority: Arc::new(pki),
             _certificates: certificates,

@@ -582,6 +582,7 @@ impl ProcessStack {
             redis_url: self.redis_url.clone(),
             issuer: Arc::clone(&self.issuer),
             payment_timing: self.payment_timing,
+            page: None,
         }
     }
 

@@ -1,0 +1,291 @@
+//! The fan's page in a real browser: headless Chromium driven by Playwright (the
+//! stories in `web/tests/`, one per test here), against the stack each test starts. Each story saves its
+//! screenshots in `web/screenshots/<story>/` (not committed). Needs Node.js, `npm ci`
+//! in `web/` and Debian's `chromium` (`.ci/run` installs them).
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use loadtest::{Clients, Credentials, EventOptions, EventSetup, VenueSource};
+use stadium_proto::box_office::v1::{CloseSaleRequest, PauseSaleRequest};
+use stadium_proto::holds::v1::ClaimSeatsRequest;
+use stadium_proto::payments::v1::VerifyTicketRequest;
+use stadium_proto::waiting_room::v1::{GetStatusRequest, JoinRequest};
+use stadium_runner::Stack;
+use stadium_testkit::grpc::bearer;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+mod support;
+
+/// How long a story may take to answer before the test gives up on the browser.
+const STORY_BOUND: Duration = Duration::from_secs(300);
+
+/// A story running in the browser, and the line-by-line JSON conversation with it.
+struct Story {
+    child: Child,
+    input: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+    screenshots: PathBuf,
+}
+
+impl Story {
+    /// Starts `web/tests/<script>.mjs` and waits until its browser is up.
+    async fn start(script: &str) -> Story {
+        let web = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../web");
+        let screenshots = web.join("screenshots").join(script);
+        let _ = std::fs::remove_dir_all(&screenshots);
+        let mut child = Command::new("node")
+            .arg(web.join(format!("tests/{script}.mjs")))
+            .current_dir(&web)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("node runs (Node.js installed, `npm ci` done in web/)");
+        let input = child.stdin.take().expect("stdin");
+        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut story = Story {
+            child,
+            input,
+            lines,
+            screenshots,
+        };
+        assert_eq!(story.next().await["ready"], true, "the browser started");
+        story
+    }
+
+    /// The story's next message.
+    async fn next(&mut self) -> serde_json::Value {
+        let line = tokio::time::timeout(STORY_BOUND, self.lines.next_line())
+            .await
+            .expect("the story answers in time")
+            .expect("read the story")
+            .expect("the story ended early (its errors are above)");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    }
+
+    /// Tells the story `value`.
+    async fn send(&mut self, value: serde_json::Value) {
+        self.input
+            .write_all(format!("{value}\n").as_bytes())
+            .await
+            .expect("write to the story");
+    }
+
+    /// Sends the page's address, the event and the screenshots' folder.
+    async fn begin(&mut self, stack: &Stack, event: &EventSetup) {
+        let value = serde_json::json!({
+            "page_url": stack.page_url,
+            "event_id": event.event_id,
+            "screenshots": self.screenshots,
+        });
+        self.send(value).await;
+    }
+
+    /// Waits for the story to end, and says where its screenshots are.
+    async fn finish(mut self) {
+        let status = self.child.wait().await.expect("the story ends");
+        assert!(status.success(), "the story failed: {status}");
+        println!("screenshots: {}", self.screenshots.display());
+    }
+}
+
+/// An on-sale of a generated 1,000-seat venue opening `lead` from now.
+async fn event(stack: &Stack, lead: Duration) -> EventSetup {
+    event_with(
+        stack,
+        EventOptions {
+            onsale_lead: lead,
+            ..EventOptions::default()
+        },
+    )
+    .await
+}
+
+/// An on-sale of a generated 1,000-seat venue with these options.
+async fn event_with(stack: &Stack, options: EventOptions) -> EventSetup {
+    let creds = Credentials::new(Arc::clone(&stack.issuer));
+    let venue = VenueSource::generated(1_000, 4).expect("venue");
+    loadtest::setup_event(&stack.endpoints.targets(), &creds, venue, &options)
+        .await
+        .expect("event set up")
+}
+
+#[tokio::test]
+async fn a_fan_queues_before_opening_buys_best_available_and_gets_verifiable_tickets() {
+    let (stack, _db) = support::stack_on_fresh_database().await;
+    let mut story = Story::start("fan-buys-best-available").await;
+    // Set up only now, with the browser ready, so the fan joins in the pre-queue
+    // whatever the browser's start took; the lead covers loading, signing in, joining.
+    let event = event(&stack, Duration::from_secs(15)).await;
+    story.begin(&stack, &event).await;
+
+    let answer = story.next().await;
+    let codes: Vec<String> = answer["tickets"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tickets in {answer}"))
+        .iter()
+        .map(|c| c.as_str().expect("a ticket code").to_owned())
+        .collect();
+    assert_eq!(codes.len(), 2, "two seats bought, two tickets: {codes:?}");
+    story.finish().await;
+
+    let mut payments = stack.endpoints.targets().clients().unwrap().payments;
+    for code in &codes {
+        let verified = payments
+            .verify_ticket(VerifyTicketRequest {
+                ticket_code: code.clone(),
+            })
+            .await
+            .expect("VerifyTicket")
+            .into_inner();
+        assert!(verified.signature_valid, "{code}: signature");
+        assert!(verified.valid, "{code}: not valid");
+        assert_eq!(verified.event_id, event.event_id, "{code}: event");
+    }
+    stack.stop().await.expect("clean stop");
+}
+
+/// A fan admitted over gRPC, as any client: its session and admission token.
+async fn admitted_fan(
+    clients: &Clients,
+    creds: &Credentials,
+    event: &str,
+    name: &str,
+) -> (String, String) {
+    let session = creds.fan_token(name).expect("session");
+    let mut status = clients
+        .waiting_room
+        .clone()
+        .join(bearer(
+            JoinRequest {
+                event_id: event.to_owned(),
+            },
+            &session,
+        ))
+        .await
+        .expect("join")
+        .into_inner()
+        .status
+        .expect("status");
+    while status.admission_token.is_empty() {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let request = GetStatusRequest {
+            queue_ticket: status.queue_ticket.clone(),
+            event_id: String::new(),
+        };
+        status = clients
+            .waiting_room
+            .clone()
+            .get_status(bearer(request, &session))
+            .await
+            .expect("status")
+            .into_inner()
+            .status
+            .expect("status");
+    }
+    (session, status.admission_token)
+}
+
+/// Another fan, admitted, who claims `seat` of `section`.
+async fn other_fan_claims(
+    clients: &Clients,
+    creds: &Credentials,
+    event: &str,
+    section: u64,
+    seat: u64,
+) {
+    let (session, admission) = admitted_fan(clients, creds, event, "other-fan").await;
+    let claim = ClaimSeatsRequest {
+        admission_token: admission,
+        event_id: event.to_owned(),
+        section_id: section,
+        seat_ids: vec![seat],
+        ..ClaimSeatsRequest::default()
+    };
+    clients
+        .holds
+        .clone()
+        .claim_seats(bearer(claim, &session))
+        .await
+        .expect("the other fan claims the seat");
+}
+
+#[tokio::test]
+async fn seats_taken_meanwhile_are_answered_with_alternatives_on_the_map() {
+    let (stack, _db) = support::stack_on_fresh_database().await;
+    let mut story = Story::start("fan-meets-seat-taken").await;
+    let event = event(&stack, Duration::from_secs(1)).await;
+    story.begin(&stack, &event).await;
+
+    let picked = story.next().await;
+    let first = &picked["picked"][0];
+    let number = |v: &serde_json::Value| -> u64 {
+        v.as_str()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("not an id: {picked}"))
+    };
+    let clients = stack.endpoints.targets().clients().unwrap();
+    let creds = Credentials::new(Arc::clone(&stack.issuer));
+    other_fan_claims(
+        &clients,
+        &creds,
+        &event.event_id,
+        number(&first["section_id"]),
+        number(&first["seat_id"]),
+    )
+    .await;
+    story.send(serde_json::json!({ "taken": true })).await;
+
+    let answer = story.next().await;
+    assert_eq!(answer["released"], true, "{answer}");
+    assert!(answer["held"].as_u64().unwrap_or(0) >= 1, "{answer}");
+    story.finish().await;
+    stack.stop().await.expect("clean stop");
+}
+
+#[tokio::test]
+async fn a_waiting_fan_sees_position_then_a_paused_and_a_closed_sale() {
+    let (stack, _db) = support::stack_on_fresh_database().await;
+    let mut story = Story::start("fan-waits-through-pause-and-close").await;
+    // One admitted fan at a time, and another fan is it: the page's fan waits.
+    let event = event_with(
+        &stack,
+        EventOptions {
+            onsale_lead: Duration::from_secs(1),
+            active_fan_cap: 1,
+            ..EventOptions::default()
+        },
+    )
+    .await;
+    let clients = stack.endpoints.targets().clients().unwrap();
+    let creds = Credentials::new(Arc::clone(&stack.issuer));
+    admitted_fan(&clients, &creds, &event.event_id, "first-fan").await;
+    story.begin(&stack, &event).await;
+
+    let admin = creds.admin_token().expect("admin token");
+    let mut office = clients.box_office.clone();
+    assert_eq!(story.next().await["waiting"], true);
+    let event_id = event.event_id.clone();
+    office
+        .pause_sale(bearer(PauseSaleRequest { event_id }, &admin))
+        .await
+        .expect("PauseSale");
+    story.send(serde_json::json!({ "done": true })).await;
+
+    assert_eq!(story.next().await["paused"], true);
+    let event_id = event.event_id.clone();
+    office
+        .close_sale(bearer(CloseSaleRequest { event_id }, &admin))
+        .await
+        .expect("CloseSale");
+    story.send(serde_json::json!({ "done": true })).await;
+
+    assert_eq!(story.next().await["closed"], true);
+    story.finish().await;
+    stack.stop().await.expect("clean stop");
+}

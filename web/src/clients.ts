@@ -1,0 +1,33 @@
+// The generated v1 clients over gRPC-web, each carrying the fan's session token.
+
+import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createGrpcWebTransport } from "@connectrpc/connect-web";
+import { WaitingRoom } from "./gen/stadium/waiting_room/v1/waiting_room_pb.js";
+import { SeatMap } from "./gen/stadium/seat_map/v1/seat_map_pb.js";
+import { Holds } from "./gen/stadium/holds/v1/holds_pb.js";
+import { Payments } from "./gen/stadium/payments/v1/payments_pb.js";
+import type { PageConfig } from "./config.js";
+
+/** One client per service the fan talks to. */
+export interface Clients {
+  waitingRoom: Client<typeof WaitingRoom>;
+  seatMap: Client<typeof SeatMap>;
+  holds: Client<typeof Holds>;
+  payments: Client<typeof Payments>;
+}
+
+/** Clients for the configured services, authenticated as the session's fan. */
+export function clients(config: PageConfig, sessionToken: string): Clients {
+  const bearer: Interceptor = (next) => async (request) => {
+    request.header.set("authorization", `Bearer ${sessionToken}`);
+    return next(request);
+  };
+  const transport = (baseUrl: string) =>
+    createGrpcWebTransport({ baseUrl, interceptors: [bearer] });
+  return {
+    waitingRoom: createClient(WaitingRoom, transport(config.services.waiting_room)),
+    seatMap: createClient(SeatMap, transport(config.services.seat_map)),
+    holds: createClient(Holds, transport(config.services.holds)),
+    payments: createClient(Payments, transport(config.services.payments)),
+  };
+}

@@ -1,0 +1,34 @@
+// What the page learns from the server that serves it: the services' addresses, the
+// event on sale, and how fans sign in (GET /config.json).
+
+/** The runner's page configuration, as served at `/config.json`. */
+export interface PageConfig {
+  /** "development" or "production". */
+  mode: string;
+  /** The event the page sells, unless the address names one (`?event=`). */
+  event_id: string | null;
+  /** gRPC-web base URLs of the services the page calls. */
+  services: {
+    waiting_room: string;
+    seat_map: string;
+    holds: string;
+    payments: string;
+  };
+  /** Development only: where a name buys a fan session (POST, JSON `{ "name" }`). */
+  dev_sign_in: string | null;
+}
+
+/** Reads `/config.json`; throws when the server does not answer with one. */
+export async function loadConfig(): Promise<PageConfig> {
+  const response = await fetch("/config.json", { cache: "no-store" });
+  if (!response.ok) {
+    throw new Error(`the page's configuration is unavailable (${response.status})`);
+  }
+  return (await response.json()) as PageConfig;
+}
+
+/** The event to sell: `?event=` in the address, else the configured one. */
+export function eventId(config: PageConfig): string | null {
+  const fromAddress = new URLSearchParams(window.location.search).get("event");
+  return fromAddress && fromAddress.trim() !== "" ? fromAddress.trim() : config.event_id;
+}

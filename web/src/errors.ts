@@ -1,0 +1,66 @@
+// Every stadium error carries a google.rpc.ErrorInfo: a stable reason to branch on and
+// metadata such as the seats taken and their alternatives (common.proto).
+
+import { ConnectError } from "@connectrpc/connect";
+import { ErrorInfoSchema } from "./gen/google/rpc/error_info_pb.js";
+
+/** The reason and metadata of a failed call; `reason` is "" when none came. */
+export interface Failure {
+  code: string;
+  reason: string;
+  metadata: Record<string, string>;
+  message: string;
+}
+
+/** Reads a thrown value as a stadium failure. */
+export function failure(error: unknown): Failure {
+  const err = ConnectError.from(error);
+  const info = err.findDetails(ErrorInfoSchema)[0];
+  return {
+    code: String(err.code),
+    reason: info?.reason ?? "",
+    metadata: info ? { ...info.metadata } : {},
+    message: err.rawMessage,
+  };
+}
+
+/** Comma-separated decimal seat ids from error metadata. */
+export function seatIds(value: string | undefined): bigint[] {
+  if (!value) return [];
+  return value
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => /^\d+$/.test(s))
+    .map((s) => BigInt(s));
+}
+
+/** Words a fan can act on for a failure. */
+export function explain(f: Failure): string {
+  switch (f.reason) {
+    case "TOKEN_EXPIRED":
+    case "TOKEN_INVALID":
+    case "TOKEN_MISSING":
+      return "Your session has ended. Sign in again.";
+    case "EVENT_NOT_ON_SALE":
+      return "This event is not on sale right now.";
+    case "EVENT_NOT_FOUND":
+      return "There is no such event.";
+    case "SEAT_TAKEN":
+      return "Those seats were just taken by someone else.";
+    case "LIMIT_EXCEEDED":
+      return `That is more seats than allowed (at most ${f.metadata["max"] ?? "a few"}).`;
+    case "HOLD_EXPIRED":
+      return "Your hold ran out; the seats went back on sale.";
+    case "HOLD_LIFETIME_REACHED":
+      return "This hold cannot be extended any further.";
+    case "PAYMENT_STARTED":
+      return "Paying has started for these seats: they are kept for the payment.";
+    case "PAYMENT_DECLINED":
+      return "The card was declined. Try another card.";
+    case "ADMISSION_EXPIRED":
+    case "ADMISSION_REVOKED":
+      return "Your turn has ended. Join the queue again.";
+    default:
+      return f.message || "Something went wrong. Try again.";
+  }
+}
