@@ -2,31 +2,37 @@
 //! once (the machine is shared with the services), but a real fan's browser never
 //! queues behind other fans: a fan paying for a live hold must reach payments while the
 //! hold lives, so the calls that settle a payment do not wait for the budget (there is
-//! at most one such call per fan holding seats). Time spent waiting for the budget is
-//! reported on its own line, apart from the RPCs' latency.
+//! at most one such call per fan holding seats). Nor does a shopping fan queue behind
+//! the queued fans' joins and polls: with a million fans in the queue those would take
+//! every place, so they have a budget of their own, of the same size. Time spent waiting
+//! for either budget is reported on its own line, apart from the RPCs' latency.
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// Which calls wait for the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lane {
-    /// Claims, polls, reads: within the budget.
+    /// An admitted fan's claims, reads and releases: within the shoppers' budget.
     Shared,
+    /// A queued fan's join and polls: within the queue's budget.
+    Queue,
     /// Calls that settle a payment (Confirm, reading the order back): never queued.
     Paying,
 }
 
-/// `total` calls of [`Lane::Shared`] in flight at most.
+/// `total` calls of [`Lane::Shared`] in flight at most, and `total` of [`Lane::Queue`].
 #[derive(Debug)]
 pub(crate) struct RpcBudget {
     shared: Semaphore,
+    queue: Semaphore,
 }
 
 impl RpcBudget {
-    /// A budget of `total` calls in flight (at least 1).
+    /// A budget of `total` calls in flight per lane (at least 1).
     pub fn new(total: usize) -> Self {
         Self {
             shared: Semaphore::new(total.max(1)),
+            queue: Semaphore::new(total.max(1)),
         }
     }
 
@@ -36,6 +42,7 @@ impl RpcBudget {
         match lane {
             // The semaphore is never closed, so acquiring only waits.
             Lane::Shared => self.shared.acquire().await.ok(),
+            Lane::Queue => self.queue.acquire().await.ok(),
             Lane::Paying => None,
         }
     }
@@ -64,5 +71,23 @@ mod tests {
         .expect("a paying call does not wait behind claims");
         drop(held);
         assert!(budget.acquire(Lane::Shared).await.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_does_not_hold_up_the_shoppers() {
+        let budget = RpcBudget::new(2);
+        let polls = [
+            budget.acquire(Lane::Queue).await,
+            budget.acquire(Lane::Queue).await,
+        ];
+        assert!(budget.queue.try_acquire().is_err(), "polls used their lane");
+        let claim = tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            budget.acquire(Lane::Shared),
+        )
+        .await
+        .expect("a claim does not wait behind polls");
+        assert!(claim.is_some());
+        drop(polls);
     }
 }

@@ -135,8 +135,8 @@ pub struct OnSaleArgs {
     /// polls; later arrivals wait to start).
     #[arg(long, default_value_t = 20_000)]
     pub max_in_flight: u32,
-    /// RPCs in flight at once (claims, polls, reads; a fan's payment never waits for
-    /// this budget).
+    /// RPCs in flight at once of the admitted fans (claims, reads), and as many again of
+    /// the queued fans (joins, polls); a fan's payment never waits for a budget.
     #[arg(long, default_value_t = 256)]
     pub max_concurrent_rpcs: u32,
     /// Write the JSON report here.

@@ -33,6 +33,8 @@ pub(crate) const POLL_FLOOR: Duration = Duration::from_millis(250);
 /// The latency row of the time calls waited for the load generator's own budget
 /// (not an RPC: the services never saw that wait).
 pub(crate) const BUDGET_WAIT: &str = "(waiting for the budget)";
+/// The latency row of the time queued fans' joins and polls waited for theirs.
+pub(crate) const QUEUE_BUDGET_WAIT: &str = "(queue waiting for its budget)";
 /// Retries of a call that failed for a passing reason (unavailable, timeout, busy).
 pub(crate) const TRANSIENT_RETRIES: u32 = 4;
 
@@ -99,6 +101,15 @@ impl Ctx {
         self.call_in(Lane::Shared, rpc, call).await
     }
 
+    /// As [`call`](Self::call), for a queued fan's join or poll: within the queue's own
+    /// budget, so the queue never holds up the fans shopping.
+    pub async fn call_queued<T, F>(&self, rpc: &'static str, call: F) -> Result<T, Status>
+    where
+        F: Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        self.call_in(Lane::Queue, rpc, call).await
+    }
+
     /// As [`call`](Self::call), for a call that settles a payment: it does not wait for
     /// the budget.
     pub async fn call_paying<T, F>(&self, rpc: &'static str, call: F) -> Result<T, Status>
@@ -114,8 +125,10 @@ impl Ctx {
     {
         let queued = Instant::now();
         let _permit = self.budget.acquire(lane).await;
-        if lane == Lane::Shared {
-            self.latency.record(BUDGET_WAIT, queued.elapsed());
+        match lane {
+            Lane::Shared => self.latency.record(BUDGET_WAIT, queued.elapsed()),
+            Lane::Queue => self.latency.record(QUEUE_BUDGET_WAIT, queued.elapsed()),
+            Lane::Paying => {}
         }
         let start = Instant::now();
         let result = call.await;
@@ -337,7 +350,7 @@ async fn join(
         };
         let mut client = ctx.clients.waiting_room.clone();
         match ctx
-            .call("WaitingRoom/Join", client.join(authed(request, session)))
+            .call_queued("WaitingRoom/Join", client.join(authed(request, session)))
             .await
         {
             Ok(response) => return response.status,

@@ -95,8 +95,9 @@ pub struct OnSaleOptions {
     /// is a small record, not a task; an admitted fan shopping is not counted); later
     /// arrivals wait to start.
     pub max_in_flight: u32,
-    /// RPCs in flight at once across all fans, so 2 cores are not swamped; calls that
-    /// settle a payment are outside it (see `budget`).
+    /// RPCs in flight at once of the admitted fans, and as many again of the queued
+    /// fans' joins and polls, so 2 cores are not swamped; calls that settle a payment
+    /// are outside both (see `budget`).
     pub max_concurrent_rpcs: u32,
     /// Claims in one round of a fan's tries (first pick, alternatives, other sections);
     /// after a lost round the fan steps back for a think time and tries again while

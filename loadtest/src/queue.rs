@@ -174,7 +174,7 @@ async fn poll(
     };
     let mut client = ctx.clients.waiting_room.clone();
     let answer = ctx
-        .call(
+        .call_queued(
             "WaitingRoom/GetStatus",
             client.get_status(authed(request, &fan.session)),
         )
