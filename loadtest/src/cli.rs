@@ -139,6 +139,10 @@ pub struct OnSaleArgs {
     /// the queued fans (joins, polls); a fan's payment never waits for a budget.
     #[arg(long, default_value_t = 256)]
     pub max_concurrent_rpcs: u32,
+    /// The waiting room's Redis, to read its `used_memory` with each sample: the
+    /// report then gives Redis bytes per fan. Unset: not measured.
+    #[arg(long, value_name = "URL")]
+    pub redis_url: Option<String>,
     /// Write the JSON report here.
     #[arg(long, value_name = "FILE")]
     pub report_json: Option<PathBuf>,
@@ -183,6 +187,7 @@ impl OnSaleArgs {
             best_available_share: self.best_available_share,
             max_in_flight: self.max_in_flight,
             max_concurrent_rpcs: self.max_concurrent_rpcs,
+            redis_url: self.redis_url.clone(),
             ..OnSaleOptions::default()
         }
     }

@@ -59,6 +59,7 @@ mod mix;
 mod options;
 mod pay;
 mod queue;
+mod redis_memory;
 mod report;
 mod run;
 mod seatmap;

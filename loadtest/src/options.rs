@@ -114,6 +114,9 @@ pub struct OnSaleOptions {
     pub map_refresh: Duration,
     /// Timeline sampling interval.
     pub sample_every: Duration,
+    /// The waiting room's Redis, when the run may read its memory figures (`INFO
+    /// memory`) with each sample: the report then gives Redis bytes per fan.
+    pub redis_url: Option<String>,
     /// A fan still queued, or still trying to claim, after this long (real time) gives
     /// up.
     pub max_queue_wait: Duration,
@@ -156,6 +159,7 @@ impl Default for OnSaleOptions {
             best_available_share: 0.8,
             map_refresh: Duration::from_secs(1),
             sample_every: Duration::from_millis(250),
+            redis_url: None,
             max_queue_wait: Duration::from_secs(30 * 60),
             payment_token: "tok_visa".into(),
             walk_away_share: 0.5,

@@ -127,13 +127,18 @@ pub async fn run_onsale(
     let _ = driver.await;
     let mut timeline = sampler.await.unwrap_or_default();
     let last = queue_stats(&ctx).await;
-    timeline.push(point(&ctx, last.as_ref()));
+    timeline.push(point(&ctx, last.as_ref(), None));
     bars.finish();
     Ok(build_report(&ctx, timeline))
 }
 
-/// One timeline sample; the queue's own counts from the waiting room when given.
-fn point(ctx: &Ctx, queue: Option<&GetQueueStatsResponse>) -> TimelinePoint {
+/// One timeline sample; the queue's own counts from the waiting room and Redis's
+/// `used_memory` when given.
+fn point(
+    ctx: &Ctx,
+    queue: Option<&GetQueueStatsResponse>,
+    redis_used: Option<u64>,
+) -> TimelinePoint {
     TimelinePoint {
         t_ms: ctx.elapsed_ms(),
         admitted: queue.map_or_else(|| get(&ctx.stats.admitted), |q| q.admitted),
@@ -144,12 +149,17 @@ fn point(ctx: &Ctx, queue: Option<&GetQueueStatsResponse>) -> TimelinePoint {
         joined: queue.map_or(0, |q| q.joined),
         waiting: queue.map_or(0, |q| q.waiting),
         fans_per_minute: queue.map_or(0, |q| q.fans_per_minute),
+        redis_used_bytes: redis_used.unwrap_or(0),
     }
 }
 
 /// Samples the timeline until told to stop; returns the samples.
 async fn sample(ctx: Arc<Ctx>, bars: Bars, mut stop: watch::Receiver<bool>) -> Vec<TimelinePoint> {
     let mut timeline = Vec::new();
+    let mut redis = match ctx.options.redis_url.as_deref() {
+        Some(url) => crate::redis_memory::connect(url).await,
+        None => None,
+    };
     let mut tick = tokio::time::interval(ctx.options.sample_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
@@ -158,7 +168,11 @@ async fn sample(ctx: Arc<Ctx>, bars: Bars, mut stop: watch::Receiver<bool>) -> V
             _ = stop.changed() => return timeline,
         }
         let queue = queue_stats(&ctx).await;
-        let p = point(&ctx, queue.as_ref());
+        let used = match redis.as_mut() {
+            Some(conn) => crate::redis_memory::used_memory(conn).await,
+            None => None,
+        };
+        let p = point(&ctx, queue.as_ref(), used);
         bars.update(&ctx, &p);
         timeline.push(p);
     }

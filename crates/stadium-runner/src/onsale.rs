@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Deployment;
 use crate::faults::{self, Disruption, Fault, Notices, Plan, ledger};
-use crate::memory::{RedisMemory, peak_rss, redis_memory};
+use crate::memory::peak_rss;
 use crate::replicas::ProcessStack;
 
 /// What to sell and to how many fans.
@@ -186,6 +186,7 @@ pub async fn run(
         seed: config.seed,
         time_scale: config.time_scale,
         best_available_share: config.best_available_share,
+        redis_url: Some(deployment.redis_url.clone()),
         ..OnSaleOptions::default()
     };
     let pool = stadium_db::connect(&deployment.database_url, &Default::default()).await?;
@@ -194,7 +195,6 @@ pub async fn run(
             .fetch_one(&pool)
             .await
             .context("read the last event id")?;
-    let redis_before = read_redis_memory(&deployment.redis_url).await;
     let sale_over = CancellationToken::new();
     let sale = async {
         let report = loadtest::run_scenario(
@@ -229,11 +229,15 @@ pub async fn run(
     let page = name_page_event(deployment, &pool, events_before, &sale_over);
     let (report, mut disruption, ()) = tokio::join!(sale, disruption, page);
     let mut report = report?;
-    report.memory = Some(memory_report(
-        redis_before,
-        read_redis_memory(&deployment.redis_url).await,
-        report.queue.joined.max(report.joined),
-    ));
+    report.memory = Some(MemoryReport {
+        processes: peak_rss("self")
+            .map(|bytes| ProcessMemory {
+                name: "stadium (this process)".into(),
+                peak_rss_bytes: bytes,
+            })
+            .into_iter()
+            .collect(),
+    });
     let pool = if disruption.is_some() {
         // The faults may have restarted the database under the pool's connections.
         pool.close().await;
@@ -278,17 +282,6 @@ pub async fn run(
     Ok((report, check, floor, disruption))
 }
 
-/// Redis's memory figures now; `None` (with a warning) when it does not answer.
-async fn read_redis_memory(url: &str) -> Option<RedisMemory> {
-    match redis_memory(url).await {
-        Ok(memory) => Some(memory),
-        Err(e) => {
-            tracing::warn!(error = %format!("{e:#}"), "Redis memory not measured");
-            None
-        }
-    }
-}
-
 /// Points the fan's page of an in-process stack at the sale's event once the box
 /// office has created it (the first event after `events_before`), so a person can
 /// queue and buy beside the simulated fans.
@@ -316,34 +309,6 @@ async fn name_page_event(
             () = tokio::time::sleep(Duration::from_millis(250)) => {}
             () = sale_over.cancelled() => {}
         }
-    }
-}
-
-/// The run's memory figures: Redis before and after the sale (the difference is the
-/// queue state of `fans` fans, plus whatever else used the same server meanwhile), and
-/// this process's own peak resident memory (the services too when they run in it; the
-/// caller adds the replicas' when they run apart).
-fn memory_report(
-    before: Option<RedisMemory>,
-    after: Option<RedisMemory>,
-    fans: u64,
-) -> MemoryReport {
-    let (before, after, fans) = match (before, after) {
-        (Some(before), Some(after)) => (before, after, fans),
-        _ => (RedisMemory::default(), RedisMemory::default(), 0),
-    };
-    MemoryReport {
-        redis_before_bytes: before.used,
-        redis_after_bytes: after.used,
-        redis_peak_bytes: after.peak,
-        fans_in_store: fans,
-        processes: peak_rss("self")
-            .map(|bytes| ProcessMemory {
-                name: "stadium (this process)".into(),
-                peak_rss_bytes: bytes,
-            })
-            .into_iter()
-            .collect(),
     }
 }
 

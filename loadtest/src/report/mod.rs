@@ -48,6 +48,9 @@ pub struct TimelinePoint {
     /// answer).
     #[serde(default)]
     pub fans_per_minute: u32,
+    /// Redis's `used_memory`, bytes (0 when not read).
+    #[serde(default)]
+    pub redis_used_bytes: u64,
 }
 
 /// Late payers: fans who confirmed after their hold lapsed.
@@ -305,6 +308,7 @@ pub(crate) mod tests {
                     joined: 2_000,
                     waiting: 2_000 - i * 45,
                     fans_per_minute: 12_000,
+                    redis_used_bytes: 1_000_000 + i * 2_000,
                 })
                 .collect(),
             queue: QueueSummary {
@@ -315,12 +319,9 @@ pub(crate) mod tests {
                 rate_per_s: 200.0,
                 peak_admitted_per_s: 180.0,
                 samples_over_rate: 0,
+                redis_bytes_per_fan: Some(80.0),
             },
             memory: Some(MemoryReport {
-                redis_before_bytes: 1_000_000,
-                redis_after_bytes: 1_160_000,
-                redis_peak_bytes: 2_000_000,
-                fans_in_store: 2_000,
                 processes: vec![ProcessMemory {
                     name: "simulator".into(),
                     peak_rss_bytes: 52_428_800,

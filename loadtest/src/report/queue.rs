@@ -25,6 +25,12 @@ pub struct QueueSummary {
     /// Samples at which the fans admitted since the first admission exceeded the rate
     /// times the time since then, plus one (0 when admission kept to the rate).
     pub samples_over_rate: u64,
+    /// Redis bytes per fan in the queue's store when the queue was longest: what
+    /// `used_memory` grew by since the first sample, over the fans joined by then
+    /// (queued and admitted: an admitted fan's token is in it too); `None` when Redis
+    /// was not read.
+    #[serde(default)]
+    pub redis_bytes_per_fan: Option<f64>,
 }
 
 impl QueueSummary {
@@ -45,11 +51,22 @@ impl QueueSummary {
             summary.peak_joins_per_s = summary.peak_joins_per_s.max(joins);
             summary.peak_admitted_per_s = summary.peak_admitted_per_s.max(admitted);
         }
+        let mut peak = None;
         for p in &samples {
             if p.waiting > summary.peak_waiting {
                 summary.peak_waiting = p.waiting;
                 summary.peak_waiting_at_ms = p.t_ms;
+                peak = Some(*p);
             }
+        }
+        let first_read = samples.iter().find(|p| p.redis_used_bytes > 0);
+        if let (Some(first), Some(peak)) = (first_read, peak)
+            && peak.redis_used_bytes > 0
+            && peak.joined > first.joined
+        {
+            let grown = peak.redis_used_bytes.saturating_sub(first.redis_used_bytes);
+            summary.redis_bytes_per_fan =
+                Some(grown as f64 / peak.joined.saturating_sub(first.joined) as f64);
         }
         if let Some(last) = samples.last() {
             summary.joined = last.joined;
@@ -83,6 +100,7 @@ mod tests {
             joined,
             waiting,
             fans_per_minute: 600,
+            redis_used_bytes: 1_000_000 + joined * 80,
             ..TimelinePoint::default()
         }
     }
@@ -103,6 +121,18 @@ mod tests {
         assert_eq!(s.rate_per_s, 10.0);
         assert_eq!(s.peak_admitted_per_s, 10.0);
         assert_eq!(s.samples_over_rate, 0);
+        assert_eq!(s.redis_bytes_per_fan, Some(80.0));
+        let unread: Vec<TimelinePoint> = timeline
+            .iter()
+            .map(|p| TimelinePoint {
+                redis_used_bytes: 0,
+                ..*p
+            })
+            .collect();
+        assert_eq!(
+            QueueSummary::from_timeline(&unread).redis_bytes_per_fan,
+            None
+        );
     }
 
     #[test]

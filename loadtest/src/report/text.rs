@@ -85,29 +85,21 @@ impl RunReport {
                 q.peak_admitted_per_s, q.rate_per_s, q.samples_over_rate
             ),
         )?;
+        row(
+            out,
+            "Redis per fan in the store",
+            q.redis_bytes_per_fan.map_or_else(
+                || "not measured".into(),
+                |bytes| format!("{bytes:.0} bytes, at the longest queue"),
+            ),
+        )?;
         if let Some(memory) = &self.memory {
-            writeln!(out, "\nMemory")?;
-            let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / 1_048_576.0);
-            row(
-                out,
-                "Redis per fan in the queue",
-                match memory.redis_bytes_per_fan() {
-                    Some(bytes) => format!(
-                        "{bytes:.0} bytes ({} added for {} fans; peak {})",
-                        mib(memory
-                            .redis_after_bytes
-                            .saturating_sub(memory.redis_before_bytes)),
-                        memory.fans_in_store,
-                        mib(memory.redis_peak_bytes)
-                    ),
-                    None => "not measured".into(),
-                },
-            )?;
+            writeln!(out, "\nMemory (peak resident)")?;
             for process in &memory.processes {
                 row(
                     out,
-                    &format!("peak RSS {}", process.name),
-                    mib(process.peak_rss_bytes),
+                    &process.name,
+                    format!("{:.1} MiB", process.peak_rss_bytes as f64 / 1_048_576.0),
                 )?;
             }
         }
@@ -320,11 +312,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("rate 200/s; 0 samples past"), "{text}");
-        assert!(
-            text.contains("80 bytes (0.2 MiB added for 2000 fans; peak 1.9 MiB)"),
-            "{text}"
-        );
-        assert!(text.contains("peak RSS simulator"), "{text}");
+        assert!(text.contains("80 bytes, at the longest queue"), "{text}");
+        assert!(text.contains("  simulator "), "{text}");
         assert!(text.contains("50.0 MiB"), "{text}");
     }
 }
