@@ -36,6 +36,19 @@ pub enum DbFailure {
         /// The five-character SQLSTATE.
         code: String,
     },
+    /// SS001, raised by `holds.check_section_owned` (migration `20261210000000`): the
+    /// statement wrote a row of a section this shard does not own (a stale route, or a
+    /// section that moved away). Nothing was written; route anew and retry.
+    SectionElsewhere {
+        /// The section, from the error's DETAIL.
+        section: Option<i64>,
+    },
+    /// SS002, raised by `holds.check_section_owned`: the section is fenced on this shard
+    /// while it moves. Nothing was written; retry after the hint (and route anew).
+    SectionFenced {
+        /// Milliseconds until the move expects to be done, from the error's DETAIL.
+        retry_after_ms: u64,
+    },
     /// Any other database error, with its SQLSTATE.
     Other {
         /// The five-character SQLSTATE.
@@ -62,6 +75,8 @@ impl DbFailure {
             Self::DeadlockDetected => "40P01",
             Self::LockNotAvailable => "55P03",
             Self::QueryCanceled => "57014",
+            Self::SectionElsewhere { .. } => "SS001",
+            Self::SectionFenced { .. } => "SS002",
             Self::ServerUnavailable { code } | Self::Other { code } => code,
             Self::NotDatabase => "none",
         }
@@ -84,7 +99,17 @@ pub fn classify(error: &sqlx::Error) -> DbFailure {
         return DbFailure::NotDatabase;
     };
     let constraint = db.constraint().map(str::to_owned);
+    let detail = || {
+        db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+            .and_then(sqlx::postgres::PgDatabaseError::detail)
+    };
     match db.code().as_deref() {
+        Some("SS001") => DbFailure::SectionElsewhere {
+            section: detail().and_then(|d| d.parse().ok()),
+        },
+        Some("SS002") => DbFailure::SectionFenced {
+            retry_after_ms: detail().and_then(|d| d.parse().ok()).unwrap_or(0),
+        },
         Some("23505") => DbFailure::UniqueViolation { constraint },
         Some("23514") => DbFailure::CheckViolation { constraint },
         Some("23503") => DbFailure::ForeignKeyViolation { constraint },

@@ -114,6 +114,12 @@ reasons! {
     /// Holds could not learn an event's revoked admissions recently enough to trust a
     /// token (metadata `event_id`); retrying is safe.
     RevocationsUnavailable = "REVOCATIONS_UNAVAILABLE",
+    /// The section's holds are not on the shard the call was routed to (a stale route,
+    /// or a section that moved; metadata `section_id`): nothing was done, retry.
+    SectionMoved = "SECTION_MOVED",
+    /// The section is being moved between shards: nothing was done, retry after the
+    /// metadata's `retry_after_ms`.
+    SectionMoving = "SECTION_MOVING",
     /// The queue's store (Redis) did not answer.
     QueueStoreUnavailable = "QUEUE_STORE_UNAVAILABLE",
     /// The server is running as many calls of this method as it takes at once; nothing

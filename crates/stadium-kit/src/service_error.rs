@@ -115,9 +115,13 @@ macro_rules! status_from {
 /// (serialization failure, deadlock) is `ABORTED/CONTENTION`; a statement or lock
 /// timeout `UNAVAILABLE/DATABASE_BUSY`; no answer (connection, pool) or a server that
 /// cannot serve the session now (shutting down, starting up, out of connections)
-/// `UNAVAILABLE/DATABASE_UNAVAILABLE`; anything else `INTERNAL/INTERNAL`.
+/// `UNAVAILABLE/DATABASE_UNAVAILABLE`; a write to a section another shard owns
+/// `UNAVAILABLE/SECTION_MOVED`, to a section being moved `UNAVAILABLE/SECTION_MOVING`;
+/// anything else `INTERNAL/INTERNAL`.
 pub fn database_row(failure: &DbFailure) -> Row {
     match failure {
+        DbFailure::SectionElsewhere { .. } => (Code::Unavailable, Reason::SectionMoved),
+        DbFailure::SectionFenced { .. } => (Code::Unavailable, Reason::SectionMoving),
         DbFailure::SerializationFailure | DbFailure::DeadlockDetected => {
             (Code::Aborted, Reason::Contention)
         }
@@ -128,6 +132,20 @@ pub fn database_row(failure: &DbFailure) -> Row {
             (Code::Unavailable, Reason::DatabaseUnavailable)
         }
         _ => (Code::Internal, Reason::Internal),
+    }
+}
+
+/// The metadata of a database failure: `section_id` for `SECTION_MOVED`,
+/// `retry_after_ms` for `SECTION_MOVING`; nothing for the others.
+pub fn database_metadata(failure: &DbFailure) -> Vec<(String, String)> {
+    match failure {
+        DbFailure::SectionElsewhere {
+            section: Some(section),
+        } => vec![("section_id".to_owned(), section.to_string())],
+        DbFailure::SectionFenced { retry_after_ms } => {
+            vec![("retry_after_ms".to_owned(), retry_after_ms.to_string())]
+        }
+        _ => Vec::new(),
     }
 }
 

@@ -9,7 +9,7 @@
 use stadium_db::classify;
 use stadium_kit::Reason;
 use stadium_kit::service_error::{
-    Row, ServiceError, access_metadata, access_row, database_row, token_row,
+    Row, ServiceError, access_metadata, access_row, database_metadata, database_row, token_row,
 };
 use stadium_tokens::{AccessRefused, TokenError};
 use tonic::Code;
@@ -290,6 +290,7 @@ impl ServiceError for Error {
             Self::RevocationsUnavailable { event_id, .. } => {
                 vec![("event_id".into(), event_id.to_string())]
             }
+            Self::Database(e) => database_metadata(&classify(e)),
             _ => Vec::new(),
         }
     }

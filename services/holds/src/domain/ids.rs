@@ -106,20 +106,42 @@ impl TryFrom<&str> for EventId {
 
 /// The key of a hold (a UUID): names the hold to its owner and is the payment's
 /// idempotency key.
+///
+/// Keys made by this version are version 8 UUIDs (RFC 9562 §5.8) that carry the
+/// hold's route, so a hold is found on its shard without asking every shard: the 60
+/// bits of `custom_a`/`custom_b` are random or a request's hash (the key's *family*),
+/// then 2 zero bits, the event id (30 bits) and the section id (the last 32 bits,
+/// bytes 12–15). The keys of one family differ only in their last 32 bits, so they are
+/// one range in UUID order (PostgreSQL compares UUIDs bytewise): a claim finds a hold
+/// of its request in any section with one index probe (`holds.hold_key_family_*`,
+/// migration `20261210000001`). Ids too large to carry, and keys of earlier versions,
+/// carry no route ([`HoldKey::route`] is `None`): those holds are on the main database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct HoldKey(uuid::Uuid);
 
+/// Largest event id a key carries (30 bits).
+const ROUTE_EVENT_MAX: i64 = (1 << 30) - 1;
+/// Largest section id a key carries (32 bits).
+const ROUTE_SECTION_MAX: i64 = u32::MAX as i64;
+
 impl HoldKey {
-    /// A fresh random key.
-    pub fn generate() -> Self {
-        Self(uuid::Uuid::new_v4())
+    /// A fresh random key of a hold of `section` of `event`.
+    pub fn generate(event: EventId, section: SectionId) -> Self {
+        Self::stamped(*uuid::Uuid::new_v4().as_bytes(), event, section)
     }
 
-    /// The key of the hold a fan's claim with a request id makes: the first 16 bytes of
-    /// SHA-256 over the event, the fan and the request id (length-prefixed), as a
-    /// version 8 UUID (RFC 9562 §5.8). A retry of the claim derives the same key, so
-    /// the database finds the hold it already made (migration `20261203020000`).
-    pub fn for_request(event: EventId, fan: &FanId, request: &RequestId) -> Self {
+    /// The key of the hold a fan's claim with a request id makes in `section`: its
+    /// family is the first 60 bits of SHA-256 over the event, the fan and the request
+    /// id (length-prefixed). A retry of the claim derives the same key, and a claim of
+    /// the same request in another section a key of the same family, so the database
+    /// finds the hold the request already made (migrations `20261203020000`,
+    /// `20261210000001`).
+    pub fn for_request(
+        event: EventId,
+        fan: &FanId,
+        request: &RequestId,
+        section: SectionId,
+    ) -> Self {
         use sha2::{Digest, Sha256};
         let mut hash = Sha256::new();
         hash.update(b"stadium hold key v1\0");
@@ -131,7 +153,39 @@ impl HoldKey {
         let digest = hash.finalize();
         let mut bytes = [0u8; 16];
         bytes.copy_from_slice(&digest[..16]);
+        Self::stamped(bytes, event, section)
+    }
+
+    /// `family`'s first 60 bits with the route of (`event`, `section`) after them,
+    /// as a version 8 UUID; no route (zeros) when an id is too large to carry.
+    fn stamped(family: [u8; 16], event: EventId, section: SectionId) -> Self {
+        let mut bytes = family;
+        let (event, section) = match (event.get(), section.get()) {
+            (e, s) if e <= ROUTE_EVENT_MAX && s <= ROUTE_SECTION_MAX => (e, s),
+            _ => (0, 0),
+        };
+        // The variant's 2 bits and 2 zero bits, then the event's top 4 bits.
+        bytes[8] = ((event >> 24) & 0x3f) as u8;
+        bytes[9..12].copy_from_slice(&(event as u32).to_be_bytes()[1..]);
+        bytes[12..16].copy_from_slice(&(section as u32).to_be_bytes());
         Self(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+    }
+
+    /// The (event, section) whose shard holds this hold, when the key carries it.
+    pub fn route(self) -> Option<(EventId, SectionId)> {
+        if self.0.get_version_num() != 8 {
+            return None;
+        }
+        let bytes = self.0.as_bytes();
+        let event = i64::from(bytes[8] & 0x3f) << 24
+            | i64::from(u32::from_be_bytes([0, bytes[9], bytes[10], bytes[11]]));
+        let section = i64::from(u32::from_be_bytes([
+            bytes[12], bytes[13], bytes[14], bytes[15],
+        ]));
+        Some((
+            EventId::try_from(event).ok()?,
+            SectionId::try_from(section).ok()?,
+        ))
     }
 
     /// The UUID.
@@ -264,7 +318,11 @@ mod tests {
 
     #[test]
     fn hold_keys_and_fans() {
-        let key = HoldKey::generate();
+        let (event, section) = (
+            EventId::try_from(7u64).unwrap(),
+            SectionId::try_from(9u64).unwrap(),
+        );
+        let key = HoldKey::generate(event, section);
         assert_eq!(HoldKey::try_from(key.to_string().as_str()), Ok(key));
         assert_eq!(HoldKey::try_from("nope"), Err(IdError::NotAUuid));
         assert_eq!(FanId::try_from(""), Err(IdError::Empty));
@@ -292,18 +350,63 @@ mod tests {
     fn a_request_id_derives_one_key_per_event_and_fan() {
         let event = EventId::try_from(7u64).unwrap();
         let other_event = EventId::try_from(8u64).unwrap();
+        let section = SectionId::try_from(3u64).unwrap();
         let fan = FanId::try_from("fan-1").unwrap();
         let request = RequestId::try_from("r-1").unwrap();
-        let key = HoldKey::for_request(event, &fan, &request);
-        assert_eq!(key, HoldKey::for_request(event, &fan, &request));
+        let family = |key: HoldKey| key.uuid().as_bytes()[..12].to_vec();
+        let key = HoldKey::for_request(event, &fan, &request, section);
+        assert_eq!(key, HoldKey::for_request(event, &fan, &request, section));
         assert_eq!(key.uuid().get_version_num(), 8);
-        assert_ne!(key, HoldKey::for_request(other_event, &fan, &request));
+        assert_ne!(
+            family(key),
+            family(HoldKey::for_request(other_event, &fan, &request, section))
+        );
         // The parts are length-prefixed: moving a character across them changes the key.
         let shifted = HoldKey::for_request(
             event,
             &FanId::try_from("fan-1r").unwrap(),
             &RequestId::try_from("-1").unwrap(),
+            section,
         );
-        assert_ne!(key, shifted);
+        assert_ne!(family(key), family(shifted));
+    }
+
+    #[test]
+    fn keys_carry_their_route_and_a_request_keeps_its_family() {
+        let event = EventId::try_from(ROUTE_EVENT_MAX).unwrap();
+        let (one, two) = (
+            SectionId::try_from(ROUTE_SECTION_MAX).unwrap(),
+            SectionId::try_from(1u64).unwrap(),
+        );
+        let key = HoldKey::generate(event, one);
+        assert_eq!(key.uuid().get_version_num(), 8);
+        assert_eq!(key.route(), Some((event, one)));
+
+        let fan = FanId::try_from("fan-1").unwrap();
+        let request = RequestId::try_from("r-1").unwrap();
+        let (a, b) = (
+            HoldKey::for_request(event, &fan, &request, one),
+            HoldKey::for_request(event, &fan, &request, two),
+        );
+        assert_eq!(a, HoldKey::for_request(event, &fan, &request, one));
+        assert_ne!(a, b);
+        assert_eq!(b.route(), Some((event, two)));
+        // One family: the same first 12 bytes, so one range in UUID order.
+        assert_eq!(a.uuid().as_bytes()[..12], b.uuid().as_bytes()[..12]);
+        let other = HoldKey::for_request(event, &fan, &RequestId::try_from("r-2").unwrap(), one);
+        assert_ne!(a.uuid().as_bytes()[..12], other.uuid().as_bytes()[..12]);
+    }
+
+    #[test]
+    fn ids_too_large_and_keys_of_earlier_versions_carry_no_route() {
+        let big = EventId::try_from(ROUTE_EVENT_MAX + 1).unwrap();
+        let section = SectionId::try_from(3u64).unwrap();
+        assert_eq!(HoldKey::generate(big, section).route(), None);
+        let wide = SectionId::try_from(ROUTE_SECTION_MAX + 1).unwrap();
+        assert_eq!(
+            HoldKey::generate(EventId::try_from(1u64).unwrap(), wide).route(),
+            None
+        );
+        assert_eq!(HoldKey::from(uuid::Uuid::new_v4()).route(), None);
     }
 }

@@ -142,14 +142,15 @@ pub struct Claim {
 }
 
 impl Claim {
-    /// The key of the hold this claim makes: for a fan's claim with a request id, the
-    /// one [`HoldKey::for_request`] derives (the same for every retry); else fresh.
+    /// The key of the hold this claim makes, carrying its event and section: for a
+    /// fan's claim with a request id, the one [`HoldKey::for_request`] derives (the
+    /// same for every retry); else fresh.
     pub fn hold_key(&self) -> HoldKey {
         match (&self.claimant, &self.request) {
             (Claimant::Fan { fan, .. }, Some(request)) => {
-                HoldKey::for_request(self.event, fan, request)
+                HoldKey::for_request(self.event, fan, request, self.section)
             }
-            _ => HoldKey::generate(),
+            _ => HoldKey::generate(self.event, self.section),
         }
     }
 }

@@ -245,12 +245,14 @@ impl HoldsService {
         let crowd = best.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
         let _counted = InFlight(&best.in_flight);
         let turn = best.turns.fetch_add(1, Ordering::Relaxed);
-        let key = request
-            .request
-            .as_ref()
-            .map_or_else(HoldKey::generate, |id| {
-                HoldKey::for_request(request.event, fan, id)
-            });
+        // Each round claims in one section, under a key that carries it; with a request
+        // id, every round's key is of the request's one family.
+        let key_in = |section: SectionId| {
+            request.request.as_ref().map_or_else(
+                || HoldKey::generate(request.event, section),
+                |id| HoldKey::for_request(request.event, fan, id, section),
+            )
+        };
         // A section target is tried as it is; a price category only in its sections whose
         // seats of that category had room for the request a moment ago, one per round.
         let mut candidates = match request.target {
@@ -302,6 +304,10 @@ impl HoldsService {
                     other_sections,
                 }));
             }
+            let Some(&section) = round.first() else {
+                break;
+            };
+            let key = key_in(section);
             budget.rounds += 1;
             spread(&mut blocks, turn, crowd);
             let outcome = retry_transient(

@@ -46,8 +46,9 @@ pub enum Claimed {
         /// Unavailable seat ids of the section, ascending.
         unavailable: Vec<i64>,
     },
-    /// The claim's hold key already names a hold: this claim was made before (same
-    /// request id). Nothing was written; the hold is read by its key.
+    /// The claim's request id already made a hold (the claim's key's family has one,
+    /// in this section or another): this claim was made before. Nothing was written;
+    /// the hold is read by the key given here.
     Repeated(HoldKey),
 }
 
@@ -161,7 +162,13 @@ pub(super) fn decide(
         "seat_taken" => Ok(Claimed::Taken {
             unavailable: row.seat_ids.unwrap_or_default(),
         }),
-        "repeated" => Ok(Claimed::Repeated(key)),
+        // `detail`: the key of the request's hold, in whichever section it was made.
+        "repeated" => Ok(Claimed::Repeated(
+            row.detail
+                .as_deref()
+                .and_then(|made| HoldKey::try_from(made).ok())
+                .unwrap_or(key),
+        )),
         "event_not_found" => Err(Error::EventNotFound),
         "event_not_on_sale" => Err(Error::EventNotOnSale(row.detail.unwrap_or_default())),
         "limit_exceeded" => match row.detail.as_deref() {

@@ -121,6 +121,20 @@ async fn a_request_id_reused_for_another_claim_is_refused() {
     let info = error_info(&refused).unwrap();
     assert_eq!(info.metadata["field"], "request_id");
     assert_eq!(info.metadata["hold_key"], first.hold_key);
+    // In another section the claim's key carries another section, of the same family:
+    // the request's hold is still found.
+    let other = app.sections[1].clone();
+    let refused = claim(&app, &event, "fan-a", other.id, &[other.seats[0]], "r-1")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&refused, Code::FailedPrecondition),
+        Reason::IdempotencyKeyReused
+    );
+    assert_eq!(
+        error_info(&refused).unwrap().metadata["hold_key"],
+        first.hold_key
+    );
     assert_eq!(active_counts(app.pool(), &event).await.0, 2);
     assert_invariants(app.pool()).await;
     app.stop().await;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use holds::domain::HoldKey;
+use holds::domain::{EventId, HoldKey, SectionId};
 
 use crate::support::{EventSettings, TestApp, assert_invariants};
 use stadium_testkit::all_at_once;
@@ -13,7 +13,11 @@ use stadium_testkit::all_at_once;
 async fn lapsed_rows(app: &TestApp, event: &str, n: usize) {
     let section = &app.sections[0];
     for chunk in section.seats[..n].chunks(4) {
-        let key = HoldKey::generate().uuid();
+        let key = HoldKey::generate(
+            EventId::try_from(event).unwrap(),
+            SectionId::try_from(section.id).unwrap(),
+        )
+        .uuid();
         sqlx::query(
             "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, \
                  admission_jti, status, created_at, expires_at) \

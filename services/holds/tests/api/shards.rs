@@ -1,0 +1,166 @@
+//! A shard's own record of the sections it owns, checked by the database on every
+//! write: a claim routed to a shard that does not own its section (a stale route) is
+//! refused and writes nothing, whichever path wrote it; a fenced section refuses every
+//! write but expiry and names when to retry.
+
+use stadium_kit::Reason;
+use stadium_proto::holds::v1::{BlockSeatsRequest, ClaimBestAvailableRequest};
+use stadium_testkit::grpc::metadata;
+use stadium_tokens::Role;
+use tonic::Code;
+
+use crate::support::{EventSettings, TestApp, assert_invariants, bearer, reason, snapshot};
+
+/// Records `state` for (`event`, `section`) in this database's own section record.
+async fn own(app: &TestApp, event: &str, section: u64, state: &str, fenced_ms: i64) {
+    sqlx::query(
+        "INSERT INTO holds.section_owners (event_id, section_id, state, fenced_until) \
+         VALUES ($1::bigint, $2, $3, CASE WHEN $4 > 0 THEN now() + $4 * interval '1 ms' END) \
+         ON CONFLICT (event_id, section_id) \
+         DO UPDATE SET state = EXCLUDED.state, fenced_until = EXCLUDED.fenced_until",
+    )
+    .bind(event)
+    .bind(i64::try_from(section).unwrap())
+    .bind(state)
+    .bind(fenced_ms)
+    .execute(app.pool())
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_refuses_claims_for_sections_it_does_not_own_and_writes_nothing() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let (a, b) = (app.sections[0].clone(), app.sections[1].clone());
+    sqlx::query("SELECT holds.register_shard('east')")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    own(&app, &event, a.id, "owned", 0).await;
+
+    let mut fan = app.fan("fan-1", &event);
+    let held = fan.claim(a.id, &[a.seats[0], a.seats[1]]).await.unwrap();
+    let before = snapshot(app.pool()).await;
+
+    // A section nobody recorded here: refused, retryable, naming the section.
+    let mut other = app.fan("fan-2", &event);
+    let status = other.claim(b.id, &[b.seats[0]]).await.unwrap_err();
+    assert_eq!(reason(&status, Code::Unavailable), Reason::SectionMoved);
+    assert_eq!(
+        metadata(&status, "section_id").as_deref(),
+        Some(b.id.to_string().as_str())
+    );
+    // Best available and the box office's blocks write through other functions and are
+    // refused alike.
+    let status = app
+        .client()
+        .claim_best_available(bearer(
+            ClaimBestAvailableRequest {
+                admission_token: other.admission.clone(),
+                event_id: event.clone(),
+                target: Some(
+                    stadium_proto::holds::v1::claim_best_available_request::Target::SectionId(b.id),
+                ),
+                quantity: 2,
+                ..Default::default()
+            },
+            &other.session,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status, Code::Unavailable), Reason::SectionMoved);
+    let status = app
+        .client()
+        .block_seats(bearer(
+            BlockSeatsRequest {
+                event_id: event.clone(),
+                section_id: b.id,
+                seat_ids: vec![b.seats[5]],
+                reason: "camera".into(),
+            },
+            &app.issuers.admin(&[Role::BoxOffice]),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status, Code::Unavailable), Reason::SectionMoved);
+    assert_eq!(snapshot(app.pool()).await, before);
+
+    // Fenced for a move: every write refused with a retry hint, the hold included.
+    own(&app, &event, a.id, "fenced", 5_000).await;
+    let status = other.claim(a.id, &[a.seats[5]]).await.unwrap_err();
+    assert_eq!(reason(&status, Code::Unavailable), Reason::SectionMoving);
+    let retry_after: u64 = metadata(&status, "retry_after_ms")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry_after > 0 && retry_after <= 5_000, "{retry_after}");
+    let status = app.release(&held.hold_key, &fan.session).await.unwrap_err();
+    assert_eq!(reason(&status, Code::Unavailable), Reason::SectionMoving);
+    assert_eq!(snapshot(app.pool()).await, before);
+
+    // Owned again: the fan's hold is theirs to release, claims go through.
+    own(&app, &event, a.id, "owned", 0).await;
+    app.release(&held.hold_key, &fan.session).await.unwrap();
+    other.claim(a.id, &[a.seats[0]]).await.unwrap();
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn main_owns_every_section_but_those_it_gave_away() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let (a, b) = (app.sections[0].clone(), app.sections[1].clone());
+    own(&app, &event, b.id, "gone", 0).await;
+
+    let mut fan = app.fan("fan-1", &event);
+    fan.claim(a.id, &[a.seats[0]]).await.unwrap();
+    let before = snapshot(app.pool()).await;
+    let mut other = app.fan("fan-2", &event);
+    let status = other.claim(b.id, &[b.seats[0]]).await.unwrap_err();
+    assert_eq!(reason(&status, Code::Unavailable), Reason::SectionMoved);
+    assert_eq!(snapshot(app.pool()).await, before);
+
+    // A database that holds seats cannot take another shard's name.
+    let renamed = sqlx::query("SELECT holds.register_shard('west')")
+        .execute(app.pool())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        renamed
+            .as_database_error()
+            .and_then(|e| e.code())
+            .as_deref(),
+        Some("SS003")
+    );
+    let name: String = sqlx::query_scalar("SELECT shard FROM holds.shard_identity")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(name, "main");
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_section_still_lets_lapsed_holds_expire() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let a = app.sections[0].clone();
+    let mut fan = app.fan("fan-1", &event);
+    let held = fan.claim(a.id, &[a.seats[0], a.seats[1]]).await.unwrap();
+    crate::support::lapse(&app, &held.hold_key).await;
+    own(&app, &event, a.id, "fenced", 5_000).await;
+
+    assert_eq!(app.parts.service.sweep(100).await.unwrap(), 2);
+    let expired: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM holds.seat_holds WHERE status = 'expired' AND hold_key = $1::uuid",
+    )
+    .bind(&held.hold_key)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(expired, 2);
+    app.stop().await;
+}
