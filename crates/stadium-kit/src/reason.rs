@@ -120,6 +120,8 @@ reasons! {
     /// The section is being moved between shards: nothing was done, retry after the
     /// metadata's `retry_after_ms`.
     SectionMoving = "SECTION_MOVING",
+    /// A section placed on a shard already has holds where it is: it must be moved.
+    SectionNotEmpty = "SECTION_NOT_EMPTY",
     /// The queue's store (Redis) did not answer.
     QueueStoreUnavailable = "QUEUE_STORE_UNAVAILABLE",
     /// The server is running as many calls of this method as it takes at once; nothing

@@ -27,6 +27,15 @@ pub struct Config {
     #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
     pub database_url: String,
 
+    /// Holds shards besides the main database, `NAME=URL` each, comma-separated or the
+    /// flag repeated: a section that `catalog.section_shards` routes to NAME has
+    /// its holds there. NAME: a lowercase letter, then up to 62 lowercase letters,
+    /// digits, `_` or `-`; not `main` (the `--database-url`). Each shard gets as many
+    /// connections as the main database. Never logged.
+    #[arg(long = "shard", env = "HOLDS_SHARDS", value_name = "NAME=URL",
+          value_delimiter = ',', hide_env_values = true, value_parser = parse_shard)]
+    pub shards: Vec<ShardUrl>,
+
     /// Maximum open database connections.
     #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -128,11 +137,54 @@ pub struct Config {
     pub claim_max_attempts: u32,
 }
 
+/// One `--shard NAME=URL`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ShardUrl {
+    /// The shard's name, as routes give it.
+    pub name: String,
+    /// Its PostgreSQL URL.
+    pub url: String,
+}
+
+impl std::fmt::Debug for ShardUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}=<redacted>", self.name)
+    }
+}
+
+/// Parses `NAME=URL` (see [`Config::shards`]).
+fn parse_shard(raw: &str) -> Result<ShardUrl, String> {
+    let (name, url) = raw
+        .split_once('=')
+        .ok_or_else(|| "expected NAME=URL".to_owned())?;
+    let mut chars = name.chars();
+    let well_formed = chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && name.len() <= 63
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    if !well_formed {
+        return Err(format!(
+            "shard name {:?}: a lowercase letter, then up to 62 lowercase letters, digits, _ or -",
+            name.chars().take(64).collect::<String>()
+        ));
+    }
+    if name == crate::shards::MAIN {
+        return Err("shard name main is the --database-url".to_owned());
+    }
+    if !url.starts_with("postgres://") && !url.starts_with("postgresql://") {
+        return Err(format!("shard {name}: the URL must start with postgres://"));
+    }
+    Ok(ShardUrl {
+        name: name.to_owned(),
+        url: url.to_owned(),
+    })
+}
+
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
             .field("common", &self.common)
             .field("database_url", &"<redacted>")
+            .field("shards", &self.shards)
             .field("database_max_connections", &self.database_max_connections)
             .field(
                 "database_acquire_timeout_ms",
@@ -302,5 +354,31 @@ mod tests {
             .is_err()
         );
         assert!(Config::try_parse_from(["holds"]).is_err());
+    }
+
+    #[test]
+    fn shards_are_named_urls_never_logged() {
+        let c = parse(&[
+            "--shard",
+            "east=postgres://a/x,west-2=postgresql://b/y",
+            "--shard",
+            "north=postgres://c/z",
+        ])
+        .unwrap();
+        let names: Vec<_> = c.shards.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["east", "west-2", "north"]);
+        let c = parse(&["--shard", "east=postgres://a/x,west-2=postgresql://b/y"]).unwrap();
+        let names: Vec<_> = c.shards.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["east", "west-2"]);
+        assert!(!format!("{c:?}").contains("postgres://a"));
+        for bad in [
+            "east",
+            "main=postgres://a",
+            "East=postgres://a",
+            "1=postgres://a",
+            "e=http://a",
+        ] {
+            assert!(parse(&["--shard", bad]).is_err(), "{bad}");
+        }
     }
 }

@@ -163,6 +163,14 @@ pub enum Error {
         /// Why (for the log).
         detail: String,
     },
+    /// A route names a shard this process has no URL for (`--shard`): a configuration
+    /// fault, answered `UNAVAILABLE/DATABASE_UNAVAILABLE`.
+    #[error("shard {0} is not configured here")]
+    ShardNotConfigured(String),
+    /// A section placed on a shard already has seat rows on the main database: it
+    /// must be moved, not placed.
+    #[error("section {0} already has holds; move it instead")]
+    SectionNotEmpty(SectionId),
     /// A database error (classified by SQLSTATE when mapped).
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
@@ -172,6 +180,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether a shard refused the call because the section is not (or not now) its
+    /// own: the caller's route was stale.
+    pub fn is_stale_route(&self) -> bool {
+        matches!(self, Self::Database(e) if matches!(
+            classify(e),
+            stadium_db::DbFailure::SectionElsewhere { .. } | stadium_db::DbFailure::SectionFenced { .. }
+        ))
+    }
+
     /// An [`Error::InvalidField`].
     pub fn invalid(field: impl Into<String>, problem: impl ToString) -> Self {
         Self::InvalidField {
@@ -225,6 +242,8 @@ impl ServiceError for Error {
             Self::RevocationsUnavailable { .. } => {
                 (Code::Unavailable, Reason::RevocationsUnavailable)
             }
+            Self::ShardNotConfigured(_) => (Code::Unavailable, Reason::DatabaseUnavailable),
+            Self::SectionNotEmpty(_) => (Code::FailedPrecondition, Reason::SectionNotEmpty),
             Self::Database(e) => database_row(&classify(e)),
             Self::CorruptRow(_) => (Code::Internal, Reason::Internal),
         }
@@ -307,6 +326,7 @@ impl ServiceError for Error {
             self,
             Self::Database(_)
                 | Self::CorruptRow(_)
+                | Self::ShardNotConfigured(_)
                 | Self::KeysUnavailable(_)
                 | Self::RevocationsUnavailable { .. }
         )

@@ -16,6 +16,7 @@
 //! [`sweeper`], [`metrics`], [`error`] (the one error table).
 
 pub mod auth;
+pub mod catalog_copy;
 pub mod clients;
 pub mod config;
 pub mod domain;
@@ -24,6 +25,7 @@ pub mod grpc;
 pub mod metrics;
 pub mod revocations;
 pub mod service;
+pub mod shards;
 pub mod store;
 pub mod sweeper;
 
@@ -164,20 +166,29 @@ pub async fn build_with_links(
     )
     .map_err(|e| StartError::Config(e.to_string()))?;
 
-    let pool = stadium_db::connect(
-        &config.database_url,
-        &PoolOptions {
-            max_connections: config.database_max_connections,
-            acquire_timeout: Duration::from_millis(config.database_acquire_timeout_ms),
-            application_name: "holds".to_owned(),
-            seq_scans: false,
-            ..PoolOptions::default()
-        },
-    )
-    .await?;
+    let options = PoolOptions {
+        max_connections: config.database_max_connections,
+        acquire_timeout: Duration::from_millis(config.database_acquire_timeout_ms),
+        application_name: "holds".to_owned(),
+        seq_scans: false,
+        ..PoolOptions::default()
+    };
+    let pool = stadium_db::connect(&config.database_url, &options).await?;
     if config.migrate {
         stadium_db::migrate(&pool).await?;
     }
+    let mut others = std::collections::BTreeMap::new();
+    for shard in &config.shards {
+        let shard_pool = stadium_db::connect(&shard.url, &options).await?;
+        if config.migrate {
+            stadium_db::migrate(&shard_pool).await?;
+        }
+        shards::register(&shard_pool, &shard.name)
+            .await
+            .map_err(|e| StartError::Config(format!("--shard {}: {e}", shard.name)))?;
+        others.insert(shard.name.clone(), shard_pool);
+    }
+    let shards = Arc::new(shards::Shards::new(pool, others));
     let metrics = Arc::new(metrics::Metrics::new(&stadium_telemetry::meter("holds")));
     let retry = RetryPolicy {
         max_attempts: config.claim_max_attempts,
@@ -185,7 +196,7 @@ pub async fn build_with_links(
     };
     Ok(Parts {
         service: Arc::new(service::HoldsService::new(
-            pool,
+            shards,
             metrics,
             retry,
             config.batching(),
@@ -231,6 +242,8 @@ pub async fn serve_parts(
         )
     });
     background.keep("sweeper", sweeper);
+    let copier = catalog_copy::spawn(parts.service.shards().clone(), background.stop());
+    background.keep("catalog copy", Some(copier));
     let api = grpc::HoldsApi::new(parts.service, parts.auth).reporting_use(parts.admission_use);
     let served = GrpcServer::new(config.common.server_options("holds")?)
         .add_service(BodyLimit::new(HoldsServer::new(api), MAX_CALL_BYTES))

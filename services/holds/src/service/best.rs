@@ -310,12 +310,13 @@ impl HoldsService {
             let key = key_in(section);
             budget.rounds += 1;
             spread(&mut blocks, turn, crowd);
+            let pool = self.shards.for_section(request.event, section).await?;
             let outcome = retry_transient(
                 self.retry,
                 |failure| self.metrics.retry(failure),
                 || {
                     store::claim_best(
-                        &self.pool,
+                        pool,
                         key,
                         request.event,
                         &round,
@@ -354,7 +355,7 @@ impl HoldsService {
         self.best
             .layouts
             .try_get_with(event, async {
-                let mut conn = self.pool.acquire().await?;
+                let mut conn = self.shards.main().acquire().await?;
                 let layout = store::event_layout(&mut conn, event)
                     .await?
                     .ok_or(Error::EventNotFound)?;
@@ -452,8 +453,12 @@ impl HoldsService {
         self.best
             .rooms
             .try_get_with(event, async {
-                let mut conn = self.pool.acquire().await?;
-                let unavailable = store::unavailable_seat_ids(&mut conn, event).await?;
+                let mut unavailable = Vec::new();
+                for (_, pool) in self.shards.all() {
+                    let mut conn = pool.acquire().await?;
+                    unavailable.extend(store::unavailable_seat_ids(&mut conn, event).await?);
+                }
+                unavailable.sort_unstable();
                 Ok::<_, Error>(Arc::new(layout.rooms(&unavailable)))
             })
             .await

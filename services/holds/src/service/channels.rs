@@ -26,7 +26,7 @@ impl HoldsService {
         actor: &str,
     ) -> Result<(ChannelState, PresaleCode), Error> {
         let key = PresaleCode::generate(KEY_LENGTH);
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.shards.main().begin().await?;
         let id =
             store::channels::create_channel(&mut tx, event, name, release_at, actor, &key).await?;
         let channel = one(store::channels::channels(&mut tx, None, Some(id)).await?)?;
@@ -44,7 +44,7 @@ impl HoldsService {
         assignment: &Assignment,
         actor: &str,
     ) -> Result<(ChannelState, Vec<SeatId>), Error> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.shards.main().begin().await?;
         store::record_actor(&mut tx, actor).await?;
         let seats = store::channels::assign(&mut tx, channel, assignment).await?;
         let state = one(store::channels::channels(&mut tx, None, Some(channel)).await?)?;
@@ -68,7 +68,7 @@ impl HoldsService {
             let codes: Vec<PresaleCode> = (0..count)
                 .map(|_| PresaleCode::generate(CODE_LENGTH))
                 .collect();
-            let mut conn = self.pool.acquire().await?;
+            let mut conn = self.shards.main().acquire().await?;
             match store::channels::create_codes(
                 &mut conn,
                 channel,
@@ -101,7 +101,7 @@ impl HoldsService {
         channel: i64,
         actor: &str,
     ) -> Result<(ChannelState, u64), Error> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.shards.main().begin().await?;
         store::record_actor(&mut tx, actor).await?;
         let released = store::channels::release(&mut tx, channel).await?;
         let state = one(store::channels::channels(&mut tx, None, Some(channel)).await?)?;
@@ -114,7 +114,7 @@ impl HoldsService {
     /// # Errors
     /// [`Error::Database`].
     pub async fn release_due_channels(&self) -> Result<u64, Error> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.shards.main().begin().await?;
         store::record_actor(&mut tx, "system").await?;
         let released = store::channels::release_due(&mut tx).await?;
         tx.commit().await?;
@@ -126,7 +126,7 @@ impl HoldsService {
     /// # Errors
     /// [`Error::Database`].
     pub async fn channels(&self, event: EventId) -> Result<Vec<ChannelState>, Error> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.shards.main().acquire().await?;
         store::channels::channels(&mut conn, Some(event), None).await
     }
 }

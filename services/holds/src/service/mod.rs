@@ -17,7 +17,8 @@ pub use returns::{Admission, BestAnswer, ServedReturns};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sqlx::PgPool;
+use std::collections::BTreeMap;
+
 use stadium_db::{RetryPolicy, retry_transient};
 
 use crate::domain::alternatives::SectionSeat;
@@ -25,6 +26,7 @@ use crate::domain::refusal::refusal;
 use crate::domain::{Claim, Claimant, EventId, Hold, HoldKey, PresaleCode, SectionId};
 use crate::error::Error;
 use crate::metrics::Metrics;
+use crate::shards::Shards;
 use crate::store;
 
 /// Default rows per sweep batch.
@@ -39,29 +41,29 @@ const SECTION_CACHE_TTL: Duration = Duration::from_secs(600);
 /// The seats of a section, as kept for refusals.
 type SectionSeats = Arc<Vec<SectionSeat>>;
 
-/// The holds operations over one pool.
+/// The holds operations over the main database and the shards.
 #[derive(Debug, Clone)]
 pub struct HoldsService {
-    pool: PgPool,
+    shards: Arc<Shards>,
     metrics: Arc<Metrics>,
     retry: RetryPolicy,
     /// Seats of (event, section), read once per section for `SEAT_TAKEN` answers.
     sections: moka::future::Cache<(EventId, SectionId), SectionSeats>,
     /// Layouts and availability hints for best available.
     best: Arc<best::BestState>,
-    /// Fans' claims, coalesced into batches.
-    coalescer: coalesce::Coalescer,
+    /// Fans' claims, coalesced into batches, one coalescer per database by shard name.
+    coalescers: BTreeMap<String, coalesce::Coalescer>,
 }
 
-/// Runs `$body` (an expression using `$conn: &mut PgConnection`) in a transaction,
-/// committing on success and rolling back on error, retried on 40001/40P01.
+/// Runs `$body` (an expression using `$conn: &mut PgConnection`) in a transaction on
+/// `$pool`, committing on success and rolling back on error, retried on 40001/40P01.
 macro_rules! in_tx {
-    ($self:ident, |$conn:ident| $body:expr) => {
+    ($self:ident, $pool:expr, |$conn:ident| $body:expr) => {
         retry_transient(
             $self.retry,
             |failure| $self.metrics.retry(failure),
             || async {
-                let mut tx = $self.pool.begin().await?;
+                let mut tx = $pool.begin().await?;
                 let $conn: &mut sqlx::PgConnection = &mut tx;
                 match $body.await {
                     Ok(value) => {
@@ -80,23 +82,29 @@ macro_rules! in_tx {
 }
 
 impl HoldsService {
-    /// Operations on `pool`, recording into `metrics`, retrying per `retry`, fans'
-    /// claims coalesced per `batching`. Starts the coalescer's dispatcher on the
-    /// current Tokio runtime.
+    /// Operations on `shards`, recording into `metrics`, retrying per `retry`, fans'
+    /// claims coalesced per `batching` on each database. Starts the coalescers'
+    /// dispatchers on the current Tokio runtime.
     pub fn new(
-        pool: PgPool,
+        shards: Arc<Shards>,
         metrics: Arc<Metrics>,
         retry: RetryPolicy,
         batching: Batching,
     ) -> Self {
         Self {
-            coalescer: coalesce::Coalescer::start(
-                pool.clone(),
-                retry,
-                Arc::clone(&metrics),
-                batching,
-            ),
-            pool,
+            coalescers: shards
+                .all()
+                .map(|(name, pool)| {
+                    let coalescer = coalesce::Coalescer::start(
+                        pool.clone(),
+                        retry,
+                        Arc::clone(&metrics),
+                        batching,
+                    );
+                    (name.to_owned(), coalescer)
+                })
+                .collect(),
+            shards,
             metrics,
             retry,
             sections: moka::future::Cache::builder()
@@ -105,6 +113,11 @@ impl HoldsService {
                 .build(),
             best: Arc::new(best::BestState::new()),
         }
+    }
+
+    /// The main database and the shards.
+    pub fn shards(&self) -> &Arc<Shards> {
+        &self.shards
     }
 
     /// The metrics this service records into.
@@ -141,25 +154,10 @@ impl HoldsService {
         code: Option<&PresaleCode>,
     ) -> Result<Hold, Error> {
         let started = Instant::now();
-        let result = match (&claim.claimant, code) {
-            (Claimant::Fan { .. }, Some(code)) => {
-                retry_transient(
-                    self.retry,
-                    |failure| self.metrics.retry(failure),
-                    || store::channels::claim_with_code(&self.pool, claim, code),
-                )
-                .await
-            }
-            (Claimant::Fan { .. }, None) => self.coalescer.claim(claim.clone()).await,
-            (Claimant::Block { .. } | Claimant::Comp { .. }, _) => {
-                retry_transient(
-                    self.retry,
-                    |failure| self.metrics.retry(failure),
-                    || store::claim(&self.pool, claim),
-                )
-                .await
-            }
-        };
+        let result = self.claim_on_shard(claim, code).await;
+        if let Err(error) = &result {
+            self.shards.forget_if_stale(claim.event, error).await;
+        }
         let asked =
             |hold: &Hold| hold.section == claim.section && hold.seats == claim.seats.as_slice();
         let made_before = |hold| {
@@ -215,6 +213,40 @@ impl HoldsService {
         }
     }
 
+    /// Runs the claim on its section's database: a fan's claim coalesced with others
+    /// there, one with a presale code (channels are on the main database) or of staff
+    /// alone.
+    async fn claim_on_shard(
+        &self,
+        claim: &Claim,
+        code: Option<&PresaleCode>,
+    ) -> Result<store::Claimed, Error> {
+        let shard = self.shards.shard_of(claim.event, claim.section).await?;
+        let pool = self.shards.named(&shard)?;
+        match (&claim.claimant, code) {
+            (Claimant::Fan { .. }, Some(code)) => {
+                retry_transient(
+                    self.retry,
+                    |failure| self.metrics.retry(failure),
+                    || store::channels::claim_with_code(pool, claim, code),
+                )
+                .await
+            }
+            (Claimant::Fan { .. }, None) => match self.coalescers.get(&shard) {
+                Some(coalescer) => coalescer.claim(claim.clone()).await,
+                None => Err(Error::ShardNotConfigured(shard)),
+            },
+            (Claimant::Block { .. } | Claimant::Comp { .. }, _) => {
+                retry_transient(
+                    self.retry,
+                    |failure| self.metrics.retry(failure),
+                    || store::claim(pool, claim),
+                )
+                .await
+            }
+        }
+    }
+
     /// The seats of `section` of `event`, from the cache, read from the database on a
     /// miss by one request while the others that missed wait for it (they are fixed
     /// once the event exists).
@@ -228,7 +260,7 @@ impl HoldsService {
     ) -> Result<SectionSeats, Error> {
         self.sections
             .try_get_with((event, section), async {
-                let mut conn = self.pool.acquire().await?;
+                let mut conn = self.shards.main().acquire().await?;
                 Ok::<_, Error>(Arc::new(
                     store::section_seats(&mut conn, event, section).await?,
                 ))
@@ -242,17 +274,22 @@ impl HoldsService {
     /// # Errors
     /// As `store::get`.
     pub async fn get(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.shards.for_key(key).await?.acquire().await?;
         store::get(&mut conn, key, fan).await
     }
 
-    /// `fan`'s live holds of `event`, by hold key (see `store::live_holds`).
+    /// `fan`'s live holds of `event` on every database, by hold key (see
+    /// `store::live_holds`).
     ///
     /// # Errors
     /// As `store::live_holds`.
     pub async fn live_holds(&self, event: EventId, fan: &str) -> Result<Vec<Hold>, Error> {
-        let mut conn = self.pool.acquire().await?;
-        store::live_holds(&mut conn, event, fan, None).await
+        let mut holds = Vec::new();
+        for (_, pool) in self.shards.all() {
+            let mut conn = pool.acquire().await?;
+            holds.extend(store::live_holds(&mut conn, event, fan, None).await?);
+        }
+        Ok(holds)
     }
 
     /// Releases the hold `key` of `fan`.
@@ -261,7 +298,8 @@ impl HoldsService {
     /// As `store::release`.
     #[tracing::instrument(skip_all, fields(hold_key = %key))]
     pub async fn release(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-        in_tx!(self, |conn| store::release(conn, key, fan))
+        let pool = self.shards.for_key(key).await?;
+        in_tx!(self, pool, |conn| store::release(conn, key, fan))
     }
 
     /// Books the hold `key` of `fan`: one statement on the pool (its own transaction).
@@ -270,10 +308,11 @@ impl HoldsService {
     /// As `store::confirm`.
     #[tracing::instrument(skip_all, fields(hold_key = %key))]
     pub async fn confirm(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
+        let pool = self.shards.for_key(key).await?;
         retry_transient(
             self.retry,
             |failure| self.metrics.retry(failure),
-            || store::confirm(&self.pool, key, fan),
+            || store::confirm(pool, key, fan),
         )
         .await
     }
@@ -290,10 +329,11 @@ impl HoldsService {
         fan: &str,
         window_ms: u32,
     ) -> Result<store::PaymentStarted, Error> {
+        let pool = self.shards.for_key(key).await?;
         retry_transient(
             self.retry,
             |failure| self.metrics.retry(failure),
-            || store::start_payment(&self.pool, key, fan, window_ms),
+            || store::start_payment(pool, key, fan, window_ms),
         )
         .await
     }
@@ -305,10 +345,11 @@ impl HoldsService {
     /// As `store::extend`.
     #[tracing::instrument(skip_all, fields(hold_key = %key))]
     pub async fn extend(&self, key: HoldKey, fan: &str) -> Result<store::Extended, Error> {
+        let pool = self.shards.for_key(key).await?;
         retry_transient(
             self.retry,
             |failure| self.metrics.retry(failure),
-            || store::extend(&self.pool, key, fan),
+            || store::extend(pool, key, fan),
         )
         .await
     }
@@ -325,29 +366,36 @@ impl HoldsService {
         scope: store::ReleaseScope,
         actor: &str,
     ) -> Result<Hold, Error> {
-        in_tx!(self, |conn| store::admin_release(conn, key, scope, actor))
+        let pool = self.shards.for_key(key).await?;
+        in_tx!(self, pool, |conn| store::admin_release(
+            conn, key, scope, actor
+        ))
     }
 
-    /// Marks lapsed holds expired in batches of `batch` rows, one short transaction per
-    /// batch, until a batch comes back short; returns the rows marked.
+    /// Marks lapsed holds expired on every database in batches of `batch` rows, one
+    /// short transaction per batch, until a batch comes back short; returns the rows
+    /// marked.
     ///
     /// # Errors
     /// [`Error::Database`] (rows of batches already committed stay marked).
     pub async fn sweep(&self, batch: u32) -> Result<u64, Error> {
         let batch = batch.max(1);
         let mut total = 0;
-        loop {
-            let mut conn = self.pool.acquire().await?;
-            let done = store::sweep_expired(&mut conn, batch).await?;
-            self.metrics.expired(done, false);
-            total += done;
-            if done < u64::from(batch) {
-                return Ok(total);
+        for (_, pool) in self.shards.all() {
+            loop {
+                let mut conn = pool.acquire().await?;
+                let done = store::sweep_expired(&mut conn, batch).await?;
+                self.metrics.expired(done, false);
+                total += done;
+                if done < u64::from(batch) {
+                    break;
+                }
             }
         }
+        Ok(total)
     }
 
-    /// Deletes seat-history rows older than `keep` in batches of `batch` rows, one
+    /// Deletes seat-history rows older than `keep` on every database in batches of `batch` rows, one
     /// short transaction per batch, until a batch comes back short; returns the rows
     /// deleted.
     ///
@@ -356,14 +404,17 @@ impl HoldsService {
     pub async fn trim_history(&self, keep: Duration, batch: u32) -> Result<u64, Error> {
         let batch = batch.max(1);
         let mut total = 0;
-        loop {
-            let mut conn = self.pool.acquire().await?;
-            let done = store::trim_seat_history(&mut conn, keep, batch).await?;
-            total += done;
-            if done < u64::from(batch) {
-                return Ok(total);
+        for (_, pool) in self.shards.all() {
+            loop {
+                let mut conn = pool.acquire().await?;
+                let done = store::trim_seat_history(&mut conn, keep, batch).await?;
+                total += done;
+                if done < u64::from(batch) {
+                    break;
+                }
             }
         }
+        Ok(total)
     }
 }
 

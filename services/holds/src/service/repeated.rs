@@ -40,8 +40,11 @@ impl HoldsService {
         else {
             return Err(refused);
         };
-        let mut conn = self.pool.acquire().await?;
-        let live = store::live_holds(&mut conn, event, fan, Some(admission_jti)).await?;
+        let mut live = Vec::new();
+        for (_, pool) in self.shards.all() {
+            let mut conn = pool.acquire().await?;
+            live.extend(store::live_holds(&mut conn, event, fan, Some(admission_jti)).await?);
+        }
         match live.into_iter().next() {
             Some(hold) if asked(&hold) => {
                 tracing::debug!(hold_key = %hold.key, "claim asked again: its hold answers");
@@ -66,7 +69,7 @@ impl HoldsService {
         fan: &str,
         asked: impl Fn(&Hold) -> bool,
     ) -> Result<Hold, Error> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.shards.for_key(key).await?.acquire().await?;
         let hold = store::get(&mut conn, key, fan).await?;
         if asked(&hold) {
             tracing::debug!(hold_key = %key, "claim repeated with its request id");

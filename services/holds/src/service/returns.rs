@@ -91,7 +91,7 @@ impl HoldsService {
                     return Err(refused);
                 }
                 let queued = store::queue_for_returns(
-                    &self.pool,
+                    self.shards.main(),
                     request,
                     request_id,
                     fan,
@@ -118,7 +118,7 @@ impl HoldsService {
         fan: &FanId,
         admission_jti: &str,
     ) -> Result<bool, Error> {
-        store::leave_returns_queue(&self.pool, fan, admission_jti).await
+        store::leave_returns_queue(self.shards.main(), fan, admission_jti).await
     }
 
     /// Serves up to `limit` queued claims, in line order, with the seats free now:
@@ -130,10 +130,10 @@ impl HoldsService {
     /// [`Error::Database`] (claims already served stay served).
     pub async fn serve_returns(&self, limit: u32) -> Result<ServedReturns, Error> {
         let mut pass = ServedReturns {
-            lapsed: store::drop_lapsed_admissions(&self.pool).await?,
+            lapsed: store::drop_lapsed_admissions(self.shards.main()).await?,
             ..ServedReturns::default()
         };
-        let queued = store::queued_claims(&self.pool, limit).await?;
+        let queued = store::queued_claims(self.shards.main(), limit).await?;
         let mut misses: HashMap<EventId, u32> = HashMap::new();
         for claim in queued {
             let event = claim.request.event;
@@ -150,7 +150,7 @@ impl HoldsService {
             }
             // The entry stays locked while its claim runs, so a fan leaving the line
             // meanwhile waits and then finds the hold, never one made after it left.
-            let mut entry = self.pool.begin().await?;
+            let mut entry = self.shards.main().begin().await?;
             let current = store::lock_queued(&mut entry, claim.place).await?;
             if current.as_deref() != claim.request.request.as_ref().map(|id| id.as_str()) {
                 // Left, or asked again with another claim since the line was read.

@@ -1,8 +1,13 @@
-//! A shard's own record of the sections it owns, checked by the database on every
-//! write: a claim routed to a shard that does not own its section (a stale route) is
-//! refused and writes nothing, whichever path wrote it; a fenced section refuses every
-//! write but expiry and names when to retry.
+//! Sections on shards. A shard's own record of the sections it owns is checked by the
+//! database on every write: a claim routed to a shard that does not own its section (a
+//! stale route) is refused and writes nothing, whichever path wrote it; a fenced
+//! section refuses every write but expiry and names when to retry. With a second
+//! database as a shard, claims go to their section's shard, holds are found by key,
+//! and a pause on the main database reaches the shard's copy of the catalog.
 
+use holds::catalog_copy::Copies;
+use holds::domain::{EventId, SectionId};
+use holds::shards::place_section;
 use stadium_kit::Reason;
 use stadium_proto::holds::v1::{BlockSeatsRequest, ClaimBestAvailableRequest};
 use stadium_testkit::grpc::metadata;
@@ -162,5 +167,181 @@ async fn a_fenced_section_still_lets_lapsed_holds_expire() {
     .await
     .unwrap();
     assert_eq!(expired, 2);
+    app.stop().await;
+}
+
+/// Rows of `section` of `event` in `pool`, by status.
+async fn rows(pool: &sqlx::PgPool, event: &str, section: u64) -> Vec<(String, i64)> {
+    sqlx::query_as(
+        "SELECT status, count(*) FROM holds.seat_holds \
+         WHERE event_id = $1::bigint AND section_id = $2 GROUP BY status ORDER BY status",
+    )
+    .bind(event)
+    .bind(i64::try_from(section).unwrap())
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+/// The app with a second database as shard `east`, `section` of a new event placed
+/// there and the catalog copied to it.
+async fn sharded(section_index: usize) -> (TestApp, stadium_testkit::TestDatabase, String) {
+    let east = stadium_testkit::fresh_database().await;
+    let flag = format!("east={}", east.url);
+    let app = TestApp::start_with(&["--shard", &flag], None).await;
+    let event = app.event(EventSettings::default()).await;
+    let shards = app.parts.service.shards();
+    place_section(
+        shards,
+        EventId::try_from(event.as_str()).unwrap(),
+        SectionId::try_from(app.sections[section_index].id).unwrap(),
+        "east",
+    )
+    .await
+    .unwrap();
+    Copies::default().refresh(shards).await.unwrap();
+    (app, east, event)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_go_to_their_sections_shard_and_holds_are_found_by_their_key() {
+    let (app, east, event) = sharded(1).await;
+    let (a, b) = (app.sections[0].clone(), app.sections[1].clone());
+
+    let mut one = app.fan("fan-1", &event);
+    let mut two = app.fan("fan-2", &event);
+    let on_main = one.claim(a.id, &[a.seats[0]]).await.unwrap();
+    let on_east = two.claim(b.id, &[b.seats[0], b.seats[1]]).await.unwrap();
+    assert_eq!(
+        rows(app.pool(), &event, a.id).await,
+        [("held".to_owned(), 1)]
+    );
+    assert_eq!(rows(app.pool(), &event, b.id).await, []);
+    assert_eq!(
+        rows(&east.pool, &event, b.id).await,
+        [("held".to_owned(), 2)]
+    );
+
+    // The seat is taken on its shard: another fan is refused with alternatives.
+    let mut three = app.fan("fan-3", &event);
+    let taken = three.claim(b.id, &[b.seats[1]]).await.unwrap_err();
+    assert_eq!(reason(&taken, Code::AlreadyExists), Reason::SeatTaken);
+
+    // Found by key alone, wherever it is: read, extended, released.
+    let read = app
+        .client()
+        .get_hold(bearer(
+            stadium_proto::holds::v1::GetHoldRequest {
+                hold_key: on_east.hold_key.clone(),
+            },
+            &two.session,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(read.seat_ids, on_east.seat_ids);
+    app.release(&on_east.hold_key, &two.session).await.unwrap();
+    assert_eq!(
+        rows(&east.pool, &event, b.id).await,
+        [("released".to_owned(), 2)]
+    );
+    app.release(&on_main.hold_key, &one.session).await.unwrap();
+    three.claim(b.id, &[b.seats[1]]).await.unwrap();
+
+    // A claim that reaches the main database for the placed section is refused there.
+    let stale = sqlx::query(
+        "SELECT * FROM holds.claim(gen_random_uuid(), $1::bigint, $2, ARRAY[$3]::bigint[], \
+         'fan-9', 'jti-9', 'fan', NULL)",
+    )
+    .bind(&event)
+    .bind(i64::try_from(b.id).unwrap())
+    .bind(i64::try_from(b.seats[5]).unwrap())
+    .execute(app.pool())
+    .await
+    .unwrap_err();
+    assert_eq!(
+        stale.as_database_error().and_then(|e| e.code()).as_deref(),
+        Some("SS001")
+    );
+    assert_eq!(rows(app.pool(), &event, b.id).await, []);
+    assert_invariants(app.pool()).await;
+    assert_invariants(&east.pool).await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_section_with_holds_is_not_placed_elsewhere() {
+    let east = stadium_testkit::fresh_database().await;
+    let flag = format!("east={}", east.url);
+    let app = TestApp::start_with(&["--shard", &flag], None).await;
+    let event = app.event(EventSettings::default()).await;
+    let a = app.sections[0].clone();
+    app.fan("fan-1", &event)
+        .claim(a.id, &[a.seats[0]])
+        .await
+        .unwrap();
+    let refused = place_section(
+        app.parts.service.shards(),
+        EventId::try_from(event.as_str()).unwrap(),
+        SectionId::try_from(a.id).unwrap(),
+        "east",
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(refused, holds::error::Error::SectionNotEmpty(_)),
+        "{refused}"
+    );
+    // Still on main, owned by nobody else.
+    app.fan("fan-2", &event)
+        .claim(a.id, &[a.seats[1]])
+        .await
+        .unwrap();
+    let owned: Vec<String> = sqlx::query_scalar("SELECT state FROM holds.section_owners")
+        .fetch_all(&east.pool)
+        .await
+        .unwrap();
+    assert_eq!(owned, ["gone"]);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_on_the_main_database_reaches_every_shard() {
+    let (app, _east, event) = sharded(1).await;
+    let b = app.sections[1].clone();
+    let mut fan = app.fan("fan-1", &event);
+    fan.claim(b.id, &[b.seats[0]]).await.unwrap();
+
+    sqlx::query("UPDATE catalog.events SET status = 'paused' WHERE event_id = $1::bigint")
+        .bind(&event)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let paused = std::time::Instant::now();
+    let mut seat = 1;
+    let refused = loop {
+        // A new fan each time (one hold per admission), until the pause arrives.
+        let mut other = app.fan(&format!("fan-{}", seat + 1), &event);
+        match other.claim(b.id, &[b.seats[seat]]).await {
+            Ok(_) => seat += 1,
+            Err(status) => break status,
+        }
+        assert!(
+            paused.elapsed() < std::time::Duration::from_secs(30),
+            "the pause never arrived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(
+        reason(&refused, Code::FailedPrecondition),
+        Reason::EventNotOnSale
+    );
+    eprintln!(
+        "pause reached the shard after {} ms ({} claims taken meanwhile)",
+        paused.elapsed().as_millis(),
+        seat - 1
+    );
     app.stop().await;
 }
