@@ -6,11 +6,13 @@
 
 mod pool;
 mod retry;
+mod shards;
 mod sqlstate;
 mod text_enum;
 mod url;
 
 pub use pool::{MIGRATOR, PoolOptions, connect, migrate};
 pub use retry::{RetryPolicy, Transient, retry_transient};
+pub use shards::{MAIN, ROUTE_TTL, ShardUrl, Shards, parse_shard};
 pub use sqlstate::{DbFailure, classify};
 pub use url::with_database;

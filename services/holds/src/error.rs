@@ -163,10 +163,6 @@ pub enum Error {
         /// Why (for the log).
         detail: String,
     },
-    /// A route names a shard this process has no URL for (`--shard`): a configuration
-    /// fault, answered `UNAVAILABLE/DATABASE_UNAVAILABLE`.
-    #[error("shard {0} is not configured here")]
-    ShardNotConfigured(String),
     /// A section placed on a shard already has seat rows on the main database: it
     /// must be moved, not placed.
     #[error("section {0} already has holds; move it instead")]
@@ -242,7 +238,6 @@ impl ServiceError for Error {
             Self::RevocationsUnavailable { .. } => {
                 (Code::Unavailable, Reason::RevocationsUnavailable)
             }
-            Self::ShardNotConfigured(_) => (Code::Unavailable, Reason::DatabaseUnavailable),
             Self::SectionNotEmpty(_) => (Code::FailedPrecondition, Reason::SectionNotEmpty),
             Self::Database(e) => database_row(&classify(e)),
             Self::CorruptRow(_) => (Code::Internal, Reason::Internal),
@@ -326,7 +321,6 @@ impl ServiceError for Error {
             self,
             Self::Database(_)
                 | Self::CorruptRow(_)
-                | Self::ShardNotConfigured(_)
                 | Self::KeysUnavailable(_)
                 | Self::RevocationsUnavailable { .. }
         )

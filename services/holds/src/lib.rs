@@ -177,18 +177,19 @@ pub async fn build_with_links(
     if config.migrate {
         stadium_db::migrate(&pool).await?;
     }
-    let mut others = std::collections::BTreeMap::new();
-    for shard in &config.shards {
-        let shard_pool = stadium_db::connect(&shard.url, &options).await?;
-        if config.migrate {
-            stadium_db::migrate(&shard_pool).await?;
-        }
-        shards::register(&shard_pool, &shard.name)
+    let shards = Arc::new(
+        shards::Shards::connect(pool, &config.shards, &options)
             .await
-            .map_err(|e| StartError::Config(format!("--shard {}: {e}", shard.name)))?;
-        others.insert(shard.name.clone(), shard_pool);
+            .map_err(StartError::Database)?,
+    );
+    for (name, shard) in shards.others() {
+        if config.migrate {
+            stadium_db::migrate(shard).await?;
+        }
+        shards::register(shard, name)
+            .await
+            .map_err(|e| StartError::Config(format!("--shard {name}: {e}")))?;
     }
-    let shards = Arc::new(shards::Shards::new(pool, others));
     let metrics = Arc::new(metrics::Metrics::new(&stadium_telemetry::meter("holds")));
     let retry = RetryPolicy {
         max_attempts: config.claim_max_attempts,

@@ -1,155 +1,27 @@
-//! The databases holds writes seats to: the main database and named shards, and the
-//! routes of an event's sections to them (`catalog.section_shards` on the main
-//! database, migration `20261210000000`).
-//!
-//! A section with no route is on `main`; with no shard configured, every call goes to
-//! the main database without looking a route up. Routes are read per event and kept for
-//! [`ROUTE_TTL`]: a stale route can only fail, because every shard checks that it owns
-//! the sections written to it (`UNAVAILABLE/SECTION_MOVED`), and such a failure drops
-//! the event's routes so the retry reads them anew. A hold is found from its key, which
-//! carries its event and section ([`HoldKey::route`]); keys that carry none are of holds
-//! made before shards existed, on the main database.
+//! Holds' side of the shards (`stadium_db::Shards` routes): naming a database as a
+//! shard, finding a hold's database from its key, and placing a section that has no
+//! holds yet on a shard.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-use std::time::Duration;
+pub use stadium_db::{MAIN, Shards};
 
 use sqlx::PgPool;
 
 use crate::domain::{EventId, HoldKey, SectionId};
 use crate::error::Error;
 
-/// The main database's name as a shard.
-pub const MAIN: &str = "main";
-
-/// How long an event's routes are trusted before they are read again.
-pub const ROUTE_TTL: Duration = Duration::from_secs(1);
-
-/// Sections of one event routed off the main database, by shard name.
-type Routes = Arc<HashMap<SectionId, String>>;
-
-/// The main database and the shards, with the routes read so far.
-#[derive(Debug, Clone)]
-pub struct Shards {
-    main: PgPool,
-    others: BTreeMap<String, PgPool>,
-    routes: moka::future::Cache<EventId, Routes>,
-}
-
-impl Shards {
-    /// The main database alone: every section is there.
-    pub fn single(main: PgPool) -> Self {
-        Self::new(main, BTreeMap::new())
-    }
-
-    /// The main database and `others` by name (never `main`).
-    pub fn new(main: PgPool, others: BTreeMap<String, PgPool>) -> Self {
-        Self {
-            main,
-            others,
-            routes: moka::future::Cache::builder()
-                .max_capacity(10_000)
-                .time_to_live(ROUTE_TTL)
-                .build(),
+/// The database of the hold `key`: its section's, or the main one for a key that
+/// carries no section (a hold made before shards existed).
+///
+/// # Errors
+/// [`Error::Database`] when the routes cannot be read or name a shard this process has
+/// no URL for.
+pub async fn for_key(shards: &Shards, key: HoldKey) -> Result<&PgPool, Error> {
+    match key.route() {
+        Some((event, section)) if !shards.is_single() => {
+            Ok(shards.for_section(event.get(), section.get()).await?)
         }
+        _ => Ok(shards.main()),
     }
-
-    /// The main database (the catalog, and every section no route sends elsewhere).
-    pub fn main(&self) -> &PgPool {
-        &self.main
-    }
-
-    /// Every database, the main one first, with its shard name.
-    pub fn all(&self) -> impl Iterator<Item = (&str, &PgPool)> {
-        std::iter::once((MAIN, &self.main)).chain(self.others.iter().map(|(n, p)| (n.as_str(), p)))
-    }
-
-    /// The shards besides the main database, by name.
-    pub fn others(&self) -> impl Iterator<Item = (&str, &PgPool)> {
-        self.others.iter().map(|(n, p)| (n.as_str(), p))
-    }
-
-    /// The name of the shard `section` of `event` is routed to.
-    ///
-    /// # Errors
-    /// [`Error::Database`] when the routes cannot be read.
-    pub async fn shard_of(&self, event: EventId, section: SectionId) -> Result<String, Error> {
-        if self.others.is_empty() {
-            return Ok(MAIN.to_owned());
-        }
-        let routes = self
-            .routes
-            .try_get_with(event, read_routes(&self.main, event))
-            .await
-            .map_err(crate::service::unshared)?;
-        Ok(routes
-            .get(&section)
-            .cloned()
-            .unwrap_or_else(|| MAIN.to_owned()))
-    }
-
-    /// The database of `section` of `event`.
-    ///
-    /// # Errors
-    /// As [`Self::shard_of`]; [`Error::ShardNotConfigured`] when the route names a
-    /// shard this process has no URL for.
-    pub async fn for_section(&self, event: EventId, section: SectionId) -> Result<&PgPool, Error> {
-        let name = self.shard_of(event, section).await?;
-        self.named(&name)
-    }
-
-    /// The database of the hold `key`: its section's, or the main one for a key that
-    /// carries no section.
-    ///
-    /// # Errors
-    /// As [`Self::for_section`].
-    pub async fn for_key(&self, key: HoldKey) -> Result<&PgPool, Error> {
-        match key.route() {
-            Some((event, section)) if !self.others.is_empty() => {
-                self.for_section(event, section).await
-            }
-            _ => Ok(&self.main),
-        }
-    }
-
-    /// The database named `name`.
-    ///
-    /// # Errors
-    /// [`Error::ShardNotConfigured`].
-    pub fn named(&self, name: &str) -> Result<&PgPool, Error> {
-        if name == MAIN {
-            return Ok(&self.main);
-        }
-        self.others
-            .get(name)
-            .ok_or_else(|| Error::ShardNotConfigured(name.to_owned()))
-    }
-
-    /// Drops the routes kept for `event` when `error` says a route was stale, so the
-    /// next call reads them again.
-    pub async fn forget_if_stale(&self, event: EventId, error: &Error) {
-        if error.is_stale_route() {
-            self.routes.invalidate(&event).await;
-        }
-    }
-}
-
-/// The sections of `event` routed off the main database.
-async fn read_routes(main: &PgPool, event: EventId) -> Result<Routes, Error> {
-    let rows: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT section_id, shard FROM catalog.section_shards \
-         WHERE event_id = $1 AND shard <> 'main'",
-    )
-    .bind(event.get())
-    .fetch_all(main)
-    .await?;
-    let mut routes = HashMap::with_capacity(rows.len());
-    for (section, shard) in rows {
-        let section = SectionId::try_from(section)
-            .map_err(|_| Error::CorruptRow(format!("section_shards: section {section}")))?;
-        routes.insert(section, shard);
-    }
-    Ok(Arc::new(routes))
 }
 
 /// Names the database `pool` as the shard `name` (`holds.register_shard`): a database
@@ -171,9 +43,9 @@ pub async fn register(pool: &PgPool, name: &str) -> Result<(), Error> {
 /// (so no claim of the section can commit on the main database after it looked).
 ///
 /// # Errors
-/// [`Error::ShardNotConfigured`]; [`Error::SectionNotEmpty`] when the main database
-/// has rows of the section (it must be moved instead; the shard's ownership is taken
-/// back); [`Error::Database`].
+/// [`Error::SectionNotEmpty`] when the main database has rows of the section (it must
+/// be moved instead; the shard's ownership is taken back); [`Error::Database`] (also
+/// for a shard this process has no URL for).
 pub async fn place_section(
     shards: &Shards,
     event: EventId,
@@ -188,7 +60,7 @@ pub async fn place_section(
         ));
     }
     set_owner(target, event, section, "owned").await?;
-    let mut tx = shards.main.begin().await?;
+    let mut tx = shards.main().begin().await?;
     sqlx::query("LOCK TABLE holds.seat_holds IN SHARE ROW EXCLUSIVE MODE")
         .execute(&mut *tx)
         .await?;
@@ -215,7 +87,7 @@ pub async fn place_section(
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
-    shards.routes.invalidate(&event).await;
+    shards.forget(event.get()).await;
     Ok(())
 }
 

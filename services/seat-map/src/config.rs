@@ -20,6 +20,13 @@ pub struct Config {
     #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
     pub database_url: String,
 
+    /// Shards holding seats besides the main database, `NAME=URL` each, comma-separated
+    /// or the flag repeated (the names `catalog.section_shards` routes sections to):
+    /// a section's availability is read on its shard. Never logged.
+    #[arg(long = "shard", env = "DATABASE_SHARDS", value_name = "NAME=URL",
+          value_delimiter = ',', hide_env_values = true, value_parser = stadium_db::parse_shard)]
+    pub shards: Vec<stadium_db::ShardUrl>,
+
     /// Maximum open database connections.
     #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 8,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -60,6 +67,7 @@ impl std::fmt::Debug for Config {
         f.debug_struct("Config")
             .field("common", &self.common)
             .field("database_url", &"<redacted>")
+            .field("shards", &self.shards)
             .field("database_max_connections", &self.database_max_connections)
             .field("migrate", &self.migrate)
             .field("staleness_ms", &self.staleness_ms)

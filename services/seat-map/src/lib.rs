@@ -59,22 +59,20 @@ pub async fn build(config: &Config) -> Result<Parts, StartError> {
         stadium_tokens::audience::SEAT_MAP,
     )
     .map_err(|e| StartError::Config(format!("--identity-issuer: {e}")))?;
-    let pool = stadium_db::connect(
-        &config.database_url,
-        &PoolOptions {
-            max_connections: config.database_max_connections,
-            application_name: "seat-map".to_owned(),
-            ..PoolOptions::default()
-        },
-    )
-    .await?;
+    let options = PoolOptions {
+        max_connections: config.database_max_connections,
+        application_name: "seat-map".to_owned(),
+        ..PoolOptions::default()
+    };
+    let pool = stadium_db::connect(&config.database_url, &options).await?;
     if config.migrate {
         stadium_db::migrate(&pool).await?;
     }
+    let shards = stadium_db::Shards::connect(pool, &config.shards, &options).await?;
     let metrics = Arc::new(metrics::Metrics::new(&stadium_telemetry::meter("seat-map")));
     Ok(Parts {
         service: Arc::new(service::SeatMapService::new(
-            pool,
+            shards,
             config.staleness(),
             config.layout_ttl(),
             config.layout_cache_events,

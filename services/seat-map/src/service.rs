@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use futures::future::try_join_all;
 use moka::Expiry;
 use moka::future::Cache;
-use sqlx::PgPool;
+use stadium_db::Shards;
 use stadium_seating::{Availability, Point, Preference, SectionLayout, Suggestion};
 use tracing::instrument;
 
@@ -89,10 +89,11 @@ impl Expiry<(EventId, u64), SharedSnapshot> for StalenessExpiry {
     }
 }
 
-/// The seat map's state: a pool and two caches.
+/// The seat map's state: the databases and the caches.
 #[derive(Debug)]
 pub struct SeatMapService {
-    pool: PgPool,
+    /// The main database (layouts) and the shards (each section's availability).
+    shards: Shards,
     staleness: Duration,
     /// What the layout depends on that box-office staff can change (prices, names,
     /// colours, seats per claim), re-read at most once per staleness bound per event.
@@ -109,17 +110,18 @@ impl std::fmt::Debug for StalenessExpiry {
 }
 
 impl SeatMapService {
-    /// A service reading from `pool`, serving availability at most `staleness` old,
+    /// A service reading layouts from the main database of `shards` and each section's
+    /// availability from its shard, serving availability at most `staleness` old,
     /// keeping up to `layout_events` layouts for `layout_ttl` each.
     pub fn new(
-        pool: PgPool,
+        shards: Shards,
         staleness: Duration,
         layout_ttl: Duration,
         layout_events: u64,
         metrics: Arc<Metrics>,
     ) -> Self {
         Self {
-            pool,
+            shards,
             staleness,
             versions: Cache::builder()
                 .max_capacity(layout_events.saturating_mul(4))
@@ -160,7 +162,7 @@ impl SeatMapService {
         let version = self
             .versions
             .try_get_with(event, async {
-                let mut conn = self.pool.acquire().await?;
+                let mut conn = self.shards.main().acquire().await?;
                 store::layout_version(&mut conn, event)
                     .await?
                     .map(Arc::<str>::from)
@@ -171,7 +173,7 @@ impl SeatMapService {
         self.layouts
             .try_get_with((event, version), async {
                 self.metrics.layout_load();
-                let mut tx = self.pool.begin().await?;
+                let mut tx = self.shards.main().begin().await?;
                 sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     .execute(&mut *tx)
                     .await?;
@@ -225,7 +227,14 @@ impl SeatMapService {
         let loaded_at = Instant::now();
         self.metrics
             .availability_load(event.get(), layout.section_id());
-        let mut conn = self.pool.acquire().await?;
+        let section = i64::try_from(layout.section_id())
+            .map_err(|_| Error::SectionNotFound(layout.section_id()))?;
+        let mut conn = self
+            .shards
+            .for_section(event.get(), section)
+            .await?
+            .acquire()
+            .await?;
         let (as_of, taken) = store::load_unavailable(&mut conn, event, layout.section_id()).await?;
         let availability = Availability::from_unavailable(
             layout.first_seat_id(),

@@ -310,7 +310,11 @@ impl HoldsService {
             let key = key_in(section);
             budget.rounds += 1;
             spread(&mut blocks, turn, crowd);
-            let pool = self.shards.for_section(request.event, section).await?;
+            let pool = self
+                .shards
+                .for_section(request.event.get(), section.get())
+                .await
+                .map_err(Error::from)?;
             let outcome = retry_transient(
                 self.retry,
                 |failure| self.metrics.retry(failure),

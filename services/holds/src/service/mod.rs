@@ -26,7 +26,7 @@ use crate::domain::refusal::refusal;
 use crate::domain::{Claim, Claimant, EventId, Hold, HoldKey, PresaleCode, SectionId};
 use crate::error::Error;
 use crate::metrics::Metrics;
-use crate::shards::Shards;
+use crate::shards::{self, Shards};
 use crate::store;
 
 /// Default rows per sweep batch.
@@ -155,8 +155,10 @@ impl HoldsService {
     ) -> Result<Hold, Error> {
         let started = Instant::now();
         let result = self.claim_on_shard(claim, code).await;
-        if let Err(error) = &result {
-            self.shards.forget_if_stale(claim.event, error).await;
+        if let Err(error) = &result
+            && error.is_stale_route()
+        {
+            self.shards.forget(claim.event.get()).await;
         }
         let asked =
             |hold: &Hold| hold.section == claim.section && hold.seats == claim.seats.as_slice();
@@ -221,7 +223,10 @@ impl HoldsService {
         claim: &Claim,
         code: Option<&PresaleCode>,
     ) -> Result<store::Claimed, Error> {
-        let shard = self.shards.shard_of(claim.event, claim.section).await?;
+        let shard = self
+            .shards
+            .shard_of(claim.event.get(), claim.section.get())
+            .await?;
         let pool = self.shards.named(&shard)?;
         match (&claim.claimant, code) {
             (Claimant::Fan { .. }, Some(code)) => {
@@ -234,7 +239,8 @@ impl HoldsService {
             }
             (Claimant::Fan { .. }, None) => match self.coalescers.get(&shard) {
                 Some(coalescer) => coalescer.claim(claim.clone()).await,
-                None => Err(Error::ShardNotConfigured(shard)),
+                // `named` above found the shard, so it has a coalescer.
+                None => Err(Error::CorruptRow(format!("no coalescer for shard {shard}"))),
             },
             (Claimant::Block { .. } | Claimant::Comp { .. }, _) => {
                 retry_transient(
@@ -274,7 +280,7 @@ impl HoldsService {
     /// # Errors
     /// As `store::get`.
     pub async fn get(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-        let mut conn = self.shards.for_key(key).await?.acquire().await?;
+        let mut conn = shards::for_key(&self.shards, key).await?.acquire().await?;
         store::get(&mut conn, key, fan).await
     }
 
@@ -298,7 +304,7 @@ impl HoldsService {
     /// As `store::release`.
     #[tracing::instrument(skip_all, fields(hold_key = %key))]
     pub async fn release(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-        let pool = self.shards.for_key(key).await?;
+        let pool = shards::for_key(&self.shards, key).await?;
         in_tx!(self, pool, |conn| store::release(conn, key, fan))
     }
 
@@ -308,7 +314,7 @@ impl HoldsService {
     /// As `store::confirm`.
     #[tracing::instrument(skip_all, fields(hold_key = %key))]
     pub async fn confirm(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-        let pool = self.shards.for_key(key).await?;
+        let pool = shards::for_key(&self.shards, key).await?;
         retry_transient(
             self.retry,
             |failure| self.metrics.retry(failure),
@@ -329,7 +335,7 @@ impl HoldsService {
         fan: &str,
         window_ms: u32,
     ) -> Result<store::PaymentStarted, Error> {
-        let pool = self.shards.for_key(key).await?;
+        let pool = shards::for_key(&self.shards, key).await?;
         retry_transient(
             self.retry,
             |failure| self.metrics.retry(failure),
@@ -345,7 +351,7 @@ impl HoldsService {
     /// As `store::extend`.
     #[tracing::instrument(skip_all, fields(hold_key = %key))]
     pub async fn extend(&self, key: HoldKey, fan: &str) -> Result<store::Extended, Error> {
-        let pool = self.shards.for_key(key).await?;
+        let pool = shards::for_key(&self.shards, key).await?;
         retry_transient(
             self.retry,
             |failure| self.metrics.retry(failure),
@@ -366,7 +372,7 @@ impl HoldsService {
         scope: store::ReleaseScope,
         actor: &str,
     ) -> Result<Hold, Error> {
-        let pool = self.shards.for_key(key).await?;
+        let pool = shards::for_key(&self.shards, key).await?;
         in_tx!(self, pool, |conn| store::admin_release(
             conn, key, scope, actor
         ))

@@ -69,7 +69,10 @@ impl HoldsService {
         fan: &str,
         asked: impl Fn(&Hold) -> bool,
     ) -> Result<Hold, Error> {
-        let mut conn = self.shards.for_key(key).await?.acquire().await?;
+        let mut conn = crate::shards::for_key(&self.shards, key)
+            .await?
+            .acquire()
+            .await?;
         let hold = store::get(&mut conn, key, fan).await?;
         if asked(&hold) {
             tracing::debug!(hold_key = %key, "claim repeated with its request id");

@@ -11,7 +11,7 @@ use stadium_proto::seat_map::v1::seat_map_client::SeatMapClient;
 use stadium_proto::seat_map::v1::suggest_seats_request::Scope;
 use stadium_proto::seat_map::v1::{GetAvailabilityRequest, SuggestSeatsRequest};
 
-use crate::support::{Harness, SCREENSHOTS, STADIUM, is_free};
+use crate::support::{Harness, SCREENSHOTS, STADIUM, is_free, plant_hold};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_thousand_concurrent_reads_of_a_cold_section_cost_one_query() {
@@ -227,4 +227,50 @@ async fn every_status_counts_as_the_holds_view_says_and_near_seat_suggestions_fo
         error_info(&status).unwrap().metadata["field"],
         "category_code"
     );
+}
+
+#[tokio::test]
+async fn a_section_on_a_shard_is_read_there() {
+    let east = stadium_testkit::fresh_database().await;
+    let flag = format!("east={}", east.url);
+    let h = Harness::start_with(60_000, &["--shard", &flag]).await;
+    let event = h.event_on(SCREENSHOTS).await;
+    let layout = h.layout(event).await;
+    let (placed, stayed) = (&layout.sections[0], &layout.sections[1]);
+    sqlx::query(
+        "INSERT INTO catalog.section_shards (event_id, section_id, shard) VALUES ($1, $2, 'east')",
+    )
+    .bind(event)
+    .bind(placed.section_id as i64)
+    .execute(&h.pool)
+    .await
+    .unwrap();
+    // The placed section's seat is held on the shard; a row left on the main database
+    // for it is not the section's any more. The other section is still read on main.
+    plant_hold(
+        &east.pool,
+        event,
+        placed.section_id,
+        placed.first_seat_id,
+        10,
+    )
+    .await;
+    plant_hold(
+        &h.pool,
+        event,
+        placed.section_id,
+        placed.first_seat_id + 1,
+        10,
+    )
+    .await;
+    plant_hold(&h.pool, event, stayed.section_id, stayed.first_seat_id, 10).await;
+
+    let all = h.availability(event, 0).await;
+    let by_id = |id: u64| all.sections.iter().find(|s| s.section_id == id).unwrap();
+    let first = by_id(placed.section_id);
+    assert!(!is_free(first, placed.first_seat_id));
+    assert!(is_free(first, placed.first_seat_id + 1));
+    assert_eq!(first.available, first.seat_count - 1);
+    let second = by_id(stayed.section_id);
+    assert!(!is_free(second, stayed.first_seat_id));
 }

@@ -37,6 +37,11 @@ pub struct Harness {
 impl Harness {
     /// Starts the service with the given staleness bound.
     pub async fn start(staleness_ms: u64) -> Self {
+        Self::start_with(staleness_ms, &[]).await
+    }
+
+    /// As [`Harness::start`], with the flags of `extra` after the others.
+    pub async fn start_with(staleness_ms: u64, extra: &[&str]) -> Self {
         let db = stadium_testkit::fresh_database().await;
         let issuer = DevIssuer::generate().unwrap();
         let token = issuer
@@ -44,22 +49,24 @@ impl Harness {
             .unwrap()
             .token;
         let staleness = staleness_ms.to_string();
-        let config = Config::try_parse_from([
+        let jwks = issuer.jwks_json().unwrap();
+        let mut args = vec![
             "seat-map",
             "--mode",
             "development",
             "--database-url",
             &db.url,
             "--identity-jwks",
-            &issuer.jwks_json().unwrap(),
+            &jwks,
             "--staleness-ms",
             &staleness,
             "--request-timeout-ms",
             "60000",
             "--database-max-connections",
             "4",
-        ])
-        .unwrap();
+        ];
+        args.extend_from_slice(extra);
+        let config = Config::try_parse_from(args).unwrap();
         let parts = seat_map::build(&config).await.unwrap();
         let (listener, addr) = stadium_kit::testing::loopback_listener().await;
         let stop = CancellationToken::new();
@@ -135,7 +142,13 @@ impl Harness {
 
     /// Plants a held seat expiring `minutes` from now (negative: already lapsed).
     pub async fn hold(&self, event: i64, section: u64, seat: u64, minutes: i32) {
-        sqlx::query(
+        plant_hold(&self.pool, event, section, seat, minutes).await;
+    }
+}
+
+/// Plants a held seat in the database of `pool`, expiring `minutes` from now.
+pub async fn plant_hold(pool: &PgPool, event: i64, section: u64, seat: u64, minutes: i32) {
+    sqlx::query(
             "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, status, expires_at)
              VALUES (gen_random_uuid(), $1, $2, $3, 'fan-x', 'held', now() + make_interval(mins => $4))",
         )
@@ -143,10 +156,9 @@ impl Harness {
         .bind(section as i64)
         .bind(seat as i64)
         .bind(minutes)
-        .execute(&self.pool)
+        .execute(pool)
         .await
         .unwrap();
-    }
 }
 
 impl Drop for Harness {
