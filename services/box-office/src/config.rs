@@ -23,6 +23,13 @@ pub struct Config {
     #[arg(long, env = "DATABASE_URL", hide_env_values = true, value_name = "URL")]
     pub database_url: SecretString,
 
+    /// Shards holding seats besides the main database, `NAME=URL` each, comma-separated
+    /// or the flag repeated (the names `catalog.section_shards` routes sections to):
+    /// the canary and the seat counts cover every one. Never logged.
+    #[arg(long = "shard", env = "DATABASE_SHARDS", value_name = "NAME=URL",
+          value_delimiter = ',', hide_env_values = true, value_parser = stadium_db::parse_shard)]
+    pub shards: Vec<stadium_db::ShardUrl>,
+
     /// Maximum open database connections.
     #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 8,
           value_parser = clap::value_parser!(u32).range(1..))]

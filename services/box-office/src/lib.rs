@@ -151,19 +151,20 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
             .as_ref()
             .map(|(channel, _)| WaitingRoomClient::new(channel.clone())),
     };
-    let pool = stadium_db::connect(
-        config.database_url.expose_secret(),
-        &stadium_db::PoolOptions {
-            max_connections: config.database_max_connections,
-            application_name: SERVICE_NAME.to_owned(),
-            ..stadium_db::PoolOptions::default()
-        },
-    )
-    .await
-    .map_err(StartError::Database)?;
+    let options = stadium_db::PoolOptions {
+        max_connections: config.database_max_connections,
+        application_name: SERVICE_NAME.to_owned(),
+        ..stadium_db::PoolOptions::default()
+    };
+    let pool = stadium_db::connect(config.database_url.expose_secret(), &options)
+        .await
+        .map_err(StartError::Database)?;
     if config.migrate {
         stadium_db::migrate(&pool).await?;
     }
+    let shards = stadium_db::Shards::connect(pool.clone(), &config.shards, &options)
+        .await
+        .map_err(StartError::Database)?;
     let pusher = clients::push::Pusher::new(
         waiting_room.clone(),
         pool.clone(),
@@ -185,7 +186,7 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
             None
         }
     };
-    let office = service::BoxOfficeService::new(pool, pusher.clone(), config.canary_grace());
+    let office = service::BoxOfficeService::new(shards, pusher.clone(), config.canary_grace());
     let auth = Arc::new(auth);
     let api = grpc::BoxOfficeApi::new(office.clone(), Arc::clone(&auth), upstream);
     let resync = waiting_room

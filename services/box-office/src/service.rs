@@ -18,7 +18,7 @@ use crate::store::reports::{Grouping, ReportLine, TimelineBucket};
 use crate::store::seat_counts::{self, SeatCounts};
 use crate::store::seat_history::{self, After, SeatChange};
 use crate::store::venues::VenueSummary;
-use crate::store::{events, invariants, reports, venues};
+use crate::store::{cross_shard, events, invariants, reports, venues};
 
 /// What an import stored or found.
 #[derive(Debug, Clone)]
@@ -71,7 +71,10 @@ const CANCELLABLE: &[EventStatus] = &[
 /// The box office over its database and the waiting room.
 #[derive(Debug, Clone)]
 pub struct BoxOfficeService {
+    /// The main database (`shards.main()`).
     pool: PgPool,
+    /// The main database and the shards holding seats.
+    shards: stadium_db::Shards,
     pusher: Pusher,
     grace: Duration,
 }
@@ -85,11 +88,13 @@ fn event_target(event_id: i64) -> String {
 }
 
 impl BoxOfficeService {
-    /// Operations over `pool`, pushing sale changes with `pusher`; the canary skips
-    /// half-done bookings younger than `grace`.
-    pub fn new(pool: PgPool, pusher: Pusher, grace: Duration) -> Self {
+    /// Operations over the main database of `shards` (and, for seats, every shard),
+    /// pushing sale changes with `pusher`; the canary skips half-done bookings younger
+    /// than `grace`.
+    pub fn new(shards: stadium_db::Shards, pusher: Pusher, grace: Duration) -> Self {
         Self {
-            pool,
+            pool: shards.main().clone(),
+            shards,
             pusher,
             grace,
         }
@@ -534,6 +539,12 @@ impl BoxOfficeService {
     /// # Errors
     /// [`Error::EventNotFound`]; [`Error::Database`].
     pub async fn check_invariants(&self, event_id: i64) -> Result<Vec<Violation>> {
+        if !self.shards.is_single() {
+            let mut conn = self.pool.acquire().await?;
+            events::load(&mut conn, event_id, false).await?;
+            drop(conn);
+            return cross_shard::check(&self.shards, event_id, self.grace).await;
+        }
         let mut tx = self.pool.begin().await?;
         sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .execute(&mut *tx)
@@ -559,7 +570,12 @@ impl BoxOfficeService {
     /// [`Error::Database`].
     pub async fn seat_counts(&self, event_id: i64) -> Result<SeatCounts> {
         let mut conn = self.pool.acquire().await?;
-        seat_counts::count(&mut conn, event_id).await
+        let mut counts = seat_counts::count(&mut conn, event_id).await?;
+        for (_, shard) in self.shards.others() {
+            let mut conn = shard.acquire().await?;
+            counts.add(seat_counts::active(&mut conn, event_id).await?);
+        }
+        Ok(counts)
     }
 }
 

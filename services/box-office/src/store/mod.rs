@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod cancellations;
+pub mod cross_shard;
 pub mod events;
 pub mod invariants;
 pub mod queue_marks;

@@ -24,6 +24,52 @@ pub struct SeatCounts {
     pub as_of: DateTime<Utc>,
 }
 
+/// Seats of an event in one shard's active claims (held unexpired, booked, blocked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Active {
+    /// Seats in unexpired fan holds.
+    pub held_seats: u64,
+    /// Unexpired holds those seats belong to.
+    pub holds: u64,
+    /// Seats booked or blocked.
+    pub taken: u64,
+}
+
+impl SeatCounts {
+    /// These counts with the active claims of another shard added.
+    pub fn add(&mut self, other: Active) {
+        self.held_seats += other.held_seats;
+        self.holds += other.holds;
+        self.free_seats = self
+            .free_seats
+            .saturating_sub(other.held_seats)
+            .saturating_sub(other.taken);
+    }
+}
+
+/// `event_id`'s active claims in the database of `conn` (a shard: no catalog read).
+///
+/// # Errors
+/// [`crate::error::Error::Database`].
+pub async fn active(conn: &mut PgConnection, event_id: i64) -> Result<Active> {
+    let (held, holds, taken): (i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE status = 'held' AND expires_at > now()), \
+                count(DISTINCT hold_key) FILTER (WHERE status = 'held' AND expires_at > now()), \
+                count(*) FILTER (WHERE status IN ('booked', 'blocked')) \
+           FROM holds.seat_holds \
+          WHERE event_id = $1 AND status IN ('held', 'booked', 'blocked')",
+    )
+    .bind(event_id)
+    .fetch_one(conn)
+    .await?;
+    let unsigned = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(Active {
+        held_seats: unsigned(held),
+        holds: unsigned(holds),
+        taken: unsigned(taken),
+    })
+}
+
 /// Counts `event_id`'s seats now.
 ///
 /// # Errors
@@ -65,4 +111,36 @@ pub async fn count(conn: &mut PgConnection, event_id: i64) -> Result<SeatCounts>
             .unwrap_or(1),
         as_of: row.as_of,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_shards_claims_are_added_and_taken_from_the_free_seats() {
+        let mut counts = SeatCounts {
+            seats: 100,
+            free_seats: 90,
+            held_seats: 6,
+            holds: 2,
+            max_seats_per_claim: 8,
+            as_of: Utc::now(),
+        };
+        counts.add(Active {
+            held_seats: 5,
+            holds: 3,
+            taken: 20,
+        });
+        assert_eq!(
+            (counts.free_seats, counts.held_seats, counts.holds),
+            (65, 11, 5)
+        );
+        counts.add(Active {
+            held_seats: 0,
+            holds: 0,
+            taken: 1_000,
+        });
+        assert_eq!(counts.free_seats, 0);
+    }
 }

@@ -175,7 +175,22 @@ async fn event_on_sale(office: &mut Office) -> Layout {
 
 #[tokio::test]
 async fn a_clean_sale_has_no_violation_and_each_planted_one_is_found() {
-    let mut office = Office::start(&[]).await;
+    let office = Office::start(&[]).await;
+    planted_violations_are_found(office).await;
+}
+
+/// With a shard configured the canary reads every database and joins them itself:
+/// with every seat still on the main database it finds exactly what the database
+/// function finds.
+#[tokio::test]
+async fn the_canary_across_shards_finds_what_the_one_database_check_finds() {
+    let east = stadium_testkit::fresh_database().await;
+    let flag = format!("east={}", east.url);
+    let office = Office::start(&["--shard", &flag]).await;
+    planted_violations_are_found(office).await;
+}
+
+async fn planted_violations_are_found(mut office: Office) {
     let l = event_on_sale(&mut office).await;
     clean_sale(office.pool(), &l).await;
     let found = violations(&mut office, l.event_id).await;
@@ -388,5 +403,53 @@ async fn the_periodic_canary_counts_violations_of_live_events() {
     .await
     .expect("the canary finds the planted violation");
     assert_eq!(canary.violations(), 1, "one broken invariant on one event");
+    office.stop().await;
+}
+
+#[tokio::test]
+async fn seats_on_a_shard_are_checked_against_payments_on_the_main_database() {
+    let east = stadium_testkit::fresh_database().await;
+    let flag = format!("east={}", east.url);
+    let mut office = Office::start(&["--shard", &flag]).await;
+    let l = event_on_sale(&mut office).await;
+    // An order whose seats are on the shard and whose payment and tickets are on the
+    // main database: nothing to report.
+    let paid = hold(
+        &east.pool,
+        &l,
+        l.section_a,
+        &l.a[0..2],
+        "booked",
+        "fan",
+        300,
+    )
+    .await;
+    let p = payment(office.pool(), &l, paid, 10_000, "captured", 0).await;
+    for seat in &l.a[0..2] {
+        ticket(office.pool(), &l, p, l.section_a, *seat, "valid").await;
+    }
+    let found = violations(&mut office, l.event_id).await;
+    assert!(found.is_empty(), "{found:?}");
+
+    // The same seat active on two shards at once.
+    hold(
+        office.pool(),
+        &l,
+        l.section_a,
+        &l.a[1..2],
+        "held",
+        "fan",
+        300,
+    )
+    .await;
+    let found = violations(&mut office, l.event_id).await;
+    assert!(names(&found).contains("two_active_claims"), "{found:?}");
+    let row = &rows_of(&found, "two_active_claims")[0];
+    assert!(row.contains(&format!("seat_id={}", l.a[1])), "{row}");
+    assert!(
+        row.contains("shard=main") && row.contains("shard=east"),
+        "{row}"
+    );
+    assert!(names(&found).contains("counts_do_not_add_up"), "{found:?}");
     office.stop().await;
 }
