@@ -1,7 +1,8 @@
 //! The reconciler's pass, the entry point: takes the payments due in the order of each
 //! one's next visit time, hands each to [`crate::lifecycle`] (which finishes it from the
 //! provider's record, see [`crate::lifecycle::Lifecycle::reconcile`]), and pushes back
-//! the next visit of any it left unfinished, with backoff, so payments that cannot
+//! the next visit of any it left unfinished (a pending one by a few seconds, while its
+//! hold's payment window runs; the others with backoff), so payments that cannot
 //! finish yet never starve the others.
 //!
 //! Only a payment's own provider is asked about it: a payment charged through a
@@ -16,7 +17,8 @@ use crate::error::Error;
 use crate::lifecycle::Visit;
 use crate::store;
 
-/// Wait before the second visit of a payment a visit left unfinished; doubled per visit.
+/// Wait before the next visit of a payment a visit left unfinished: always for a pending
+/// one, doubled per visit for the others (see [`store::postpone`]).
 const REVISIT_BASE: Duration = Duration::from_secs(5);
 /// Longest wait between two visits of one payment.
 const REVISIT_MAX: Duration = Duration::from_secs(600);

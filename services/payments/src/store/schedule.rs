@@ -28,10 +28,12 @@ pub async fn due(conn: &mut PgConnection, limit: i64) -> Result<Vec<Uuid>, Error
 }
 
 /// Pushes the payment's next reconciler visit back after a visit that left it
-/// unfinished: `base` × 2^visits, at most `max`, by the database clock; but a pending
-/// payment is visited again no later than when it reaches `abandon_after`, so one the
-/// provider never charged is given up then, not a backoff step later (a fan who left
-/// after an open Confirm waits for that answer).
+/// unfinished, by the database clock. A pending payment comes back after `base`, never
+/// later: a fan waits for its answer and its hold's payment window is running, so a
+/// backoff step could outlast the window and turn a timely payment into a refund (the
+/// window and `abandon_after` are both 60 s by default); it also comes back no later
+/// than when it reaches `abandon_after`, so one the provider never charged is given up
+/// then. Any other payment backs off: `base` × 2^visits, at most `max`.
 ///
 /// # Errors
 /// [`Error::Database`].
@@ -45,8 +47,10 @@ pub async fn postpone(
     sqlx::query(
         "UPDATE payments.payments
          SET reconcile_at = LEAST(
-                 now() + LEAST($2::bigint * (1::bigint << LEAST(reconcile_visits, 30)), $3::bigint)
-                     * interval '1 millisecond',
+                 now() + CASE WHEN status = 'pending' THEN $2::bigint
+                              ELSE LEAST($2::bigint * (1::bigint << LEAST(reconcile_visits, 30)),
+                                         $3::bigint)
+                         END * interval '1 millisecond',
                  CASE WHEN status = 'pending'
                            AND created_at + $4::bigint * interval '1 millisecond' > now()
                       THEN created_at + $4::bigint * interval '1 millisecond' END),

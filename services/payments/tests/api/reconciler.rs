@@ -110,3 +110,37 @@ async fn payments_that_cannot_finish_do_not_starve_the_others() {
     stack.assert_consistent().await;
     stack.stop().await;
 }
+
+#[tokio::test]
+async fn a_pending_payment_is_visited_again_within_seconds_however_often_it_failed() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    // Pending with no charge at the provider, young: every visit leaves it pending.
+    // Its hold's payment window runs meanwhile, so no visit may be backed off past it.
+    sqlx::query(
+        "INSERT INTO payments.payments (payment_id, hold_key, event_id, fan_id, \
+             amount_minor, currency, status) \
+         VALUES (gen_random_uuid(), gen_random_uuid(), $1::bigint, 'waiting-fan', 100, 'EUR', \
+             'pending')",
+    )
+    .bind(&event)
+    .execute(stack.pool())
+    .await
+    .unwrap();
+    for _ in 0..8 {
+        visits_due(&stack).await;
+        let report = stack.core().reconcile_once(100).await.unwrap();
+        assert_eq!(report.skipped, 1, "{report:?}");
+    }
+    // Eight visits would back off to 5 s × 2^7; a pending payment comes back after 5 s.
+    let (visits, next_within_base): (i32, bool) = sqlx::query_as(
+        "SELECT reconcile_visits, reconcile_at <= now() + interval '5 seconds' \
+         FROM payments.payments WHERE fan_id = 'waiting-fan'",
+    )
+    .fetch_one(stack.pool())
+    .await
+    .unwrap();
+    assert_eq!(visits, 8);
+    assert!(next_within_base, "a pending payment was backed off");
+    stack.stop().await;
+}
