@@ -6,6 +6,7 @@
 
 mod pool;
 mod retry;
+mod section_move;
 mod shards;
 mod sqlstate;
 mod text_enum;
@@ -13,6 +14,7 @@ mod url;
 
 pub use pool::{MIGRATOR, PoolOptions, connect, migrate};
 pub use retry::{RetryPolicy, Transient, retry_transient};
+pub use section_move::{MoveError, Moved, RETRY_AFTER_MS, move_section};
 pub use shards::{MAIN, ROUTE_TTL, ShardUrl, Shards, parse_shard};
 pub use sqlstate::{DbFailure, classify};
 pub use url::with_database;

@@ -159,6 +159,15 @@ impl Runner {
                     }
                 }
             }
+            // A section of the batch is fenced or gone from this shard: the statement
+            // names one section and wrote nothing, so each claim runs alone, and only
+            // that section's claims are refused (with their own reason).
+            Err(error) if error.is_stale_route() && batch.len() > 1 => {
+                for pending in batch {
+                    let runner = self.clone();
+                    tokio::spawn(async move { runner.alone(pending).await });
+                }
+            }
             Err(error) => {
                 let shared = Arc::new(error);
                 for pending in batch {

@@ -1,0 +1,321 @@
+//! Moving a section between databases while fans claim it (`stadium_db::move_section`):
+//! holds, bookings, blocks and history go along, no seat is ever active on two
+//! databases, claims during the move are refused as retryable and then land on the new
+//! shard, fans of other sections are never refused, and a move cut off half-way is
+//! finished by running it again.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use stadium_db::{MoveError, move_section};
+use stadium_kit::Reason;
+use stadium_proto::holds::v1::{BlockSeatsRequest, ConfirmHoldRequest, GetHoldRequest};
+use stadium_tokens::Role;
+use tonic::Code;
+
+use crate::support::{EventSettings, TestApp, assert_invariants, bearer};
+
+/// Fans claiming section A while it moves, and fans of section B.
+const MOVERS: usize = 32;
+const OTHERS: usize = 8;
+
+/// The app with a second, empty database as shard `east`.
+async fn with_east() -> (TestApp, stadium_testkit::TestDatabase, String) {
+    let east = stadium_testkit::fresh_database().await;
+    let flag = format!("east={}", east.url);
+    let app = TestApp::start_with(&["--shard", &flag], None).await;
+    let event = app.event(EventSettings::default()).await;
+    holds::catalog_copy::Copies::default()
+        .refresh(app.parts.service.shards())
+        .await
+        .unwrap();
+    (app, east, event)
+}
+
+/// Seat ids of `section` with an active claim (held unexpired, booked, blocked) on `pool`.
+async fn active(pool: &sqlx::PgPool, event: &str, section: u64) -> BTreeSet<i64> {
+    sqlx::query_scalar(
+        "SELECT seat_id FROM holds.seat_holds WHERE event_id = $1::bigint AND section_id = $2 \
+           AND (status IN ('booked', 'blocked') OR (status = 'held' AND expires_at > now()))",
+    )
+    .bind(event)
+    .bind(i64::try_from(section).unwrap())
+    .fetch_all(pool)
+    .await
+    .unwrap()
+    .into_iter()
+    .collect()
+}
+
+async fn state(pool: &sqlx::PgPool, event: &str, section: u64) -> Option<String> {
+    sqlx::query_scalar(
+        "SELECT state FROM holds.section_owners WHERE event_id = $1::bigint AND section_id = $2",
+    )
+    .bind(event)
+    .bind(i64::try_from(section).unwrap())
+    .fetch_optional(pool)
+    .await
+    .unwrap()
+}
+
+/// What one fan's claims came to.
+#[derive(Debug, Default)]
+struct Outcome {
+    /// The hold key and seat of the claim that succeeded.
+    held: Option<(String, u64)>,
+    /// Claims refused as retryable while the section moved.
+    moving: u32,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_section_moves_to_a_shard_while_fans_claim_it_and_no_seat_is_active_twice() {
+    let (app, east, event) = with_east().await;
+    let (a, b) = (app.sections[0].clone(), app.sections[1].clone());
+    // Before the move: a hold, a booking and a block in section A.
+    let mut first = app.fan("fan-first", &event);
+    let kept = first.claim(a.id, &[a.seats[0], a.seats[1]]).await.unwrap();
+    let mut buyer = app.fan("fan-buyer", &event);
+    let bought = buyer.claim(a.id, &[a.seats[2]]).await.unwrap();
+    app.client()
+        .confirm_hold(bearer(
+            ConfirmHoldRequest {
+                hold_key: bought.hold_key.clone(),
+                fan_id: "fan-buyer".into(),
+            },
+            &app.issuers.service("payments"),
+        ))
+        .await
+        .unwrap();
+    app.client()
+        .block_seats(bearer(
+            BlockSeatsRequest {
+                event_id: event.clone(),
+                section_id: a.id,
+                seat_ids: vec![a.seats[3]],
+                reason: "camera".into(),
+            },
+            &app.issuers.admin(&[Role::BoxOffice]),
+        ))
+        .await
+        .unwrap();
+
+    // Fans claim one seat each among 40 of A (so they collide), retrying a refusal
+    // that says the section is moving or moved; others claim in B.
+    let mut fans = Vec::new();
+    for i in 0..MOVERS + OTHERS {
+        let mut fan = app.fan(&format!("fan-{i}"), &event);
+        let (section, seats) = if i < MOVERS {
+            (a.id, a.seats[4..44].to_vec())
+        } else {
+            (b.id, b.seats.clone())
+        };
+        fans.push(tokio::spawn(async move {
+            let mut outcome = Outcome::default();
+            for attempt in 0..200usize {
+                let seat = seats[(i * 7 + attempt * 13) % seats.len()];
+                match fan.claim(section, &[seat]).await {
+                    Ok(hold) => {
+                        outcome.held = Some((hold.hold_key, seat));
+                        break;
+                    }
+                    Err(status) if status.code() == Code::AlreadyExists => {}
+                    Err(status) if status.code() == Code::Unavailable => {
+                        let reason = crate::support::reason(&status, Code::Unavailable);
+                        assert!(
+                            matches!(reason, Reason::SectionMoving | Reason::SectionMoved),
+                            "{status:?}"
+                        );
+                        outcome.moving += 1;
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    Err(status) => panic!("fan-{i}: {status:?}"),
+                }
+            }
+            outcome
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let moved = move_section(
+        app.parts.service.shards(),
+        event.parse().unwrap(),
+        i64::try_from(a.id).unwrap(),
+        "east",
+        "box-office:test",
+    )
+    .await
+    .unwrap();
+    let mut outcomes = Vec::new();
+    for fan in fans {
+        outcomes.push(fan.await.unwrap());
+    }
+    assert_eq!((moved.from.as_str(), moved.to.as_str()), ("main", "east"));
+    assert!(moved.seat_rows >= 4, "{moved:?}");
+
+    // Section A is on east alone: owned there, gone from main, no row left on main.
+    assert_eq!(
+        state(&east.pool, &event, a.id).await.as_deref(),
+        Some("owned")
+    );
+    assert_eq!(
+        state(app.pool(), &event, a.id).await.as_deref(),
+        Some("gone")
+    );
+    assert!(active(app.pool(), &event, a.id).await.is_empty());
+    let on_east = active(&east.pool, &event, a.id).await;
+    // Every claim answered OK holds its seat on east, each seat once.
+    let claimed: Vec<i64> = outcomes[..MOVERS]
+        .iter()
+        .filter_map(|o| o.held.as_ref())
+        .map(|(_, seat)| i64::try_from(*seat).unwrap())
+        .collect();
+    assert_eq!(
+        claimed.len(),
+        MOVERS,
+        "every fan of A got a seat in the end"
+    );
+    let distinct: BTreeSet<i64> = claimed.iter().copied().collect();
+    assert_eq!(
+        distinct.len(),
+        claimed.len(),
+        "a seat was given to two fans"
+    );
+    for seat in &claimed {
+        assert!(on_east.contains(seat), "seat {seat} is not held on east");
+    }
+    for seat in &a.seats[..4] {
+        assert!(on_east.contains(&i64::try_from(*seat).unwrap()));
+    }
+    assert_eq!(on_east.len(), MOVERS + 4);
+    // Fans of B were never refused.
+    assert!(
+        outcomes[MOVERS..]
+            .iter()
+            .all(|o| o.held.is_some() && o.moving == 0)
+    );
+
+    // The hold made before the move is found by its key on east, and its history says
+    // it moved.
+    let read = app
+        .client()
+        .get_hold(bearer(
+            GetHoldRequest {
+                hold_key: kept.hold_key.clone(),
+            },
+            &first.session,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(read.seat_ids, kept.seat_ids);
+    let changes: Vec<String> = sqlx::query_scalar(
+        "SELECT change FROM holds.seat_history WHERE hold_key = $1::uuid AND seat_id = $2 \
+         ORDER BY history_id",
+    )
+    .bind(&kept.hold_key)
+    .bind(i64::try_from(a.seats[0]).unwrap())
+    .fetch_all(&east.pool)
+    .await
+    .unwrap();
+    assert_eq!(changes, ["claimed", "moved"]);
+    // And it is released there, as any hold.
+    app.release(&kept.hold_key, &first.session).await.unwrap();
+    assert_invariants(app.pool()).await;
+    assert_invariants(&east.pool).await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_cut_off_half_way_is_finished_by_running_it_again() {
+    let (app, east, event) = with_east().await;
+    let a = app.sections[0].clone();
+    let mut fan = app.fan("fan-1", &event);
+    let held = fan.claim(a.id, &[a.seats[0]]).await.unwrap();
+    let (event_id, section) = (event.parse::<i64>().unwrap(), i64::try_from(a.id).unwrap());
+
+    // Cut off after step 1: the section is fenced on main, claims told to retry.
+    sqlx::query("SELECT holds.fence_section($1, $2, 500)")
+        .bind(event_id)
+        .bind(section)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let status = app
+        .fan("fan-2", &event)
+        .claim(a.id, &[a.seats[1]])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        crate::support::reason(&status, Code::Unavailable),
+        Reason::SectionMoving
+    );
+    let shards = app.parts.service.shards();
+    let moved = move_section(shards, event_id, section, "east", "sre")
+        .await
+        .unwrap();
+    assert_eq!(moved.seat_rows, 1);
+    assert_eq!(
+        active(&east.pool, &event, a.id).await,
+        BTreeSet::from([i64::try_from(a.seats[0]).unwrap()])
+    );
+
+    // Back to main, cut off after step 4 (east gave it away, main holds it fenced).
+    let sql = |statement: &'static str| sqlx::query(statement).bind(event_id).bind(section);
+    sql("SELECT holds.fence_section($1, $2, 500)")
+        .execute(&east.pool)
+        .await
+        .unwrap();
+    let (holds, history): (String, String) = sqlx::query_as(
+        "SELECT seat_holds::text, seat_history::text FROM holds.section_rows($1, $2)",
+    )
+    .bind(event_id)
+    .bind(section)
+    .fetch_one(&east.pool)
+    .await
+    .unwrap();
+    sql("SELECT * FROM holds.take_section($1, $2, $3::jsonb, $4::jsonb, 'sre', 500)")
+        .bind(holds)
+        .bind(history)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    sql("SELECT holds.give_section_away($1, $2)")
+        .execute(&east.pool)
+        .await
+        .unwrap();
+    // Owned by nobody: refused as moved, never taken twice.
+    let status = app
+        .fan("fan-3", &event)
+        .claim(a.id, &[a.seats[2]])
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let moved = move_section(shards, event_id, section, "main", "sre")
+        .await
+        .unwrap();
+    assert_eq!((moved.from.as_str(), moved.seat_rows), ("east", 0));
+    assert_eq!(
+        state(app.pool(), &event, a.id).await.as_deref(),
+        Some("owned")
+    );
+    assert!(active(&east.pool, &event, a.id).await.is_empty());
+    app.release(&held.hold_key, &fan.session).await.unwrap();
+    app.fan("fan-4", &event)
+        .claim(a.id, &[a.seats[0]])
+        .await
+        .unwrap();
+
+    // Nothing to do, or nowhere to go: said, and nothing changes.
+    assert!(matches!(
+        move_section(shards, event_id, section, "main", "sre").await,
+        Err(MoveError::AlreadyThere { .. })
+    ));
+    assert!(matches!(
+        move_section(shards, event_id, section, "west", "sre").await,
+        Err(MoveError::UnknownShard(_))
+    ));
+    assert_invariants(app.pool()).await;
+    assert_invariants(&east.pool).await;
+    app.stop().await;
+}
