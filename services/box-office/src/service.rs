@@ -18,7 +18,7 @@ use crate::store::reports::{Grouping, ReportLine, TimelineBucket};
 use crate::store::seat_counts::{self, SeatCounts};
 use crate::store::seat_history::{self, After, SeatChange};
 use crate::store::venues::VenueSummary;
-use crate::store::{cross_shard, events, invariants, reports, venues};
+use crate::store::{cross_shard, events, invariants, reports, shard_sales, venues};
 
 /// What an import stored or found.
 #[derive(Debug, Clone)]
@@ -470,8 +470,20 @@ impl BoxOfficeService {
             .execute(&mut *tx)
             .await?;
         let event = events::load(&mut tx, event_id, false).await?;
-        let lines = reports::sales(&mut tx, event_id, grouping).await?;
+        let mut lines = reports::sales(&mut tx, event_id, grouping).await?;
+        let orders = if self.shards.is_single() {
+            None
+        } else {
+            Some(shard_sales::orders(&mut tx, event_id).await?)
+        };
         tx.commit().await?;
+        // With shards, each one's claims and the money of the holds on it.
+        if let Some(orders) = &orders {
+            for (_, shard) in self.shards.others() {
+                let extra = shard_sales::lines(shard, event_id, grouping, orders).await?;
+                shard_sales::merge(&mut lines, &extra);
+            }
+        }
         let mut total = ReportLine {
             key: "total".to_owned(),
             ..ReportLine::default()

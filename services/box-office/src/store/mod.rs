@@ -11,4 +11,5 @@ pub mod queue_marks;
 pub mod reports;
 pub mod seat_counts;
 pub mod seat_history;
+pub mod shard_sales;
 pub mod venues;
