@@ -113,6 +113,9 @@ pub struct LocalStackOptions {
     pub search_dirs: Option<Vec<PathBuf>>,
     /// Bound for the whole startup (initdb plus both servers answering). Default 60 s.
     pub startup_timeout: Duration,
+    /// Whether to start Redis beside PostgreSQL (default true; false for a database
+    /// alone, such as a shard, whose [`LocalStack::redis_url`] is then empty).
+    pub redis: bool,
 }
 
 impl Default for LocalStackOptions {
@@ -120,6 +123,7 @@ impl Default for LocalStackOptions {
         Self {
             search_dirs: None,
             startup_timeout: Duration::from_secs(60),
+            redis: true,
         }
     }
 }
@@ -169,6 +173,18 @@ impl LocalStack {
     /// Nothing is left running or on disk after an error.
     pub async fn start() -> Result<Self, LocalStackError> {
         Self::start_with(LocalStackOptions::default()).await
+    }
+
+    /// Starts a private PostgreSQL alone (no Redis), as [`start`](Self::start) does.
+    ///
+    /// # Errors
+    /// As for [`start`](Self::start).
+    pub async fn start_postgres() -> Result<Self, LocalStackError> {
+        Self::start_with(LocalStackOptions {
+            redis: false,
+            ..LocalStackOptions::default()
+        })
+        .await
     }
 
     /// Starts a stack with explicit options; see [`start`](Self::start).
@@ -226,16 +242,18 @@ impl LocalStack {
         stack.postgres_port = started.port;
         stack.database_url = started.url;
 
-        let started = redis_server::start(
-            &stack.redis_bin,
-            &dir_path,
-            deadline,
-            options.startup_timeout,
-        )
-        .await?;
-        stack.redis = Some(started.child);
-        stack.redis_port = started.port;
-        stack.redis_url = started.url;
+        if options.redis {
+            let started = redis_server::start(
+                &stack.redis_bin,
+                &dir_path,
+                deadline,
+                options.startup_timeout,
+            )
+            .await?;
+            stack.redis = Some(started.child);
+            stack.redis_port = started.port;
+            stack.redis_url = started.url;
+        }
 
         tracing::info!(
             database_url = %stack.database_url,

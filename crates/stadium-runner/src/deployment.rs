@@ -18,6 +18,8 @@ pub struct Deployment {
     pub database_url: String,
     /// The Redis URL the waiting room uses.
     pub redis_url: String,
+    /// The holds' shards besides the main database, by name (empty: one database).
+    pub shards: Vec<stadium_db::ShardUrl>,
     /// The identity provider the services trust: it mints the fans' sessions and the
     /// staff's admin tokens.
     pub issuer: Arc<DevIssuer>,

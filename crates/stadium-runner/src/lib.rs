@@ -9,9 +9,11 @@ pub mod memory;
 pub mod onsale;
 pub mod page;
 pub mod replicas;
+pub mod shards;
 pub mod stack;
 mod stores;
 
 pub use deployment::Deployment;
 pub use onsale::{DatabaseCheck, FloorOutcome, OnSaleConfig};
 pub use stack::{Endpoints, PaymentTiming, Stack, StackOptions};
+pub use stores::ShardStores;

@@ -10,8 +10,9 @@ use clap::{Parser, Subcommand};
 use stadium_runner::faults::Plan;
 use stadium_runner::onsale::FloorConfig;
 use stadium_runner::replicas::{self, ProcessOptions, ProcessStack, ReplicaCounts};
-use stadium_runner::{OnSaleConfig, Stack, StackOptions};
+use stadium_runner::{OnSaleConfig, ShardStores, Stack, StackOptions};
 use stadium_tokens::Role;
+use tokio_util::sync::CancellationToken;
 
 /// The stadium ticketing system in one process.
 #[derive(Parser)]
@@ -35,6 +36,27 @@ struct StoreArgs {
     /// and admin tokens; unset: random, printed at start.
     #[arg(long, env = "STADIUM_DEV_ISSUER_SEED", hide_env_values = true)]
     dev_issuer_seed: Option<String>,
+    /// Holds' shards besides the main database: N private PostgreSQL servers (s1 to
+    /// sN), 1 to 16; an on-sale spreads its sections over them in turn.
+    #[arg(long, value_name = "N", conflicts_with = "shard",
+          value_parser = clap::value_parser!(u8).range(1..=16))]
+    shards: Option<u8>,
+    /// Holds' shards given as `NAME=URL` (comma-separated or repeated), instead of
+    /// private ones. Never logged.
+    #[arg(long = "shard", env = "DATABASE_SHARDS", value_name = "NAME=URL",
+          value_delimiter = ',', hide_env_values = true, value_parser = stadium_db::parse_shard)]
+    shard: Vec<stadium_db::ShardUrl>,
+}
+
+impl StoreArgs {
+    /// The shards these flags ask for.
+    fn shard_stores(&self) -> ShardStores {
+        match (self.shards, self.shard.is_empty()) {
+            (Some(n), _) => ShardStores::Private(usize::from(n)),
+            (None, false) => ShardStores::Given(self.shard.clone()),
+            (None, true) => ShardStores::None,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -175,6 +197,7 @@ fn options(
     page_port: Option<u16>,
 ) -> anyhow::Result<StackOptions> {
     Ok(StackOptions {
+        shards: stores.shard_stores(),
         database_url: stores.database_url,
         redis_url: stores.redis_url,
         base_port,
@@ -230,6 +253,11 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
     );
     let outcome = if processes.replicas || processes.faults {
         anyhow::ensure!(
+            matches!(stores.shard_stores(), ShardStores::None),
+            "--shards and --shard run with the services in this process, not with \
+             --replicas or --faults yet"
+        );
+        anyhow::ensure!(
             stores.dev_issuer_seed.is_none(),
             "--dev-issuer-seed: replicas run in production mode, which trusts no development issuer"
         );
@@ -270,9 +298,18 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
         stack.stop().await;
         outcome
     } else {
-        let stack = Stack::start(options(stores, None, None)?).await?;
+        let mut stack = Stack::start(options(stores, None, None)?).await?;
         println!("fan's page: {}/ (while the sale runs)", stack.page_url);
-        let outcome = stadium_runner::onsale::run(&stack.deployment(), &config, None).await;
+        let deployment = stack.deployment();
+        // A service that stops during the sale ends the run with its error, rather
+        // than leaving the fans to wait on it.
+        let outcome = tokio::select! {
+            outcome = stadium_runner::onsale::run(&deployment, &config, None) => outcome,
+            stopped = stack.run_until(CancellationToken::new()) => Err(match stopped {
+                Err(error) => error.context("a service stopped during the sale"),
+                Ok(()) => anyhow::anyhow!("the services stopped during the sale"),
+            }),
+        };
         stack.stop().await?;
         outcome
     };

@@ -2,6 +2,9 @@
 //! let simulated fans buy through the other four services, then hold the report up
 //! against the database itself.
 
+use stadium_db::Shards;
+
+use crate::shards::ShardSeats;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -122,6 +125,8 @@ pub struct DatabaseCheck {
     pub hold_expired_refunds: i64,
     /// Payments charged more than once (invariant 4: must be 0).
     pub payments_per_hold_over_one: i64,
+    /// Each database's seats, the main one first (empty with one database).
+    pub shards: Vec<ShardSeats>,
     /// Every way the report and the database disagree, in words.
     pub disagreements: Vec<String>,
 }
@@ -146,6 +151,12 @@ impl DatabaseCheck {
             self.hold_expired_refunds,
             self.seats_claimed_twice
         );
+        for shard in &self.shards {
+            out.push_str(&format!(
+                "  shard {}: sold {}, held {}, blocked {}, seats claimed twice {}\n",
+                shard.shard, shard.sold, shard.held, shard.blocked, shard.claimed_twice
+            ));
+        }
         if self.disagreements.is_empty() {
             out.push_str("  result: the database agrees with the report\n");
         }
@@ -227,8 +238,15 @@ pub async fn run(
         }
     };
     let page = name_page_event(deployment, &pool, events_before, &sale_over);
-    let (report, mut disruption, ()) = tokio::join!(sale, disruption, page);
+    let shards = Shards::connect(pool.clone(), &deployment.shards, &Default::default()).await?;
+    let spread = crate::shards::spread(&shards, events_before, &sale_over);
+    let (report, mut disruption, (), placed) = tokio::join!(sale, disruption, page, spread);
     let mut report = report?;
+    let placed = placed?;
+    if !placed.is_empty() {
+        let list: Vec<String> = placed.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        println!("sections per shard: {}", list.join(", "));
+    }
     report.memory = Some(MemoryReport {
         processes: peak_rss("self")
             .map(|bytes| ProcessMemory {
@@ -262,7 +280,8 @@ pub async fn run(
         }
         disruption.ledger = Some(check);
     }
-    let check = check_database(&pool, &report).await?;
+    let shards = Shards::connect(pool.clone(), &deployment.shards, &Default::default()).await?;
+    let check = check_database(&shards, &report).await?;
     pool.close().await;
     let floor = match &config.floor {
         None => FloorOutcome::NotRun,
@@ -318,7 +337,8 @@ async fn name_page_event(
 ///
 /// # Errors
 /// A query failed.
-pub async fn check_database(pool: &PgPool, report: &RunReport) -> anyhow::Result<DatabaseCheck> {
+pub async fn check_database(shards: &Shards, report: &RunReport) -> anyhow::Result<DatabaseCheck> {
+    let pool = shards.main();
     let event: i64 = report
         .event_id
         .parse()
@@ -372,8 +392,23 @@ pub async fn check_database(pool: &PgPool, report: &RunReport) -> anyhow::Result
         tickets: counts.tickets,
         hold_expired_refunds: counts.hold_expired_refunds,
         payments_per_hold_over_one: counts.payments_per_hold_over_one,
+        shards: Vec::new(),
         disagreements: Vec::new(),
     };
+    if !shards.is_single() {
+        // Every database's seats, then the counts over all of them: a seat active on
+        // two shards is claimed twice, and taken once.
+        for (name, shard) in shards.all() {
+            c.shards
+                .push(crate::shards::seats_on(shard, name, event).await?);
+        }
+        let sum = |f: fn(&ShardSeats) -> i64| c.shards.iter().map(f).sum::<i64>();
+        c.sold = sum(|s| s.sold);
+        c.held = sum(|s| s.held);
+        c.blocked = sum(|s| s.blocked);
+        c.seats_claimed_twice = sum(|s| s.claimed_twice) + crate::shards::active_on_two(&c.shards);
+        c.available = c.seats - crate::shards::unavailable_anywhere(&c.shards);
+    }
     let d = &mut c.disagreements;
     if c.seats_claimed_twice != 0 {
         d.push(format!(

@@ -10,7 +10,7 @@ use stadium_kit::dev_pki::DevPki;
 use stadium_localstack::LocalStack;
 
 use crate::page::{PageListener, PageMode, PageServices, PageState};
-use crate::stores::Stores;
+use crate::stores::{ShardStores, Stores};
 use stadium_tokens::DevIssuer;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
@@ -31,6 +31,8 @@ pub struct StackOptions {
     pub dev_issuer_seed: Option<[u8; 32]>,
     /// Port of the fan's page on 127.0.0.1; `None` picks a free port.
     pub page_port: Option<u16>,
+    /// Shards of the holds besides the main database.
+    pub shards: ShardStores,
 }
 
 /// How long the payments service gives a payment: the window a hold is kept for it once
@@ -95,6 +97,8 @@ pub struct Stack {
     pub database_url: String,
     /// The Redis URL in use.
     pub redis_url: String,
+    /// The shards besides the main database, by name.
+    pub shards: Vec<stadium_db::ShardUrl>,
     /// The development identity issuer's seed: whoever holds it can mint fan sessions
     /// and admin tokens this stack accepts.
     pub dev_issuer_seed: [u8; 32],
@@ -118,6 +122,7 @@ pub struct Stack {
     shutdown: CancellationToken,
     tasks: JoinSet<(&'static str, anyhow::Result<()>)>,
     local: Option<LocalStack>,
+    shard_stacks: Vec<LocalStack>,
 }
 
 impl std::fmt::Debug for Stack {
@@ -186,6 +191,7 @@ impl Stack {
             endpoints: self.endpoints.clone(),
             database_url: self.database_url.clone(),
             redis_url: self.redis_url.clone(),
+            shards: self.shards.clone(),
             issuer: Arc::clone(&self.issuer),
             payment_timing: self.payment_timing,
             page: Some(self.page.clone()),
@@ -204,7 +210,20 @@ impl Stack {
             redis_url,
             key_prefix,
             local,
-        } = Stores::open(options.database_url.clone(), options.redis_url.clone()).await?;
+            shards,
+            shard_stacks,
+        } = Stores::open(
+            options.database_url.clone(),
+            options.redis_url.clone(),
+            options.shards.clone(),
+        )
+        .await?;
+        // `--shard NAME=URL` for every service that reads or writes seats.
+        let shard_flags: Vec<String> = shards
+            .iter()
+            .flat_map(|s| ["--shard".to_owned(), format!("{}={}", s.name, s.url)])
+            .collect();
+        let shard_args: Vec<&str> = shard_flags.iter().map(String::as_str).collect();
 
         let seed = options.dev_issuer_seed.unwrap_or_else(rand::random);
         let issuer = Arc::new(DevIssuer::from_seed(&seed)?);
@@ -259,12 +278,16 @@ impl Stack {
             dir,
             page.origin(),
             &[
-                service::SEAT_MAP,
-                "--database-url",
-                &database_url,
-                "--identity-jwks",
-                &identity_jwks,
-            ],
+                &[
+                    service::SEAT_MAP,
+                    "--database-url",
+                    &database_url,
+                    "--identity-jwks",
+                    &identity_jwks,
+                ],
+                &shard_args[..],
+            ]
+            .concat(),
         )?;
         let token = shutdown.clone();
         tasks.spawn(async move {
@@ -277,14 +300,18 @@ impl Stack {
             dir,
             page.origin(),
             &[
-                service::HOLDS,
-                "--database-url",
-                &database_url,
-                "--waiting-room-url",
-                &wr_url,
-                "--identity-jwks",
-                &identity_jwks,
-            ],
+                &[
+                    service::HOLDS,
+                    "--database-url",
+                    &database_url,
+                    "--waiting-room-url",
+                    &wr_url,
+                    "--identity-jwks",
+                    &identity_jwks,
+                ],
+                &shard_args[..],
+            ]
+            .concat(),
         )?;
         let token = shutdown.clone();
         tasks.spawn(async move {
@@ -325,18 +352,22 @@ impl Stack {
             dir,
             page.origin(),
             &[
-                service::BOX_OFFICE,
-                "--database-url",
-                &database_url,
-                "--identity-jwks",
-                &identity_jwks,
-                "--waiting-room-url",
-                &wr_url,
-                "--holds-url",
-                &holds_url,
-                "--payments-url",
-                &pay_url,
-            ],
+                &[
+                    service::BOX_OFFICE,
+                    "--database-url",
+                    &database_url,
+                    "--identity-jwks",
+                    &identity_jwks,
+                    "--waiting-room-url",
+                    &wr_url,
+                    "--holds-url",
+                    &holds_url,
+                    "--payments-url",
+                    &pay_url,
+                ],
+                &shard_args[..],
+            ]
+            .concat(),
         )?;
         let token = shutdown.clone();
         tasks.spawn(async move {
@@ -371,6 +402,7 @@ impl Stack {
             },
             database_url,
             redis_url,
+            shards,
             dev_issuer_seed: seed,
             issuer,
             payment_timing,
@@ -382,6 +414,7 @@ impl Stack {
             shutdown,
             tasks,
             local,
+            shard_stacks,
         })
     }
 
@@ -416,6 +449,9 @@ impl Stack {
         }
         if let Some(local) = self.local.take() {
             local.stop().await;
+        }
+        for shard in self.shard_stacks.drain(..) {
+            shard.stop().await;
         }
         first_error.map_or(Ok(()), Err)
     }

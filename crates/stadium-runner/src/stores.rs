@@ -1,8 +1,22 @@
 //! The stores a run uses: the given PostgreSQL and Redis, or private ones started from
-//! the machine's binaries; migrated, with a Redis key prefix of their own.
+//! the machine's binaries; migrated, with a Redis key prefix of their own. Shards of
+//! the holds (more PostgreSQL databases) are given as URLs or started privately too.
 
 use anyhow::Context;
+use stadium_db::ShardUrl;
 use stadium_localstack::LocalStack;
+
+/// The shards a run uses besides the main database.
+#[derive(Debug, Clone, Default)]
+pub enum ShardStores {
+    /// None: every section on the main database.
+    #[default]
+    None,
+    /// These, by name.
+    Given(Vec<ShardUrl>),
+    /// This many private PostgreSQL servers, named `s1`, `s2`, ….
+    Private(usize),
+}
 
 /// The stores of one run.
 pub struct Stores {
@@ -14,6 +28,10 @@ pub struct Stores {
     pub key_prefix: String,
     /// The private PostgreSQL/Redis, when one was started.
     pub local: Option<LocalStack>,
+    /// The shards besides the main database (migrated), by name.
+    pub shards: Vec<ShardUrl>,
+    /// The private PostgreSQL servers of the shards, when started here.
+    pub shard_stacks: Vec<LocalStack>,
 }
 
 impl Stores {
@@ -25,6 +43,7 @@ impl Stores {
     pub async fn open(
         database_url: Option<String>,
         redis_url: Option<String>,
+        shards: ShardStores,
     ) -> anyhow::Result<Self> {
         let local = if database_url.is_none() || redis_url.is_none() {
             // It logs where it runs; it is removed at exit (also on Ctrl-C, via stop or drop).
@@ -54,11 +73,52 @@ impl Stores {
         .await
         .context("read the database's oid")?;
         pool.close().await;
+        let (shards, shard_stacks) = open_shards(shards).await?;
         Ok(Self {
             database_url,
             redis_url,
             key_prefix: format!("stadium:wr:{database_oid}:"),
             local,
+            shards,
+            shard_stacks,
         })
     }
+}
+
+/// The shards of `stores`, started when private, each migrated and named.
+async fn open_shards(stores: ShardStores) -> anyhow::Result<(Vec<ShardUrl>, Vec<LocalStack>)> {
+    let (urls, stacks) = match stores {
+        ShardStores::None => return Ok((Vec::new(), Vec::new())),
+        ShardStores::Given(urls) => (urls, Vec::new()),
+        ShardStores::Private(n) => {
+            let mut urls = Vec::with_capacity(n);
+            let mut stacks = Vec::with_capacity(n);
+            for i in 1..=n {
+                let stack = LocalStack::start_postgres()
+                    .await
+                    .with_context(|| format!("start the private PostgreSQL of shard s{i}"))?;
+                urls.push(ShardUrl {
+                    name: format!("s{i}"),
+                    url: stack.database_url().to_owned(),
+                });
+                stacks.push(stack);
+            }
+            (urls, stacks)
+        }
+    };
+    for shard in &urls {
+        let pool = stadium_db::connect(&shard.url, &Default::default())
+            .await
+            .with_context(|| format!("connect to shard {}", shard.name))?;
+        stadium_db::migrate(&pool)
+            .await
+            .with_context(|| format!("apply migrations to shard {}", shard.name))?;
+        // Named before any service starts: once sections are placed on it, a database
+        // keeps its name for good, and the sale places them as soon as its event exists.
+        holds::shards::register(&pool, &shard.name)
+            .await
+            .with_context(|| format!("name the database of shard {}", shard.name))?;
+        pool.close().await;
+    }
+    Ok((urls, stacks))
 }

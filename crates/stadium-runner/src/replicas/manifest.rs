@@ -44,8 +44,9 @@ impl std::fmt::Display for ObjectRef {
 pub enum EnvValue {
     /// `value:` in the manifest.
     Literal(String),
-    /// `valueFrom:` a key of a Secret or ConfigMap.
-    From(ObjectRef, String),
+    /// `valueFrom:` a key of a Secret or ConfigMap; with `optional: true` (the third
+    /// field) the variable is left unset when the key is absent.
+    From(ObjectRef, String, bool),
 }
 
 /// A volume mounted into the container: every key of the object becomes a file named
@@ -138,7 +139,8 @@ fn parse(service: &str, deployment: &Yaml) -> anyhow::Result<Container> {
             } else {
                 bail!("{name}: neither value nor a Secret or ConfigMap key");
             };
-            EnvValue::From(object, text(&reference["key"], &name)?.to_owned())
+            let optional = reference["optional"].as_bool().unwrap_or(false);
+            EnvValue::From(object, text(&reference["key"], &name)?.to_owned(), optional)
         };
         env.push((name, value));
     }
@@ -198,7 +200,16 @@ mod tests {
             "DATABASE_URL".into(),
             EnvValue::From(
                 ObjectRef::Secret("stadium-stores".into()),
-                "database-url".into()
+                "database-url".into(),
+                false
+            )
+        )));
+        assert!(holds.env.contains(&(
+            "DATABASE_SHARDS".into(),
+            EnvValue::From(
+                ObjectRef::Secret("stadium-stores".into()),
+                "database-shards".into(),
+                true
             )
         )));
         assert!(container("nobody").is_err());

@@ -293,7 +293,8 @@ fn render(
             continue;
         }
         let value = match value {
-            EnvValue::From(object, key) => objects.value(object, key)?.to_owned(),
+            EnvValue::From(object, key, true) if !objects.has(object, key) => continue,
+            EnvValue::From(object, key, _) => objects.value(object, key)?.to_owned(),
             EnvValue::Literal(_) if name == "HEALTH_LISTEN_ADDR" => ports.health.to_string(),
             EnvValue::Literal(value) => local_value(value, container, volumes, urls),
         };
@@ -357,7 +358,13 @@ impl ProcessStack {
     /// a replica that exits or does not serve within a minute (its log's last lines are
     /// in the message).
     pub async fn start(options: ProcessOptions) -> anyhow::Result<ProcessStack> {
-        let stores = Stores::open(options.database_url, options.redis_url).await?;
+        // Shards are not yet spread over replicas: one database.
+        let stores = Stores::open(
+            options.database_url,
+            options.redis_url,
+            crate::stores::ShardStores::None,
+        )
+        .await?;
         let dir = tempfile::Builder::new()
             .prefix("stadium-replicas-")
             .tempdir()
@@ -580,6 +587,7 @@ impl ProcessStack {
             endpoints: self.endpoints.clone(),
             database_url: self.database_url.clone(),
             redis_url: self.redis_url.clone(),
+            shards: Vec::new(),
             issuer: Arc::clone(&self.issuer),
             payment_timing: self.payment_timing,
             page: None,
@@ -700,6 +708,8 @@ mod tests {
             redis_url: "redis://r".into(),
             key_prefix: "p:".into(),
             local: None,
+            shards: Vec::new(),
+            shard_stacks: Vec::new(),
         };
         let built = material(&stores, "https://127.0.0.1:9").unwrap();
         let ports = Ports::free(&mut Vec::new()).unwrap();

@@ -24,6 +24,13 @@ impl Objects {
             .insert(key.to_owned(), value.into());
     }
 
+    /// Whether the run makes `key` of `object`.
+    pub fn has(&self, object: &ObjectRef, key: &str) -> bool {
+        self.objects
+            .get(object)
+            .is_some_and(|keys| keys.contains_key(key))
+    }
+
     /// The value of `key` in `object`.
     ///
     /// # Errors
