@@ -147,6 +147,7 @@ impl Room {
             let settings = Settings {
                 redis_url: redis_url.clone(),
                 key_prefix: prefix.clone(),
+                redis_cluster: Vec::new(),
                 redis_response_timeout: Duration::from_secs(30),
                 snapshot_refresh: refresh,
                 watch_interval: Duration::from_millis(5),
