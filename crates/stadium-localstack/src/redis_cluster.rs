@@ -26,6 +26,9 @@ const PORT_ATTEMPTS: usize = 5;
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
 const LOG_TAIL_LINES: usize = 10;
 
+/// A master's id and the slot ranges it serves, as one node sees them.
+type SlotOwner = (String, Vec<(u16, u16)>);
+
 /// Why a Redis Cluster could not start or change.
 #[derive(Debug, thiserror::Error)]
 pub enum RedisClusterError {
@@ -393,7 +396,7 @@ impl RedisCluster {
 
     /// `Ok` when settled; else what is not yet.
     async fn check(&self, accept: &impl Fn(&[ClusterNode]) -> bool) -> Result<(), String> {
-        let mut first_view: Option<Vec<(String, Vec<(u16, u16)>)>> = None;
+        let mut first_view: Option<Vec<SlotOwner>> = None;
         for node in &self.nodes {
             let info: String = query(&node.url, redis::cmd("CLUSTER").arg("INFO")).await?;
             if !info.contains("cluster_state:ok") {
@@ -416,7 +419,7 @@ impl RedisCluster {
                     return Err(format!("replica {} is not in sync", node.port));
                 }
             }
-            let mut owners: Vec<(String, Vec<(u16, u16)>)> = view
+            let mut owners: Vec<SlotOwner> = view
                 .into_iter()
                 .filter(|n| n.master && !n.slots.is_empty())
                 .map(|n| (n.id, n.slots))

@@ -2,7 +2,8 @@
 //! started from the installed `redis-server` and `redis-cli`): events spread over the
 //! masters by their hash tag and each admits at its own rate, and a master failing
 //! over in the middle of admission loses no fan's place, admits no fan twice and
-//! never admits faster than the rate.
+//! never admits faster than the rate; a pre-queue opens shuffled and its audit reads
+//! (an atomic read of the event's keys) work there too.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -446,4 +447,93 @@ async fn a_master_fails_over_during_admission_and_no_fan_is_admitted_twice() {
     if let Ok(cluster) = Arc::try_unwrap(cluster) {
         cluster.stop().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_queue_opens_shuffled_and_its_audit_reads_on_the_cluster() {
+    use sha2::{Digest as _, Sha256};
+    const EVENT: &str = "5";
+    const FANS: usize = 20;
+    let cluster = start_cluster().await;
+    let room = Room::start_on_cluster("wr_cluster_audit", 2, cluster.seed_urls()).await;
+    let onsale = room.clock.now() + Duration::from_secs(10);
+    let request = pb::ConfigureEventRequest {
+        event_id: EVENT.into(),
+        state: pb::SaleState::Scheduled as i32,
+        onsale_at: Some(crate::helpers::timestamp(onsale)),
+        fans_per_minute: RATE,
+        ..Default::default()
+    };
+    room.client(0)
+        .configure_event(bearer(request, &room.admin(&[Role::BoxOffice])))
+        .await
+        .expect("configure");
+    let mut tickets = Vec::new();
+    for f in 0..FANS {
+        let name = format!("early-{f}");
+        let status = join(&room, f, EVENT, &name).await.expect("join");
+        assert_eq!(status.state, pb::QueueState::PreQueue as i32);
+        tickets.push(Fan {
+            name,
+            ticket: status.queue_ticket,
+        });
+    }
+    // The commitment (one atomic read of the event's hash) before opening.
+    let commitment = room
+        .client(1)
+        .get_shuffle_commitment(pb::GetShuffleCommitmentRequest {
+            event_id: EVENT.into(),
+        })
+        .await
+        .expect("commitment")
+        .into_inner()
+        .commitment_sha256_hex;
+
+    // Opening numbers the pre-queue in one script on the event's master.
+    room.clock.advance(Duration::from_secs(11));
+    let seed = room
+        .client(0)
+        .get_shuffle_seed(pb::GetShuffleSeedRequest {
+            event_id: EVENT.into(),
+        })
+        .await
+        .expect("seed")
+        .into_inner();
+    assert_eq!(seed.pre_queue_size, FANS as u64);
+    let seed_bytes = hex::decode(&seed.seed_hex).expect("hex seed");
+    assert_eq!(hex::encode(Sha256::digest(&seed_bytes)), commitment);
+    let order = room
+        .client(1)
+        .list_pre_queue(pb::ListPreQueueRequest {
+            event_id: EVENT.into(),
+            page_size: 0,
+            page_token: String::new(),
+        })
+        .await
+        .expect("the join order")
+        .into_inner();
+    assert_eq!(order.fans.len(), FANS, "the whole join order in one page");
+    let mut numbers = BTreeSet::new();
+    for (f, fan) in tickets.iter().enumerate() {
+        let request = pb::GetStatusRequest {
+            queue_ticket: fan.ticket.clone(),
+            event_id: EVENT.into(),
+        };
+        let status = room
+            .client(f)
+            .get_status(bearer(request, &room.fan(&fan.name)))
+            .await
+            .expect("status")
+            .into_inner()
+            .status
+            .expect("status");
+        numbers.insert(status.queue_number);
+    }
+    assert_eq!(
+        numbers,
+        (1..=FANS as u64).collect::<BTreeSet<_>>(),
+        "every early fan numbered once"
+    );
+    drop(room);
+    cluster.stop().await;
 }
