@@ -95,6 +95,20 @@ pub(crate) fn find_redis(dirs: &[PathBuf]) -> Result<PathBuf, LocalStackError> {
         })
 }
 
+/// The first `redis-cli` in `dirs` (Debian's `redis-server` package brings it, through
+/// `redis-tools`).
+pub(crate) fn find_redis_cli(dirs: &[PathBuf]) -> Result<PathBuf, LocalStackError> {
+    dirs.iter()
+        .map(|dir| dir.join("redis-cli"))
+        .find(|path| is_executable(path))
+        .ok_or_else(|| LocalStackError::MissingBinary {
+            binaries: "the Redis command-line client `redis-cli` (it creates a cluster)",
+            package: "redis-server",
+            env_var: "REDIS_CLUSTER",
+            searched: searched(dirs),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@
 mod binaries;
 mod postgres;
 mod process;
+mod redis_cluster;
 mod redis_server;
 mod testing;
 
@@ -26,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use binaries::default_search_dirs;
+pub use redis_cluster::{ClusterNode, RedisCluster, RedisClusterError, RedisClusterOptions};
 pub use testing::{TestUrls, test_urls, try_test_urls};
 
 /// Why a local stack could not start.

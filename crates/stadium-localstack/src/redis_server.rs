@@ -53,6 +53,18 @@ pub(crate) async fn start_on(
     deadline: Instant,
     timeout: Duration,
 ) -> Result<Started, LocalStackError> {
+    start_with_args(redis_server, dir, port, &[], deadline, timeout).await
+}
+
+/// As [`start_on`], with `extra` arguments after ours (a cluster node's settings).
+pub(crate) async fn start_with_args(
+    redis_server: &Path,
+    dir: &Path,
+    port: u16,
+    extra: &[String],
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Started, LocalStackError> {
     let log = dir.join("redis.log");
     let (stdout, stderr) = process::log_file(&log)?;
     let mut child = Command::new(redis_server)
@@ -68,6 +80,7 @@ pub(crate) async fn start_on(
         .arg("--pidfile")
         .arg(dir.join("redis.pid"))
         .args(["--daemonize", "no", "--logfile", ""])
+        .args(extra)
         .current_dir(dir)
         .stdin(std::process::Stdio::null())
         .stdout(stdout)

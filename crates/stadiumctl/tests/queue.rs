@@ -64,6 +64,7 @@ async fn the_audit_checks_the_commitment_and_recomputes_the_fans_numbers() {
     let settings = Settings {
         redis_url: redis_url.clone(),
         key_prefix: prefix.clone(),
+        redis_cluster: Vec::new(),
         redis_response_timeout: Duration::from_secs(30),
         snapshot_refresh: Duration::from_millis(250),
         watch_interval: Duration::from_millis(5),

@@ -53,6 +53,7 @@ async fn start() -> Bench {
         redis_url: redis_url.clone(),
         redis_response_timeout: Duration::from_secs(10),
         key_prefix: prefix.clone(),
+        redis_cluster: Vec::new(),
         snapshot_refresh: Duration::from_millis(250),
         watch_interval: Duration::from_millis(500),
         max_concurrent_joins: 0,

@@ -28,6 +28,12 @@ pub struct Config {
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
 
+    /// Seed nodes of a Redis Cluster holding the queues instead, comma-separated
+    /// `redis://host:port` URLs (any reachable node reveals the rest); when given,
+    /// `--redis-url` is not used. Each event's keys share one hash slot.
+    #[arg(long, env = "REDIS_CLUSTER", value_delimiter = ',')]
+    pub redis_cluster: Vec<String>,
+
     /// How long a Redis command may wait for its answer, ms.
     #[arg(long, env = "WAITING_ROOM_REDIS_TIMEOUT_MS", default_value_t = 2000,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -203,10 +209,16 @@ impl Config {
                 (None, None) => bail!("{flag} (or --dev-issuer-seed for local runs) is required"),
             }
         };
+        let seeds = self.redis_cluster.iter().map(|seed| seed.trim());
+        for seed in seeds.filter(|seed| !seed.is_empty()) {
+            redis::IntoConnectionInfo::into_connection_info(seed)
+                .with_context(|| format!("--redis-cluster: bad node URL {seed:?}"))?;
+        }
         Ok(Settings {
             session_keys: trusted(&self.session_jwks_file, "--session-jwks-file")?,
             admin_keys: trusted(&self.admin_jwks_file, "--admin-jwks-file")?,
             redis_url: self.redis_url,
+            redis_cluster: self.redis_cluster,
             key_prefix: self.key_prefix,
             redis_response_timeout: Duration::from_millis(self.redis_timeout_ms),
             snapshot_refresh: Duration::from_millis(self.snapshot_refresh_ms),
@@ -258,6 +270,33 @@ mod tests {
         let settings = config.into_settings().unwrap();
         assert_eq!(settings.snapshot_refresh, Duration::from_millis(250));
         assert!(!settings.session_keys.is_empty());
+        assert!(settings.redis_cluster.is_empty(), "one server by default");
+    }
+
+    #[test]
+    fn a_cluster_is_given_by_its_seed_nodes() {
+        use clap::Parser;
+        let seed = "11".repeat(32);
+        let base = [
+            "waiting-room",
+            "--mode",
+            "development",
+            "--dev-issuer-seed",
+            &seed,
+        ];
+        let nodes = "redis://127.0.0.1:7000,redis://127.0.0.1:7001";
+        let config =
+            Config::try_parse_from([&base[..], &["--redis-cluster", nodes]].concat()).unwrap();
+        let settings = config.into_settings().unwrap();
+        assert_eq!(
+            settings.redis_cluster,
+            ["redis://127.0.0.1:7000", "redis://127.0.0.1:7001"]
+        );
+        let bad = Config::try_parse_from([&base[..], &["--redis-cluster", "not a url"]].concat())
+            .unwrap()
+            .into_settings()
+            .unwrap_err();
+        assert!(format!("{bad:#}").contains("--redis-cluster"), "{bad:#}");
     }
 
     /// A test-only Ed25519 key (PKCS#8 PEM).

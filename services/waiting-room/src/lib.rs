@@ -46,8 +46,12 @@ pub use error::Error;
 /// Everything [`serve`] needs, already validated (see [`config::Config`] for the flags
 /// that build it).
 pub struct Settings {
-    /// Redis URL, `redis://host:port`.
+    /// Redis URL, `redis://host:port`; unused when [`Self::redis_cluster`] names nodes.
     pub redis_url: String,
+    /// Seed nodes of a Redis Cluster holding the queues (`redis://host:port` each);
+    /// empty: the single server at [`Self::redis_url`]. Every key of an event carries
+    /// the event's hash tag, so each event lives on one slot of one master.
+    pub redis_cluster: Vec<String>,
     /// How long a Redis command may wait for its answer before the call fails
     /// (`UNAVAILABLE`).
     pub redis_response_timeout: Duration,
@@ -116,8 +120,9 @@ pub struct Parts {
 /// empty issuer name or unusable keys.
 pub async fn build(settings: &Settings) -> Result<Parts, StartError> {
     let clock = Arc::clone(&settings.clock);
-    let store = store::Store::connect(
-        &settings.redis_url,
+    let target = store::RedisTarget::from_flags(&settings.redis_url, &settings.redis_cluster);
+    let store = store::Store::connect_to(
+        &target,
         &settings.key_prefix,
         settings.redis_response_timeout,
         Arc::clone(&clock),

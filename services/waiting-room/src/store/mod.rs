@@ -2,14 +2,14 @@
 
 mod admissions;
 mod audit;
+mod connection;
 mod restore;
 pub mod scripts;
+mod slots;
 mod waiting_list;
 pub mod waiting_list_scripts;
 
 use std::sync::Arc;
-
-use redis::aio::ConnectionManager;
 
 use crate::clock::Clock;
 use crate::domain::{EventId, FanId, Inventory, QueueSnapshot, SaleState, shuffle};
@@ -17,6 +17,9 @@ use crate::error::Error;
 
 pub use admissions::{Revocations, Revoked, Taken, Target};
 pub use audit::{PreQueueSlice, SeedInfo, ShuffleCommitment};
+use connection::Connection;
+pub use connection::RedisTarget;
+pub use slots::key_slot;
 pub use waiting_list::ListJoin;
 
 /// What an admin asks an event's queue to be (see `ConfigureEvent`).
@@ -101,7 +104,7 @@ const OPEN_ATTEMPTS: usize = 5;
 /// Typed access to the queues of every event under one key prefix.
 #[derive(Clone)]
 pub struct Store {
-    conn: ConnectionManager,
+    conn: Connection,
     prefix: Arc<str>,
     scripts: Arc<scripts::Scripts>,
     clock: Arc<dyn Clock>,
@@ -127,11 +130,26 @@ impl Store {
     /// unanswered after `response_timeout` fails with [`Error::Redis`].
     ///
     /// # Errors
-    /// [`Error::Redis`] when the URL is bad or the server unreachable;
-    /// [`Error::Internal`] when `prefix` contains `{` or `}` (it would change the hash
-    /// slot of the event's keys).
+    /// As [`Store::connect_to`].
     pub async fn connect(
         redis_url: &str,
+        prefix: &str,
+        response_timeout: std::time::Duration,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, Error> {
+        let target = RedisTarget::Single(redis_url.to_owned());
+        Self::connect_to(&target, prefix, response_timeout, clock).await
+    }
+
+    /// Connects to `target` (one server or a Redis Cluster); keys start with `prefix`;
+    /// a command unanswered after `response_timeout` fails with [`Error::Redis`].
+    ///
+    /// # Errors
+    /// [`Error::Redis`] when a URL is bad or no server (no seed node) is reachable;
+    /// [`Error::Internal`] when `prefix` contains `{` or `}` (it would change the hash
+    /// slot of the event's keys).
+    pub async fn connect_to(
+        target: &RedisTarget,
         prefix: &str,
         response_timeout: std::time::Duration,
         clock: Arc<dyn Clock>,
@@ -141,12 +159,9 @@ impl Store {
                 "the key prefix must not contain braces".into(),
             ));
         }
-        let client = redis::Client::open(redis_url)?;
         // Every script is idempotent or checks its preconditions, so a call that timed
         // out (and may still have run) is safe for the caller to retry.
-        let config =
-            redis::aio::ConnectionManagerConfig::new().set_response_timeout(Some(response_timeout));
-        let conn = ConnectionManager::new_with_config(client, config).await?;
+        let conn = Connection::open(target, response_timeout).await?;
         Ok(Self {
             conn,
             prefix: prefix.into(),
@@ -326,6 +341,12 @@ impl Store {
             .query_async(&mut conn)
             .await?;
         shuffle::shuffle(&seed, &mut fans);
+        self.open_with(event, &fans).await
+    }
+
+    /// Runs `OPEN` with the pre-queue `fans` in their shuffled order.
+    async fn open_with(&self, event: &EventId, fans: &[String]) -> Result<(), Error> {
+        let mut conn = self.conn.clone();
         let mut invocation = self.scripts.open.prepare_invoke();
         invocation
             .key(self.key(event, "cfg"))
@@ -335,7 +356,7 @@ impl Store {
             .key(self.admission_keys(event))
             .arg(self.now_arg())
             .arg(fans.len());
-        for fan in &fans {
+        for fan in fans {
             invocation.arg(fan);
         }
         let reply: String = invocation.invoke_async(&mut conn).await?;

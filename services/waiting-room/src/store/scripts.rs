@@ -652,6 +652,53 @@ impl Scripts {
     }
 }
 
+impl Scripts {
+    /// Every script with its name, the waiting list's included. The destructuring
+    /// is exhaustive, so a script added to [`Scripts`] must be listed here, and the
+    /// store's slot test then checks its keys.
+    pub fn named(&self) -> Vec<(&'static str, &redis::Script)> {
+        let Self {
+            snapshot,
+            join,
+            open,
+            configure,
+            set_field,
+            issue,
+            raise,
+            complete,
+            report_inventory,
+            revoke,
+            mark_used,
+            list_revoked,
+            waiting_list,
+        } = self;
+        let super::waiting_list_scripts::WaitingListScripts {
+            join: wl_join,
+            status: wl_status,
+            token: wl_token,
+            stats: wl_stats,
+        } = waiting_list;
+        vec![
+            ("SNAPSHOT", snapshot),
+            ("JOIN", join),
+            ("OPEN", open),
+            ("CONFIGURE", configure),
+            ("SET_FIELD", set_field),
+            ("ISSUE", issue),
+            ("RAISE", raise),
+            ("COMPLETE", complete),
+            ("REPORT_INVENTORY", report_inventory),
+            ("REVOKE", revoke),
+            ("MARK_USED", mark_used),
+            ("LIST_REVOKED", list_revoked),
+            ("WL_JOIN", wl_join),
+            ("WL_STATUS", wl_status),
+            ("WL_TOKEN", wl_token),
+            ("WL_STATS", wl_stats),
+        ]
+    }
+}
+
 impl Default for Scripts {
     fn default() -> Self {
         Self::new()

@@ -37,12 +37,18 @@ pub struct Room {
     clients: Vec<WaitingRoomClient<Channel>>,
     addrs: Vec<std::net::SocketAddr>,
     redis_url: String,
+    /// Seed nodes when the instances share a Redis Cluster (the test's own).
+    redis_cluster: Vec<String>,
     shutdown: CancellationToken,
 }
 
 impl Drop for Room {
     fn drop(&mut self) {
         self.shutdown.cancel();
+        if !self.redis_cluster.is_empty() {
+            // The cluster is the test's own and goes with it.
+            return;
+        }
         // Leave the shared Redis as found (best effort: a failed cleanup fails nothing).
         if let Ok(mut conn) =
             redis::Client::open(self.redis_url.as_str()).and_then(|client| client.get_connection())
@@ -102,7 +108,18 @@ impl Room {
         refresh: Duration,
         redis_time: bool,
     ) -> Room {
-        Self::start_full(test, keys, refresh, redis_time, 0).await
+        Self::start_full(test, keys, refresh, redis_time, 0, Vec::new()).await
+    }
+
+    /// `instances` instances on the manual clock keeping their queues in the Redis
+    /// Cluster seeded by `seeds` (`--redis-cluster`), refreshing their snapshots on
+    /// every call.
+    pub async fn start_on_cluster(test: &str, instances: usize, seeds: Vec<String>) -> Room {
+        let keys = Keys {
+            admission: SigningKeyRing::generate("wr-test").expect("admission keys"),
+            tickets: QueueTicketKeys::generate("qt-test").expect("ticket keys"),
+        };
+        Self::start_full(test, vec![keys; instances], Duration::ZERO, false, 0, seeds).await
     }
 
     /// `instances` instances that each run at most `max_joins` joins at once and shed
@@ -118,6 +135,7 @@ impl Room {
             Duration::from_millis(250),
             false,
             max_joins,
+            Vec::new(),
         )
         .await
     }
@@ -128,6 +146,7 @@ impl Room {
         refresh: Duration,
         redis_time: bool,
         max_joins: usize,
+        redis_cluster: Vec<String>,
     ) -> Room {
         let clock = ManualClock::starting_now();
         let service_clock: Arc<dyn Clock> = if redis_time {
@@ -139,14 +158,19 @@ impl Room {
         let prefix = format!("test:{test}:{:016x}:", rand::random::<u64>());
         let ticket_keys = keys[0].tickets.clone();
         let shutdown = CancellationToken::new();
-        // `REDIS_URL`, else a private Redis started for the tests.
-        let redis_url = stadium_testkit::redis_url().await;
+        // `REDIS_URL`, else a private Redis started for the tests (none on a cluster).
+        let redis_url = if redis_cluster.is_empty() {
+            stadium_testkit::redis_url().await
+        } else {
+            String::new()
+        };
         let mut clients = Vec::new();
         let mut addrs = Vec::new();
         for keys in keys {
             let settings = Settings {
                 redis_url: redis_url.clone(),
                 key_prefix: prefix.clone(),
+                redis_cluster: redis_cluster.clone(),
                 redis_response_timeout: Duration::from_secs(30),
                 snapshot_refresh: refresh,
                 watch_interval: Duration::from_millis(5),
@@ -190,6 +214,7 @@ impl Room {
             clients,
             addrs,
             redis_url,
+            redis_cluster,
             shutdown,
         }
     }

@@ -3,6 +3,7 @@
 
 mod admission;
 mod audit;
+mod cluster;
 mod configure;
 mod helpers;
 mod inventory;
