@@ -98,6 +98,12 @@ pub async fn move_section(
         .named(&from)
         .map_err(|_| MoveError::UnknownShard(from.clone()))?;
     if to != MAIN {
+        // The shard knows its own name (as holds names it at start; refused, SS003,
+        // when the database holds seats under another name).
+        sqlx::query("SELECT holds.register_shard($1)")
+            .bind(to)
+            .execute(target)
+            .await?;
         copy_catalog(shards.main(), target, event).await?;
     }
     let started = Instant::now();

@@ -151,6 +151,13 @@ pub enum Command {
     /// with the channel's key or a presale code.
     #[command(subcommand)]
     Channel(ChannelCommand),
+    /// Sections on the databases (SREs): move one, with its holds, bookings, blocks
+    /// and history, while its sale runs.
+    #[command(subcommand)]
+    Sections(SectionsCommand),
+    /// The databases an event's seats live on, their sections and active seats.
+    #[command(subcommand)]
+    Shards(ShardsCommand),
     /// The waiting room's public records of an event's queue (no token needed).
     #[command(subcommand)]
     Queue(QueueCommand),
@@ -166,6 +173,37 @@ pub enum SeatCommand {
     /// Every status change of a seat (claimed, expired, booked, refunded, …) with who
     /// and when; without a seat, every seat of the event (use `--csv` to export).
     History(SeatHistory),
+}
+
+/// `sections` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SectionsCommand {
+    /// Move a section of an event to another database (`main` or a shard's name);
+    /// its fans are told to retry for the moment of the move. Run again to finish a
+    /// move that was cut off.
+    Move {
+        /// Event id.
+        #[arg(long)]
+        event: String,
+        /// Section id.
+        #[arg(long)]
+        section: u64,
+        /// The database to move it to.
+        #[arg(long)]
+        to: String,
+    },
+}
+
+/// `shards` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ShardsCommand {
+    /// Each database (main first) with the event's sections on it and their held,
+    /// sold and blocked seats.
+    List {
+        /// Event id.
+        #[arg(long)]
+        event: String,
+    },
 }
 
 /// `channel` subcommands.

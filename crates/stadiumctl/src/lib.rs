@@ -37,10 +37,12 @@ mod history;
 pub use history::SEAT_HISTORY_CSV_HEADER;
 pub mod queue;
 pub mod render;
+mod shards;
 
 pub use args::{
     ChannelCommand, Cli, Command, CreateEvent, DevToken, EventCommand, Format, Grouping,
-    QueueAudit, QueueCommand, SaleCommand, SeatCommand, SeatHistory, VenueCommand,
+    QueueAudit, QueueCommand, SaleCommand, SeatCommand, SeatHistory, SectionsCommand,
+    ShardsCommand, VenueCommand,
 };
 
 use std::process::ExitCode;
@@ -264,6 +266,8 @@ async fn execute(cli: Cli) -> Result<Outcome, CliError> {
         Command::Sale(cmd) => sale(&mut c, cmd).await,
         Command::Seat(SeatCommand::History(args)) => history::run(&mut c, args).await,
         Command::Channel(cmd) => channels::run(&mut c, cmd).await,
+        Command::Sections(cmd) => shards::run(&mut c, cmd).await,
+        Command::Shards(cmd) => shards::list(&mut c, cmd).await,
         Command::Revoke {
             event_id,
             fan,

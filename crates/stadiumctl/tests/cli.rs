@@ -28,6 +28,11 @@ struct Office {
 
 impl Office {
     async fn start() -> Office {
+        Self::start_with(&[]).await
+    }
+
+    /// As [`Office::start`], with `extra` flags.
+    async fn start_with(extra: &[&str]) -> Office {
         let db = stadium_testkit::fresh_database().await;
         let dev = DevIssuer::generate().expect("dev issuer");
         let jwks = dev.jwks_json().expect("dev JWKS");
@@ -36,14 +41,18 @@ impl Office {
             &db,
             &jwks,
             &[
-                "--canary-interval-ms",
-                "0",
-                // A booking without its payment is a violation at once, not after a grace.
-                "--canary-grace-ms",
-                "0",
-                "--inventory-interval-ms",
-                "0",
-            ],
+                &[
+                    "--canary-interval-ms",
+                    "0",
+                    // A booking without its payment is a violation at once, not after a grace.
+                    "--canary-grace-ms",
+                    "0",
+                    "--inventory-interval-ms",
+                    "0",
+                ],
+                extra,
+            ]
+            .concat(),
         );
         let shutdown = CancellationToken::new();
         let (listener, addr) = loopback_listener().await;
@@ -485,5 +494,166 @@ async fn event_cancel_follows_the_refunds_to_the_end_and_reports_the_ledger() {
     );
     let out = ctl(&office, Some(&token), &["event", "cancel", &sold_id]).await;
     assert_eq!(out.status.code(), Some(2), "--reason is required: {out:?}");
+    office.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn sections_move_to_a_shard_and_shards_list_shows_where_each_section_is() {
+    let east = stadium_testkit::fresh_database().await;
+    let flag = format!("east={}", east.url);
+    let office = Office::start_with(&["--shard", &flag]).await;
+    let token = office.token("sam", &[Role::BoxOffice, Role::Sre]);
+    let event = draft_event(&office, &token).await;
+    let event_id = event["event_id"].as_str().unwrap().to_owned();
+    let section_a: i64 = sqlx::query_scalar(
+        "SELECT sc.section_id FROM catalog.events e JOIN catalog.sections sc \
+           ON sc.venue_id = e.venue_id WHERE e.event_id = $1 AND sc.code = 'A'",
+    )
+    .bind(event_id.parse::<i64>().unwrap())
+    .fetch_one(office.pool())
+    .await
+    .unwrap();
+    // A booked seat of A on the main database.
+    sqlx::query(
+        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, status, expires_at)
+         SELECT gen_random_uuid(), event_id, section_id, seat_id, 'fan-1', 'booked', now()
+         FROM catalog.event_seats WHERE event_id = $1 AND section_id = $2 ORDER BY seat_id LIMIT 1",
+    )
+    .bind(event_id.parse::<i64>().unwrap())
+    .bind(section_a)
+    .execute(office.pool())
+    .await
+    .unwrap();
+    let a = section_a.to_string();
+
+    let out = ctl(
+        &office,
+        Some(&token),
+        &[
+            "--json",
+            "sections",
+            "move",
+            "--event",
+            &event_id,
+            "--section",
+            &a,
+            "--to",
+            "east",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let moved = json_of(&out);
+    assert_eq!(
+        (moved["from_shard"].as_str(), moved["to_shard"].as_str()),
+        (Some("main"), Some("east"))
+    );
+    assert_eq!(moved["seat_rows"], 1);
+    let on_east: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM holds.seat_holds WHERE status = 'booked'")
+            .fetch_one(&east.pool)
+            .await
+            .unwrap();
+    assert_eq!(on_east, 1);
+
+    // The seat's history went along, and says so.
+    let seat: i64 = sqlx::query_scalar("SELECT seat_id FROM holds.seat_holds")
+        .fetch_one(&east.pool)
+        .await
+        .unwrap();
+    let out = ctl(
+        &office,
+        Some(&token),
+        &[
+            "--json",
+            "seat",
+            "history",
+            "--event",
+            &event_id,
+            "--seat-id",
+            &seat.to_string(),
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let changes: Vec<String> = json_of(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["change"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(changes, ["claimed", "moved"]);
+
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["--json", "shards", "list", "--event", &event_id],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let shards = json_of(&out);
+    assert_eq!(shards[0]["name"], "main");
+    assert_eq!(shards[0]["sections"][0]["section_code"], "B");
+    assert_eq!(shards[1]["name"], "east");
+    assert_eq!(shards[1]["sections"][0]["section_code"], "A");
+    assert_eq!(shards[1]["sections"][0]["sold"], 1);
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["shards", "list", "--event", &event_id],
+    )
+    .await;
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(table.contains("SHARD") && table.contains("east"), "{table}");
+
+    // Again: nothing to do. Elsewhere: named. Without the SRE role: refused.
+    let again = [
+        "sections",
+        "move",
+        "--event",
+        &event_id,
+        "--section",
+        &a,
+        "--to",
+        "east",
+    ];
+    let out = ctl(&office, Some(&token), &again).await;
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("on east already"),
+        "{out:?}"
+    );
+    let out = ctl(
+        &office,
+        Some(&token),
+        &[
+            "sections",
+            "move",
+            "--event",
+            &event_id,
+            "--section",
+            &a,
+            "--to",
+            "west",
+        ],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("to_shard"),
+        "{out:?}"
+    );
+    let clerk = office.token("ann", &[Role::BoxOffice]);
+    let out = ctl(&office, Some(&clerk), &again).await;
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ROLE_REQUIRED"),
+        "{out:?}"
+    );
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM catalog.admin_audit WHERE action = 'move_section' AND actor = 'sam'",
+    )
+    .fetch_one(office.pool())
+    .await
+    .unwrap();
+    assert_eq!(audited, 1);
     office.shutdown.cancel();
 }

@@ -427,6 +427,8 @@ service!(BoxOffice {
     get_seat_history(bo::GetSeatHistoryRequest) -> bo::GetSeatHistoryResponse;
     cancel_event(bo::CancelEventRequest) -> bo::CancelEventResponse;
     get_cancellation(bo::GetCancellationRequest) -> bo::GetCancellationResponse;
+    list_shards(bo::ListShardsRequest) -> bo::ListShardsResponse;
+    move_section(bo::MoveSectionRequest) -> bo::MoveSectionResponse;
     create_channel(ho::CreateChannelRequest) -> ho::CreateChannelResponse;
     assign_channel_seats(ho::AssignChannelSeatsRequest) -> ho::AssignChannelSeatsResponse;
     create_presale_codes(ho::CreatePresaleCodesRequest) -> ho::CreatePresaleCodesResponse;

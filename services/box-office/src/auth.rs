@@ -16,6 +16,8 @@ use crate::error::Error;
 pub const CHANGE: Access = Access::any_of(&[Role::BoxOffice]);
 /// Reads, reports, the canary and the admission rate: `box_office` or `sre`.
 pub const OPERATE: Access = Access::any_of(&[Role::BoxOffice, Role::Sre]);
+/// Moving sections between databases: role `sre`.
+pub const SCALE: Access = Access::any_of(&[Role::Sre]);
 
 /// The verified caller of one request.
 #[derive(Debug, Clone)]

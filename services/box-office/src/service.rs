@@ -17,6 +17,7 @@ use crate::store::invariants::Violation;
 use crate::store::reports::{Grouping, ReportLine, TimelineBucket};
 use crate::store::seat_counts::{self, SeatCounts};
 use crate::store::seat_history::{self, After, SeatChange};
+use crate::store::shard_map::{self, SectionSeats};
 use crate::store::venues::VenueSummary;
 use crate::store::{cross_shard, events, invariants, reports, shard_sales, venues};
 
@@ -543,7 +544,42 @@ impl BoxOfficeService {
                     })?,
             ),
         };
-        seat_history::page(&mut conn, event_id, seat_id, after, limit).await
+        let mut changes = seat_history::page(&mut conn, event_id, seat_id, after, limit).await?;
+        drop(conn);
+        // A seat's history is on the database of its section (it moves with the
+        // section), so each shard's page continues the same order: merge, keep `limit`.
+        if !self.shards.is_single() {
+            for (_, shard) in self.shards.others() {
+                let mut conn = shard.acquire().await?;
+                changes
+                    .extend(seat_history::page(&mut conn, event_id, seat_id, after, limit).await?);
+            }
+            changes.sort_by_key(|c| (c.seat_id, c.history_id));
+            changes.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        }
+        Ok(changes)
+    }
+
+    /// Each database (the main one first) with the sections of `event_id` on it.
+    ///
+    /// # Errors
+    /// As [`shard_map::sections_by_shard`].
+    pub async fn shards_of(&self, event_id: i64) -> Result<Vec<(String, Vec<SectionSeats>)>> {
+        shard_map::sections_by_shard(&self.shards, event_id).await
+    }
+
+    /// Moves `section_id` of `event_id` to the database `to` for `actor`.
+    ///
+    /// # Errors
+    /// As [`shard_map::move_section`].
+    pub async fn move_section(
+        &self,
+        actor: &str,
+        event_id: i64,
+        section_id: i64,
+        to: &str,
+    ) -> Result<stadium_db::Moved> {
+        shard_map::move_section(&self.shards, actor, event_id, section_id, to).await
     }
 
     /// Every invariant violation of `event_id`, read in one snapshot.

@@ -167,6 +167,10 @@ pub enum Error {
     /// must be moved, not placed.
     #[error("section {0} already has holds; move it instead")]
     SectionNotEmpty(SectionId),
+    /// A hold looked up by key on a database its section has moved from (or is moving
+    /// from): the caller's route was stale; retry, and the route is read anew.
+    #[error("section {0} moved to another database; retry")]
+    SectionMoved(SectionId),
     /// A database error (classified by SQLSTATE when mapped).
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
@@ -179,10 +183,11 @@ impl Error {
     /// Whether a shard refused the call because the section is not (or not now) its
     /// own: the caller's route was stale.
     pub fn is_stale_route(&self) -> bool {
-        matches!(self, Self::Database(e) if matches!(
-            classify(e),
-            stadium_db::DbFailure::SectionElsewhere { .. } | stadium_db::DbFailure::SectionFenced { .. }
-        ))
+        matches!(self, Self::SectionMoved(_))
+            || matches!(self, Self::Database(e) if matches!(
+                classify(e),
+                stadium_db::DbFailure::SectionElsewhere { .. } | stadium_db::DbFailure::SectionFenced { .. }
+            ))
     }
 
     /// An [`Error::InvalidField`].
@@ -239,6 +244,7 @@ impl ServiceError for Error {
                 (Code::Unavailable, Reason::RevocationsUnavailable)
             }
             Self::SectionNotEmpty(_) => (Code::FailedPrecondition, Reason::SectionNotEmpty),
+            Self::SectionMoved(_) => (Code::Unavailable, Reason::SectionMoved),
             Self::Database(e) => database_row(&classify(e)),
             Self::CorruptRow(_) => (Code::Internal, Reason::Internal),
         }
@@ -288,6 +294,7 @@ impl ServiceError for Error {
                 metadata.extend(hold.map(|key| ("hold_key".into(), key.to_string())));
                 metadata
             }
+            Self::SectionMoved(section) => vec![("section_id".into(), section.to_string())],
             Self::RequestIdReused { hold } => vec![
                 ("field".into(), "request_id".into()),
                 ("hold_key".into(), hold.to_string()),

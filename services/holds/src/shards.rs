@@ -24,6 +24,45 @@ pub async fn for_key(shards: &Shards, key: HoldKey) -> Result<&PgPool, Error> {
     }
 }
 
+/// `result` of a call by hold key on `pool`, with a `HoldNotFound` told apart: when
+/// `pool` no longer owns the key's section (gone, or fenced for a move: a section's
+/// rows leave with it), the route was stale, and the answer is
+/// [`Error::SectionMoved`] (retryable, the event's routes forgotten) rather than a
+/// "not found" that a payment would take for a lapsed hold.
+///
+/// # Errors
+/// `result`'s error, or [`Error::SectionMoved`]; [`Error::Database`] from the check.
+pub async fn moved_or<T>(
+    shards: &Shards,
+    pool: &PgPool,
+    key: HoldKey,
+    result: Result<T, Error>,
+) -> Result<T, Error> {
+    let (Err(Error::HoldNotFound), Some((event, section))) = (&result, key.route()) else {
+        return result;
+    };
+    if shards.is_single() {
+        return result;
+    }
+    let state: Option<String> = sqlx::query_scalar(
+        "SELECT state FROM holds.section_owners WHERE event_id = $1 AND section_id = $2",
+    )
+    .bind(event.get())
+    .bind(section.get())
+    .fetch_optional(pool)
+    .await?;
+    let main = std::ptr::eq(pool, shards.main());
+    let owned = match state.as_deref() {
+        Some(state) => state == "owned",
+        None => main,
+    };
+    if owned {
+        return result;
+    }
+    shards.forget(event.get()).await;
+    Err(Error::SectionMoved(section))
+}
+
 /// Names the database `pool` as the shard `name` (`holds.register_shard`): a database
 /// is one shard, under one name, for good once it holds seats.
 ///

@@ -7,6 +7,7 @@ mod channels;
 pub mod convert;
 mod history;
 mod inventory;
+mod shards;
 mod waiting_list;
 
 use std::sync::Arc;
@@ -569,6 +570,22 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
         request: Request<holds::ListChannelsRequest>,
     ) -> Reply<holds::ListChannelsResponse> {
         reply(self.list_channels_inner(request).await)
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn list_shards(
+        &self,
+        request: Request<pb::ListShardsRequest>,
+    ) -> Reply<pb::ListShardsResponse> {
+        reply(self.list_shards_inner(request).await)
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id, section_id = request.get_ref().section_id))]
+    async fn move_section(
+        &self,
+        request: Request<pb::MoveSectionRequest>,
+    ) -> Reply<pb::MoveSectionResponse> {
+        reply(self.move_section_inner(request).await)
     }
 
     #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]

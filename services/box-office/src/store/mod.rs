@@ -11,5 +11,6 @@ pub mod queue_marks;
 pub mod reports;
 pub mod seat_counts;
 pub mod seat_history;
+pub mod shard_map;
 pub mod shard_sales;
 pub mod venues;

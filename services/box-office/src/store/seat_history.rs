@@ -22,7 +22,8 @@ pub struct SeatChange {
     /// Its seat label.
     pub seat_label: String,
     /// What happened: `claimed`, `extended`, `payment_started`, `expired`, `released`,
-    /// `booked`, `refunded`, `voided`, `blocked`, `comped`.
+    /// `booked`, `refunded`, `voided`, `blocked`, `comped`, `to_channel`,
+    /// `from_channel`, `moved`.
     pub change: String,
     /// Who: a fan id, an admin `sub`, a service name or `system`.
     pub actor: String,

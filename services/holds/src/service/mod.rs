@@ -280,8 +280,10 @@ impl HoldsService {
     /// # Errors
     /// As `store::get`.
     pub async fn get(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
-        let mut conn = shards::for_key(&self.shards, key).await?.acquire().await?;
-        store::get(&mut conn, key, fan).await
+        let pool = shards::for_key(&self.shards, key).await?;
+        let mut conn = pool.acquire().await?;
+        let found = store::get(&mut conn, key, fan).await;
+        shards::moved_or(&self.shards, pool, key, found).await
     }
 
     /// `fan`'s live holds of `event` on every database, by hold key (see
@@ -305,7 +307,8 @@ impl HoldsService {
     #[tracing::instrument(skip_all, fields(hold_key = %key))]
     pub async fn release(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
         let pool = shards::for_key(&self.shards, key).await?;
-        in_tx!(self, pool, |conn| store::release(conn, key, fan))
+        let released = in_tx!(self, pool, |conn| store::release(conn, key, fan));
+        shards::moved_or(&self.shards, pool, key, released).await
     }
 
     /// Books the hold `key` of `fan`: one statement on the pool (its own transaction).
@@ -315,12 +318,13 @@ impl HoldsService {
     #[tracing::instrument(skip_all, fields(hold_key = %key))]
     pub async fn confirm(&self, key: HoldKey, fan: &str) -> Result<Hold, Error> {
         let pool = shards::for_key(&self.shards, key).await?;
-        retry_transient(
+        let booked = retry_transient(
             self.retry,
             |failure| self.metrics.retry(failure),
             || store::confirm(pool, key, fan),
         )
-        .await
+        .await;
+        shards::moved_or(&self.shards, pool, key, booked).await
     }
 
     /// Moves the hold `key` of `fan` into its payment window of `window_ms`: one
@@ -336,12 +340,13 @@ impl HoldsService {
         window_ms: u32,
     ) -> Result<store::PaymentStarted, Error> {
         let pool = shards::for_key(&self.shards, key).await?;
-        retry_transient(
+        let started = retry_transient(
             self.retry,
             |failure| self.metrics.retry(failure),
             || store::start_payment(pool, key, fan, window_ms),
         )
-        .await
+        .await;
+        shards::moved_or(&self.shards, pool, key, started).await
     }
 
     /// Extends the hold `key` of `fan` within its absolute lifetime: one statement on
@@ -352,12 +357,13 @@ impl HoldsService {
     #[tracing::instrument(skip_all, fields(hold_key = %key))]
     pub async fn extend(&self, key: HoldKey, fan: &str) -> Result<store::Extended, Error> {
         let pool = shards::for_key(&self.shards, key).await?;
-        retry_transient(
+        let extended = retry_transient(
             self.retry,
             |failure| self.metrics.retry(failure),
             || store::extend(pool, key, fan),
         )
-        .await
+        .await;
+        shards::moved_or(&self.shards, pool, key, extended).await
     }
 
     /// Ends the hold `key` whoever owns it (box office, service); `actor` goes into the
@@ -373,9 +379,10 @@ impl HoldsService {
         actor: &str,
     ) -> Result<Hold, Error> {
         let pool = shards::for_key(&self.shards, key).await?;
-        in_tx!(self, pool, |conn| store::admin_release(
+        let released = in_tx!(self, pool, |conn| store::admin_release(
             conn, key, scope, actor
-        ))
+        ));
+        shards::moved_or(&self.shards, pool, key, released).await
     }
 
     /// Marks lapsed holds expired on every database in batches of `batch` rows, one

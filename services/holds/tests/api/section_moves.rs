@@ -15,9 +15,10 @@ use tonic::Code;
 
 use crate::support::{EventSettings, TestApp, assert_invariants, bearer};
 
-/// Fans claiming section A while it moves, and fans of section B.
-const MOVERS: usize = 32;
-const OTHERS: usize = 8;
+/// Fans claiming and booking in section A while it moves, and fans of section B: 64
+/// clients in all.
+const MOVERS: usize = 48;
+const OTHERS: usize = 16;
 
 /// The app with a second, empty database as shard `east`.
 async fn with_east() -> (TestApp, stadium_testkit::TestDatabase, String) {
@@ -61,10 +62,23 @@ async fn state(pool: &sqlx::PgPool, event: &str, section: u64) -> Option<String>
 /// What one fan's claims came to.
 #[derive(Debug, Default)]
 struct Outcome {
-    /// The hold key and seat of the claim that succeeded.
+    /// The hold key and seat of the claim that succeeded (then booked).
     held: Option<(String, u64)>,
-    /// Claims refused as retryable while the section moved.
+    /// Claims and bookings refused as retryable while the section moved.
     moving: u32,
+}
+
+impl Outcome {
+    /// Counts a refusal of fan `i`'s call, which must say the section is moving or
+    /// moved (retryable); anything else fails the test.
+    fn refused(&mut self, status: &tonic::Status, i: usize) {
+        let reason = crate::support::reason(status, Code::Unavailable);
+        assert!(
+            matches!(reason, Reason::SectionMoving | Reason::SectionMoved),
+            "fan-{i}: {status:?}"
+        );
+        self.moving += 1;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -99,36 +113,46 @@ async fn a_section_moves_to_a_shard_while_fans_claim_it_and_no_seat_is_active_tw
         .await
         .unwrap();
 
-    // Fans claim one seat each among 40 of A (so they collide), retrying a refusal
-    // that says the section is moving or moved; others claim in B.
+    // Fans claim one seat each among 60 of A (so they collide) and book it, retrying a
+    // refusal that says the section is moving or moved; others do the same in B.
     let mut fans = Vec::new();
     for i in 0..MOVERS + OTHERS {
         let mut fan = app.fan(&format!("fan-{i}"), &event);
         let (section, seats) = if i < MOVERS {
-            (a.id, a.seats[4..44].to_vec())
+            (a.id, a.seats[4..64].to_vec())
         } else {
             (b.id, b.seats.clone())
         };
+        let client = app.client();
+        let service = app.issuers.service("payments");
         fans.push(tokio::spawn(async move {
             let mut outcome = Outcome::default();
-            for attempt in 0..200usize {
+            let mut attempt = 0usize;
+            while outcome.held.is_none() {
+                assert!(attempt < 500, "fan-{i} never got a seat");
                 let seat = seats[(i * 7 + attempt * 13) % seats.len()];
+                attempt += 1;
                 match fan.claim(section, &[seat]).await {
-                    Ok(hold) => {
-                        outcome.held = Some((hold.hold_key, seat));
-                        break;
-                    }
+                    Ok(hold) => outcome.held = Some((hold.hold_key, seat)),
                     Err(status) if status.code() == Code::AlreadyExists => {}
-                    Err(status) if status.code() == Code::Unavailable => {
-                        let reason = crate::support::reason(&status, Code::Unavailable);
-                        assert!(
-                            matches!(reason, Reason::SectionMoving | Reason::SectionMoved),
-                            "{status:?}"
-                        );
-                        outcome.moving += 1;
+                    Err(status) => {
+                        outcome.refused(&status, i);
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
-                    Err(status) => panic!("fan-{i}: {status:?}"),
+                }
+            }
+            let key = outcome.held.as_ref().map(|(key, _)| key.clone()).unwrap();
+            loop {
+                let booking = ConfirmHoldRequest {
+                    hold_key: key.clone(),
+                    fan_id: format!("fan-{i}"),
+                };
+                match client.clone().confirm_hold(bearer(booking, &service)).await {
+                    Ok(_) => break,
+                    Err(status) => {
+                        outcome.refused(&status, i);
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
                 }
             }
             outcome
@@ -180,8 +204,22 @@ async fn a_section_moves_to_a_shard_while_fans_claim_it_and_no_seat_is_active_tw
         "a seat was given to two fans"
     );
     for seat in &claimed {
-        assert!(on_east.contains(seat), "seat {seat} is not held on east");
+        assert!(on_east.contains(seat), "seat {seat} is not on east");
     }
+    // Every booking, made before, during or after the move, is on east exactly once.
+    let booked: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT hold_key::text, count(*) FROM holds.seat_holds \
+          WHERE event_id = $1::bigint AND section_id = $2 AND status = 'booked' \
+          GROUP BY hold_key",
+    )
+    .bind(&event)
+    .bind(i64::try_from(a.id).unwrap())
+    .fetch_all(&east.pool)
+    .await
+    .unwrap();
+    assert_eq!(booked.len(), MOVERS + 1, "{booked:?}");
+    assert!(booked.iter().all(|(_, seats)| *seats == 1));
+    assert!(booked.iter().any(|(key, _)| *key == bought.hold_key));
     for seat in &a.seats[..4] {
         assert!(on_east.contains(&i64::try_from(*seat).unwrap()));
     }
@@ -291,6 +329,22 @@ async fn a_move_cut_off_half_way_is_finished_by_running_it_again() {
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    // The fan's hold, looked up where its stale route points, is said to have moved
+    // (retry), never "not found" (which a payment would take for a lapsed hold).
+    let status = app
+        .client()
+        .get_hold(bearer(
+            GetHoldRequest {
+                hold_key: held.hold_key.clone(),
+            },
+            &fan.session,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        crate::support::reason(&status, Code::Unavailable),
+        Reason::SectionMoved
+    );
     let moved = move_section(shards, event_id, section, "main", "sre")
         .await
         .unwrap();
