@@ -162,7 +162,13 @@ impl HoldsService {
             Err(Error::Database(_) | Error::Contention) => "error",
             Err(_) => "refused",
         };
-        self.metrics.claim(outcome, elapsed_ms);
+        let section = match (&result, &request.target) {
+            (Ok(hold), _) => Some(hold.section),
+            (Err(_), Target::Section(section)) => Some(*section),
+            (Err(_), Target::Category(_)) => None,
+        };
+        let place = self.place(request.event, section).await;
+        self.metrics.claim(outcome, elapsed_ms, &place);
         result
     }
 

@@ -25,7 +25,7 @@ use crate::domain::alternatives::SectionSeat;
 use crate::domain::refusal::refusal;
 use crate::domain::{Claim, Claimant, EventId, Hold, HoldKey, PresaleCode, SectionId};
 use crate::error::Error;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Place};
 use crate::shards::{self, Shards};
 use crate::store;
 
@@ -181,15 +181,16 @@ impl HoldsService {
             (other, _) => other,
         };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let place = self.place(claim.event, Some(claim.section)).await;
         match result {
             Ok(store::Claimed::Held(outcome)) => {
                 self.metrics.expired(outcome.expired_on_the_way, true);
-                self.metrics.claim("held", elapsed_ms);
+                self.metrics.claim("held", elapsed_ms, &place);
                 tracing::debug!(hold_key = %outcome.hold.key, "claimed");
                 Ok(outcome.hold)
             }
             Ok(store::Claimed::Taken { unavailable }) => {
-                self.metrics.claim("seat_taken", elapsed_ms);
+                self.metrics.claim("seat_taken", elapsed_ms, &place);
                 let seats = self.section_seats(claim.event, claim.section).await?;
                 let (taken, alternatives) =
                     refusal(claim.section, &claim.seats, &seats, &unavailable);
@@ -199,19 +200,36 @@ impl HoldsService {
                 })
             }
             Ok(store::Claimed::Repeated(key)) => {
-                self.metrics.claim("error", elapsed_ms);
+                self.metrics.claim("error", elapsed_ms, &place);
                 Err(Error::CorruptRow(format!(
                     "hold key {key} repeated by a claim that is not a fan's"
                 )))
             }
             Err(error @ Error::Database(_)) => {
-                self.metrics.claim("error", elapsed_ms);
+                self.metrics.claim("error", elapsed_ms, &place);
                 Err(error)
             }
             Err(error) => {
-                self.metrics.claim("refused", elapsed_ms);
+                self.metrics.claim("refused", elapsed_ms, &place);
                 Err(error)
             }
+        }
+    }
+
+    /// The metrics' place of a claim of `section` (if known) of `event`.
+    pub(super) async fn place(&self, event: EventId, section: Option<SectionId>) -> Place {
+        let shard = match section {
+            Some(section) => self
+                .shards
+                .shard_of(event.get(), section.get())
+                .await
+                .unwrap_or_else(|_| "unknown".to_owned()),
+            None => "unknown".to_owned(),
+        };
+        Place {
+            event: event.get(),
+            section: section.map(SectionId::get),
+            shard,
         }
     }
 
