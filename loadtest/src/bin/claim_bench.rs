@@ -9,8 +9,9 @@
 //! One run: create a fresh database (or use `--database-url`), migrate, seed a venue and
 //! an on-sale event, start the holds service in this process on a loopback port; then
 //! for each `--clients` value a gRPC phase and the two `pgbench` phases, and finally the
-//! hot phase. The holds are emptied before every phase. Prints a table, then one JSON
-//! line.
+//! hot phase; with `--shard-phase`, the uniform phases once more with every other
+//! section on a second database. The holds are emptied before every phase. Prints a
+//! table, then one JSON line.
 
 // A binary's modules sit beside it in `claim_bench/`, which a crate root does not
 // search by itself.
@@ -18,6 +19,8 @@
 mod load;
 #[path = "claim_bench/scripts.rs"]
 mod scripts;
+#[path = "claim_bench/shard_phase.rs"]
+mod shard_phase;
 
 use std::time::Duration;
 
@@ -122,6 +125,12 @@ struct Args {
     #[arg(long, default_value_t = 2)]
     pgbench_threads: usize,
 
+    /// Then run the uniform phases again with every other section on a second
+    /// database (a shard on the same server, created and dropped like the first):
+    /// claims/s on one database and on two, in the same run.
+    #[arg(long)]
+    shard_phase: bool,
+
     /// Seconds of unmeasured gRPC claims before the first phase (connections, caches).
     #[arg(long, default_value_t = 1)]
     warmup_seconds: u64,
@@ -177,13 +186,32 @@ async fn bench(args: &Args) -> FloorResult<()> {
         "stadium_claim_bench",
     )
     .await?;
+    let shard = if args.shard_phase {
+        match shard_phase::open(&args.server_url).await {
+            Ok(shard) => Some(shard),
+            Err(error) => {
+                seed::close(db, args.keep_database).await?;
+                return Err(error);
+            }
+        }
+    } else {
+        None
+    };
     let outcome = async {
         let seeded = seed::seed(&db.pool, shape).await?;
+        let shard_flag = shard
+            .as_ref()
+            .map(|s| format!("{}={}", shard_phase::NAME, s.url));
+        let extra: Vec<&str> = shard_flag
+            .iter()
+            .flat_map(|flag| ["--shard", flag.as_str()])
+            .collect();
         let service = Service::start(
             &db.url,
             args.pool,
             (args.claim_batches, args.claim_batch_max),
             args.channels,
+            &extra,
         )
         .await?;
         let phase = |clients: usize, duration: Duration, target: Target| Phase {
@@ -271,12 +299,44 @@ async fn bench(args: &Args) -> FloorResult<()> {
         )
         .await?;
         check_rows(&db, seeded.event, &hot_best).await?;
+        let mut sharded = Vec::new();
+        if let Some(shard) = &shard {
+            seed::reset(&db, seeded.event).await?;
+            seed::reset(shard, seeded.event).await?;
+            shard_phase::spread(&db, shard, &seeded, args.sections).await?;
+            // The service reads the new routes once its cached ones lapse.
+            tokio::time::sleep(stadium_db::ROUTE_TTL + Duration::from_millis(200)).await;
+            for &clients in &args.clients {
+                seed::reset(&db, seeded.event).await?;
+                seed::reset(shard, seeded.event).await?;
+                let two = load::run(
+                    &service,
+                    &seeded,
+                    phase(clients, duration, Target::Uniform),
+                    &format!("s{clients}"),
+                )
+                .await?;
+                let rows = shard_phase::held_rows(&db, shard, seeded.event).await?;
+                let expected = i64::try_from(two.held * seed::SEATS_PER_CLAIM)?;
+                if rows != expected {
+                    return Err(format!(
+                        "{rows} held rows on two databases after {} claims",
+                        two.held
+                    )
+                    .into());
+                }
+                sharded.push((clients, two));
+            }
+        }
         service.stop().await?;
-        report(args, &pairs, hot_clients, &hot, &hot_best);
+        report(args, &pairs, hot_clients, &hot, &hot_best, &sharded);
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
     }
     .await;
     let closed = seed::close(db, args.keep_database).await;
+    if let Some(shard) = shard {
+        seed::close(shard, args.keep_database).await?;
+    }
     outcome?;
     closed
 }
@@ -321,6 +381,7 @@ fn report(
     hot_clients: usize,
     hot: &PhaseResult,
     hot_best: &PhaseResult,
+    sharded: &[(usize, PhaseResult)],
 ) {
     println!(
         "holds claim benchmark: 4-seat claims, {} s per phase, service pool {} connections, \
@@ -393,6 +454,28 @@ fn report(
         args.hot_share * 100.0,
         args.hot_sections
     );
+    let mut shard_rows = Vec::new();
+    for (clients, two) in sharded {
+        let one = pairs
+            .iter()
+            .find(|p| p.clients == *clients)
+            .map_or(0.0, |p| p.grpc.held_per_second());
+        let ratio = two.held_per_second() / one;
+        println!(
+            "two databases, {clients} clients: {:.0} claims/s (p99 {:.2} ms, errors {}) against {one:.0}/s on one: ratio {ratio:.2}",
+            two.held_per_second(),
+            ms(&two.all, 0.99),
+            two.error_count(),
+        );
+        shard_rows.push(json!({
+            "clients": clients,
+            "one_database_claims_per_s": one,
+            "two_databases_claims_per_s": two.held_per_second(),
+            "two_databases_p99_ms": ms(&two.all, 0.99),
+            "errors": errors_json(two),
+            "ratio": ratio,
+        }));
+    }
     let hot_json = hot_report("picked seats", hot, hot_clients, args);
     let hot_best_json = hot_report("best available", hot_best, hot_clients, args);
     let line = json!({
@@ -407,6 +490,7 @@ fn report(
         "uniform": rows,
         "hot": hot_json,
         "hot_best_available": hot_best_json,
+        "shards": shard_rows,
     });
     println!("{line}");
 }

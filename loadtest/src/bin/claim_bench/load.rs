@@ -42,12 +42,14 @@ impl Service {
     /// Starts the service on `127.0.0.1:0` against `database_url` with `pool`
     /// connections, fans' claims coalesced per `batching` (`--claim-batches`,
     /// `--claim-batch-max`), a fixed admission JWKS, the sweeper off (nothing lapses
-    /// within a run), and opens `channels` HTTP/2 channels to it.
+    /// within a run) and `extra` flags (`--shard`), and opens `channels` HTTP/2
+    /// channels to it.
     pub async fn start(
         database_url: &str,
         pool: u32,
         batching: (u32, u32),
         channels: usize,
+        extra: &[&str],
     ) -> FloorResult<Self> {
         let identity = DevIssuer::generate()?;
         let ring = SigningKeyRing::generate("bench-wr")?;
@@ -59,13 +61,17 @@ impl Service {
             &identity,
             &ring,
             &[
-                "--claim-batches",
-                &batches,
-                "--claim-batch-max",
-                &batch_max,
-                "--log-filter",
-                "warn",
-            ],
+                &[
+                    "--claim-batches",
+                    &batches,
+                    "--claim-batch-max",
+                    &batch_max,
+                    "--log-filter",
+                    "warn",
+                ],
+                extra,
+            ]
+            .concat(),
         )?;
         let parts = holds::build(&config).await?;
         let holds = Arc::clone(&parts.service);
