@@ -122,6 +122,10 @@ reasons! {
     SectionMoving = "SECTION_MOVING",
     /// A section placed on a shard already has holds where it is: it must be moved.
     SectionNotEmpty = "SECTION_NOT_EMPTY",
+    /// A section's route names a database that neither has its holds nor a half-done
+    /// move of them (metadata `section_id`, `shard`): the route or the databases were
+    /// changed by hand, and an SRE must look before anything moves.
+    SectionOffRoute = "SECTION_OFF_ROUTE",
     /// The queue's store (Redis) did not answer.
     QueueStoreUnavailable = "QUEUE_STORE_UNAVAILABLE",
     /// The server is running as many calls of this method as it takes at once; nothing

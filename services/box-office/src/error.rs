@@ -67,6 +67,15 @@ pub enum Error {
     /// The event is not cancelled (a cancellation's progress was asked for).
     #[error("event {0} is not cancelled")]
     NotCancelled(i64),
+    /// The section's route names a database that does not have it (see
+    /// [`stadium_db::MoveError::NotOnRoute`]): nothing was moved.
+    #[error("section {section} is not on shard {shard}, where its route points")]
+    SectionOffRoute {
+        /// The section.
+        section: i64,
+        /// The shard its route names.
+        shard: String,
+    },
     /// A service this call needs has no URL configured (`--holds-url`, `--payments-url`).
     #[error("no {0} service is configured for this box office")]
     NotConfigured(&'static str),
@@ -115,6 +124,7 @@ impl ServiceError for Error {
             Self::EventClosed(_) => (Code::FailedPrecondition, Reason::EventClosed),
             Self::NotCancelled(_) => (Code::FailedPrecondition, Reason::NotCancelled),
             Self::NotConfigured(_) => (Code::FailedPrecondition, Reason::NotConfigured),
+            Self::SectionOffRoute { .. } => (Code::FailedPrecondition, Reason::SectionOffRoute),
             // Only a transport failure gets a row here; an answer is passed on.
             Self::Upstream { .. } => DEPENDENCY_UNAVAILABLE,
             Self::Database(db) => database_row(&stadium_db::classify(db)),
@@ -135,6 +145,9 @@ impl ServiceError for Error {
                 meta(&[("path", path), ("problem", problem)])
             }
             Self::VenueNotFound(id) => meta(&[("venue_id", &id.to_string())]),
+            Self::SectionOffRoute { section, shard } => {
+                meta(&[("section_id", &section.to_string()), ("shard", shard)])
+            }
             Self::EventNotFound(id) | Self::NotCancelled(id) => {
                 meta(&[("event_id", &id.to_string())])
             }

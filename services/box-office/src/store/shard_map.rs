@@ -131,8 +131,8 @@ pub async fn move_section(
                 format!("no shard named {name:?} is configured"),
             ));
         }
-        Err(error @ MoveError::NotOnRoute { .. }) => {
-            return Err(Error::Internal(error.to_string()));
+        Err(MoveError::NotOnRoute { section, shard }) => {
+            return Err(Error::SectionOffRoute { section, shard });
         }
         Err(MoveError::Database(error)) => return Err(Error::Database(error)),
     };

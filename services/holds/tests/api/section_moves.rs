@@ -369,6 +369,25 @@ async fn a_move_cut_off_half_way_is_finished_by_running_it_again() {
         move_section(shards, event_id, section, "west", "sre").await,
         Err(MoveError::UnknownShard(_))
     ));
+    // A route pointed by hand at a database that has neither the section nor a half-done
+    // move of it: refused, and the section stays where it is.
+    sqlx::query(
+        "INSERT INTO catalog.section_shards (event_id, section_id, shard) VALUES ($1, $2, 'east') \
+         ON CONFLICT (event_id, section_id) DO UPDATE SET shard = 'east'",
+    )
+    .bind(event_id)
+    .bind(section)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    assert!(matches!(
+        move_section(shards, event_id, section, "main", "sre").await,
+        Err(MoveError::NotOnRoute { shard, .. }) if shard == "east"
+    ));
+    assert_eq!(
+        state(app.pool(), &event, a.id).await.as_deref(),
+        Some("owned")
+    );
     assert_invariants(app.pool()).await;
     assert_invariants(&east.pool).await;
     app.stop().await;
