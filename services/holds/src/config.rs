@@ -10,6 +10,11 @@ use stadium_kit::tls::SERVICE_TOKEN;
 use stadium_tokens::{DevIssuer, SigningKeyRing};
 use tonic::codegen::http;
 
+/// Connections of each database pool that fans' claims never take: they stay for the
+/// payment step (StartPayment, ConfirmHold: money already moving), reads and the
+/// sweeper, so a burst of claims queues in the process instead of ahead of them.
+pub const KEPT_FROM_CLAIMS: usize = 4;
+
 /// Configuration of one holds process.
 #[derive(Clone, clap::Parser)]
 #[command(
@@ -180,13 +185,21 @@ impl Config {
     }
 
     /// How fans' claims are coalesced: `--claim-batches`, `--claim-batch-max`, and at
-    /// most 4 seats a claim on average (advisory locks held until the batch commits).
+    /// most 4 seats a claim on average (advisory locks held until the batch commits);
+    /// best-available claims take what is left of `--database-max-connections` after
+    /// the batches and [`KEPT_FROM_CLAIMS`] (at least one).
     pub fn batching(&self) -> crate::service::Batching {
         let max_claims = usize::try_from(self.claim_batch_max).unwrap_or(usize::MAX);
+        let connections = usize::try_from(self.database_max_connections).unwrap_or(usize::MAX);
+        let concurrent = usize::try_from(self.claim_batches).unwrap_or(usize::MAX);
         crate::service::Batching {
-            concurrent: usize::try_from(self.claim_batches).unwrap_or(usize::MAX),
+            concurrent,
             max_claims,
             max_seats: max_claims.saturating_mul(4).max(64),
+            best_available: connections
+                .saturating_sub(concurrent)
+                .saturating_sub(KEPT_FROM_CLAIMS)
+                .max(1),
         }
     }
 

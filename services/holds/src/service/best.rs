@@ -19,6 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use tokio::sync::Semaphore;
+
 use stadium_db::retry_transient;
 use stadium_seating::Availability;
 
@@ -52,11 +54,17 @@ pub(super) struct BestState {
     rooms: moka::future::Cache<EventId, Arc<Vec<Room>>>,
     in_flight: AtomicUsize,
     turns: AtomicUsize,
+    /// Claim calls (`holds.claim_best`) in flight at once in this process, each on a
+    /// connection of its section's pool; requests past it wait here, not at the pool,
+    /// where the payment step would queue behind them.
+    slots: Semaphore,
 }
 
 impl BestState {
-    pub(super) fn new() -> Self {
+    /// With at most `slots` claim calls at once (at least 1).
+    pub(super) fn new(slots: usize) -> Self {
         Self {
+            slots: Semaphore::new(slots.max(1)),
             layouts: moka::future::Cache::builder()
                 .max_capacity(64)
                 .time_to_live(LAYOUT_TTL)
@@ -321,6 +329,7 @@ impl HoldsService {
                 .for_section(request.event.get(), section.get())
                 .await
                 .map_err(Error::from)?;
+            let slot = best.slots.acquire().await.map_err(|_| Error::Contention)?;
             let outcome = retry_transient(
                 self.retry,
                 |failure| self.metrics.retry(failure),
@@ -337,6 +346,7 @@ impl HoldsService {
                 },
             )
             .await?;
+            drop(slot);
             match outcome.claimed {
                 store::Claimed::Held(held) => {
                     self.metrics.expired(held.expired_on_the_way, true);

@@ -33,6 +33,9 @@ pub struct Batching {
     /// Most seats in one batch: each takes an advisory lock until its batch commits,
     /// and PostgreSQL's lock table is shared (`max_locks_per_transaction`).
     pub max_seats: usize,
+    /// Best-available claim calls in flight at once (at least 1); they are not
+    /// batched, so without a bound they would take every connection of a pool.
+    pub best_available: usize,
 }
 
 /// A claim waiting for its batch.

@@ -111,7 +111,7 @@ impl HoldsService {
                 .max_capacity(SECTION_CACHE_CAPACITY)
                 .time_to_live(SECTION_CACHE_TTL)
                 .build(),
-            best: Arc::new(best::BestState::new()),
+            best: Arc::new(best::BestState::new(batching.best_available)),
         }
     }
 
