@@ -1,18 +1,18 @@
 //! The service's own metrics (the kit records per-RPC counts and latency already):
 //! claims by outcome, `SEAT_TAKEN` answers, expiries by who marked them, transaction
 //! retries by SQLSTATE, claim latency and the size of claim batches. Exported through
-//! OpenTelemetry; the totals are also kept in process so tests and logs can read them.
+//! OpenTelemetry; the totals are also kept in process so tests and logs can read them,
+//! and each claim is also counted per section for `holds.section_load`
+//! ([`crate::section_load`]), where the box office sums every replica's counts.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
-use stadium_db::DbFailure;
+use stadium_db::{CLAIM_LATENCY_BOUNDS_MS, DbFailure};
 
-/// Claim latency bucket bounds, in milliseconds.
-const LATENCY_BOUNDS_MS: &[f64] = &[
-    0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0,
-];
+use crate::section_load::SectionLoad;
 
 /// In-process totals since start.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -64,6 +64,7 @@ pub struct Metrics {
     retries_40p01_total: AtomicU64,
     claim_batches_total: AtomicU64,
     batched_claims_total: AtomicU64,
+    section_load: Arc<SectionLoad>,
 }
 
 impl Metrics {
@@ -94,7 +95,7 @@ impl Metrics {
                 .f64_histogram("holds.claim.duration")
                 .with_description("claim latency including retries")
                 .with_unit("ms")
-                .with_boundaries(LATENCY_BOUNDS_MS.to_vec())
+                .with_boundaries(CLAIM_LATENCY_BOUNDS_MS.to_vec())
                 .build(),
             batch_size: meter
                 .u64_histogram("holds.claim.batch_size")
@@ -110,14 +111,17 @@ impl Metrics {
             retries_40p01_total: AtomicU64::new(0),
             claim_batches_total: AtomicU64::new(0),
             batched_claims_total: AtomicU64::new(0),
+            section_load: Arc::new(SectionLoad::new()),
         }
     }
 
     /// Records one finished claim at `place`: `outcome` is `held`, `seat_taken`,
     /// `refused` or `error`; `elapsed_ms` its latency. Counted and timed per outcome,
     /// event, section and shard, so an SRE sees each section's claims/s, `SEAT_TAKEN`
-    /// rate and p99 (`holds.claims`, `holds.claim.duration`).
+    /// rate and p99 (`holds.claims`, `holds.claim.duration`); also counted in
+    /// [`Self::section_load`].
     pub fn claim(&self, outcome: &'static str, elapsed_ms: f64, place: &Place) {
+        self.section_load.claim(outcome, elapsed_ms, place);
         let attrs = [
             KeyValue::new("outcome", outcome),
             KeyValue::new("event_id", place.event),
@@ -156,6 +160,18 @@ impl Metrics {
             &self.expired_by_sweeper_total
         };
         total.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Records `n` rows a claim at `place` marked expired on its way (lazy expiry): as
+    /// [`Self::expired`], and in [`Self::section_load`] under the claim's section.
+    pub fn expired_by_claim(&self, n: u64, place: &Place) {
+        self.expired(n, true);
+        self.section_load.expired(n, place);
+    }
+
+    /// This process's per-section counts, for the writer of `holds.section_load`.
+    pub fn section_load(&self) -> &Arc<SectionLoad> {
+        &self.section_load
     }
 
     /// Records a batch of `claims` fans' claims about to run.

@@ -184,7 +184,8 @@ impl HoldsService {
         let place = self.place(claim.event, Some(claim.section)).await;
         match result {
             Ok(store::Claimed::Held(outcome)) => {
-                self.metrics.expired(outcome.expired_on_the_way, true);
+                self.metrics
+                    .expired_by_claim(outcome.expired_on_the_way, &place);
                 self.metrics.claim("held", elapsed_ms, &place);
                 tracing::debug!(hold_key = %outcome.hold.key, "claimed");
                 Ok(outcome.hold)
