@@ -83,7 +83,9 @@ impl Metrics {
                 .build(),
             expiries: meter
                 .u64_counter("holds.expiries")
-                .with_description("seat rows marked expired, by source (claim, sweeper)")
+                .with_description(
+                    "seat rows marked expired, by source (claim: also per event, section and shard; sweeper)",
+                )
                 .with_unit("{seat}")
                 .build(),
             retries: meter
@@ -122,17 +124,8 @@ impl Metrics {
     /// [`Self::section_load`].
     pub fn claim(&self, outcome: &'static str, elapsed_ms: f64, place: &Place) {
         self.section_load.claim(outcome, elapsed_ms, place);
-        let attrs = [
-            KeyValue::new("outcome", outcome),
-            KeyValue::new("event_id", place.event),
-            KeyValue::new(
-                "section_id",
-                place
-                    .section
-                    .map_or_else(|| "any".to_owned(), |s| s.to_string()),
-            ),
-            KeyValue::new("shard", place.shard.clone()),
-        ];
+        let [event, section, shard] = place_attributes(place);
+        let attrs = [KeyValue::new("outcome", outcome), event, section, shard];
         self.claims.add(1, &attrs);
         self.claim_latency.record(elapsed_ms, &attrs);
         match outcome {
@@ -147,25 +140,30 @@ impl Metrics {
         }
     }
 
-    /// Records `n` rows expired by a claim (`lazy`) or by the sweeper.
-    pub fn expired(&self, n: u64, lazy: bool) {
+    /// Records `n` rows marked expired by the sweeper or `SweepExpired` (not per
+    /// section: the sweep statement does not say which sections it touched).
+    pub fn expired_by_sweeper(&self, n: u64) {
         if n == 0 {
             return;
         }
-        let source = if lazy { "claim" } else { "sweeper" };
-        self.expiries.add(n, &[KeyValue::new("source", source)]);
-        let total = if lazy {
-            &self.expired_lazily_total
-        } else {
-            &self.expired_by_sweeper_total
-        };
-        total.fetch_add(n, Ordering::Relaxed);
+        self.expiries.add(n, &[KeyValue::new("source", "sweeper")]);
+        self.expired_by_sweeper_total
+            .fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Records `n` rows a claim at `place` marked expired on its way (lazy expiry): as
-    /// [`Self::expired`], and in [`Self::section_load`] under the claim's section.
+    /// Records `n` rows a claim at `place` marked expired on its way (lazy expiry),
+    /// counted per event, section and shard (`holds.expiries`, source `claim`) and in
+    /// [`Self::section_load`].
     pub fn expired_by_claim(&self, n: u64, place: &Place) {
-        self.expired(n, true);
+        if n == 0 {
+            return;
+        }
+        let [event, section, shard] = place_attributes(place);
+        self.expiries.add(
+            n,
+            &[KeyValue::new("source", "claim"), event, section, shard],
+        );
+        self.expired_lazily_total.fetch_add(n, Ordering::Relaxed);
         self.section_load.expired(n, place);
     }
 
@@ -220,6 +218,20 @@ impl Metrics {
     }
 }
 
+/// `event_id`, `section_id` (`any` without a section) and `shard` of `place`.
+fn place_attributes(place: &Place) -> [KeyValue; 3] {
+    [
+        KeyValue::new("event_id", place.event),
+        KeyValue::new(
+            "section_id",
+            place
+                .section
+                .map_or_else(|| "any".to_owned(), |s| s.to_string()),
+        ),
+        KeyValue::new("shard", place.shard.clone()),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use opentelemetry::metrics::MeterProvider as _;
@@ -270,6 +282,8 @@ mod tests {
             shard: "unknown".into(),
         };
         metrics.claim("seat_taken", 1.0, &anywhere);
+        metrics.expired_by_claim(4, &east);
+        metrics.expired_by_sweeper(2);
         provider.force_flush().unwrap();
 
         let points = points(&exporter);
@@ -313,6 +327,16 @@ mod tests {
             ),
             Some(1)
         );
-        assert_eq!(metrics.totals().seat_taken, 3);
+        assert_eq!(
+            at(
+                "holds.expiries",
+                &["event_id=7", "section_id=12", "shard=east", "source=claim"]
+            ),
+            Some(4)
+        );
+        assert_eq!(at("holds.expiries", &["source=sweeper"]), Some(2));
+        let totals = metrics.totals();
+        assert_eq!(totals.seat_taken, 3);
+        assert_eq!((totals.expired_lazily, totals.expired_by_sweeper), (4, 2));
     }
 }

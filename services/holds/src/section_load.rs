@@ -28,14 +28,15 @@ pub const KEEP: Duration = Duration::from_secs(15 * 60);
 /// Writes between two deletions of old rows (the first write deletes).
 const TRIM_EVERY: u32 = 60;
 
-/// (event, section, database name) of a claim.
-type Key = (i64, i64, String);
+/// Counts by database name (the claim's shard), then by (event, section): looked up by
+/// `&str`, so a claim allocates nothing once its section has a count.
+type Counts = HashMap<String, HashMap<(i64, i64), SectionCounts>>;
 
 /// This process's counts since the last write, and its id in `holds.section_load`.
 #[derive(Debug)]
 pub struct SectionLoad {
     process: Uuid,
-    counts: Mutex<HashMap<Key, SectionCounts>>,
+    counts: Mutex<Counts>,
 }
 
 impl Default for SectionLoad {
@@ -87,8 +88,12 @@ impl SectionLoad {
             return;
         };
         let mut counts = self.lock();
-        let entry = counts
-            .entry((place.event, section, place.shard.clone()))
+        let on_shard = match counts.get_mut(place.shard.as_str()) {
+            Some(on_shard) => on_shard,
+            None => counts.entry(place.shard.clone()).or_default(),
+        };
+        let entry = on_shard
+            .entry((place.event, section))
             .or_insert_with(|| SectionCounts {
                 event: place.event,
                 section,
@@ -109,16 +114,18 @@ impl SectionLoad {
         let taken = std::mem::take(&mut *self.lock());
         type Rows<'p> = (&'p PgPool, BTreeMap<(i64, i64), SectionCounts>);
         let mut by_db: BTreeMap<String, Rows<'s>> = BTreeMap::new();
-        for ((event, section, shard), counts) in taken {
+        for (shard, sections) in taken {
             let (db, pool) = match shards.named(&shard) {
                 Ok(pool) => (shard, pool),
                 Err(_) => (MAIN.to_owned(), shards.main()),
             };
             let rows = &mut by_db.entry(db).or_insert_with(|| (pool, BTreeMap::new())).1;
-            match rows.get_mut(&(event, section)) {
-                Some(sum) => add(sum, &counts),
-                None => {
-                    rows.insert((event, section), counts);
+            for (key, counts) in sections {
+                match rows.get_mut(&key) {
+                    Some(sum) => add(sum, &counts),
+                    None => {
+                        rows.insert(key, counts);
+                    }
                 }
             }
         }
@@ -128,7 +135,7 @@ impl SectionLoad {
             .collect()
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Key, SectionCounts>> {
+    fn lock(&self) -> MutexGuard<'_, Counts> {
         // A panic while counting leaves counts, not a broken invariant: keep going.
         self.counts
             .lock()

@@ -417,7 +417,7 @@ impl HoldsService {
             loop {
                 let mut conn = pool.acquire().await?;
                 let done = store::sweep_expired(&mut conn, batch).await?;
-                self.metrics.expired(done, false);
+                self.metrics.expired_by_sweeper(done);
                 total += done;
                 if done < u64::from(batch) {
                     break;

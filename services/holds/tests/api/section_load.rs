@@ -2,12 +2,13 @@
 //! so one of each pair is refused `SEAT_TAKEN`) at a section on the main database and
 //! at one on the shard `east`; the holds process writes its per-section counts to the
 //! database each claim ran on; the box office's `TopSections`, reading every database,
-//! answers exactly what the fans were told, the busier section first.
+//! answers exactly what the fans were told, the busier section first, and the lapsed
+//! holds the claims expired on their way.
 
 use std::time::Duration;
 
 use holds::catalog_copy::Copies;
-use holds::domain::{EventId, SectionId};
+use holds::domain::{EventId, HoldKey, SectionId};
 use holds::shards::place_section;
 use sqlx::PgPool;
 use stadium_kit::Reason;
@@ -80,6 +81,32 @@ async fn top_sections_counts_what_the_fans_were_told_per_section_busiest_first()
     .await
     .unwrap();
     Copies::default().refresh(shards).await.unwrap();
+
+    // An abandoned hold of the first two seats of A, lapsed: the claim that takes them
+    // marks it expired on its way (the sweeper is off).
+    sqlx::query(
+        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, \
+             admission_jti, status, created_at, expires_at) \
+         SELECT $1, $2::bigint, $3, s, 'gone', 'jti', 'held', now() - interval '20 minutes', \
+                now() - interval '10 minutes' \
+         FROM unnest($4::bigint[]) AS s",
+    )
+    .bind(
+        HoldKey::generate(
+            EventId::try_from(event.as_str()).unwrap(),
+            SectionId::try_from(a.id).unwrap(),
+        )
+        .uuid(),
+    )
+    .bind(&event)
+    .bind(i64::try_from(a.id).unwrap())
+    .bind(vec![
+        i64::try_from(a.seats[0]).unwrap(),
+        i64::try_from(a.seats[1]).unwrap(),
+    ])
+    .execute(app.pool())
+    .await
+    .unwrap();
 
     // A on main: 40 fans, pairs after the same two seats. B on east: 12 fans, pairs
     // after the same seat.
@@ -173,6 +200,20 @@ async fn top_sections_counts_what_the_fans_were_told_per_section_busiest_first()
     assert_eq!(top_a.claims_per_s, 40.0 / 600.0);
     assert_eq!(top_a.seat_taken_rate, 0.5);
     assert!(top_a.p99_ms > 0.0, "{top_a:?}");
+    // The lapsed hold's rows, and any other the claims found, as stored.
+    let expired: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM holds.seat_holds WHERE event_id = $1::bigint AND status = 'expired'",
+    )
+    .bind(&event)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert!(expired >= 2, "{expired}");
+    assert_eq!(
+        (top_a.expiries, top_b.expiries),
+        (u64::try_from(expired).unwrap(), 0)
+    );
+    assert_eq!(top_a.expiries_per_s, expired as f64 / 600.0);
     // Seats now: each held claim of A holds two, of B one.
     assert_eq!((top_a.held, top_a.sold), (40, 0));
     assert_eq!(top_a.free, 100 - 40);
