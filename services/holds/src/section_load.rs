@@ -28,6 +28,10 @@ pub const KEEP: Duration = Duration::from_secs(15 * 60);
 /// Writes between two deletions of old rows (the first write deletes).
 const TRIM_EVERY: u32 = 60;
 
+/// How long the last write at shutdown may take (a database that does not answer must
+/// not hold the shutdown up).
+const LAST_WRITE: Duration = Duration::from_secs(2);
+
 /// Counts by database name (the claim's shard), then by (event, section): looked up by
 /// `&str`, so a claim allocates nothing once its section has a count.
 type Counts = HashMap<String, HashMap<(i64, i64), SectionCounts>>;
@@ -155,24 +159,18 @@ fn add(sum: &mut SectionCounts, more: &SectionCounts) {
 }
 
 /// Writes the counts taken from `load` to their databases of `shards`, one statement
-/// each; a database that fails is logged (WARN) and its counts dropped. Returns the
-/// rows written.
-pub async fn write(load: &SectionLoad, shards: &Shards) -> u64 {
-    let mut written = 0;
+/// each; a database that fails is logged (WARN) and its counts dropped.
+async fn write(load: &SectionLoad, shards: &Shards) {
     for (db, pool, rows) in load.take(shards) {
         let result = async {
             let mut conn = pool.acquire().await?;
             add_section_load(&mut conn, load.process(), &rows).await
         }
         .await;
-        match result {
-            Ok(n) => written += n,
-            Err(error) => {
-                tracing::warn!(shard = %db, sections = rows.len(), %error, "section load not written; its counts are dropped");
-            }
+        if let Err(error) = result {
+            tracing::warn!(shard = %db, sections = rows.len(), %error, "section load not written; its counts are dropped");
         }
     }
-    written
 }
 
 /// Deletes rows older than [`KEEP`] on every database of `shards`; a failure is logged
@@ -196,7 +194,8 @@ async fn trim(shards: &Shards) {
 
 /// Starts the writer: every `interval` it writes what `load` counted, and every 60th
 /// write deletes old rows, until `shutdown` is cancelled; then it writes once more (so
-/// the last second's claims are not lost on a clean stop) and ends.
+/// the last second's claims are not lost on a clean stop, given up after
+/// [`LAST_WRITE`]) and ends.
 pub fn spawn(
     load: Arc<SectionLoad>,
     shards: Arc<Shards>,
@@ -216,7 +215,12 @@ pub fn spawn(
             }
             pass = pass.wrapping_add(1);
         }
-        write(&load, &shards).await;
+        if tokio::time::timeout(LAST_WRITE, write(&load, &shards))
+            .await
+            .is_err()
+        {
+            tracing::warn!("the last section load was not written before shutdown");
+        }
         tracing::debug!("section load writer stopped");
     })
 }
