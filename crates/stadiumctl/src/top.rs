@@ -20,7 +20,8 @@ use crate::{CliError, Client, Outcome, render};
 /// Clears the screen and puts the cursor top left (ANSI).
 const CLEAR: &str = "\x1b[2J\x1b[H";
 
-/// Runs `sections top`; `json` is the global `--json`.
+/// Runs `sections top`; `json` is the global `--json`. Live, it ends on Ctrl-C or when
+/// stdout is closed.
 ///
 /// # Errors
 /// [`CliError::Status`] from the box office: any refusal of the first frame, and
@@ -46,7 +47,12 @@ pub(crate) async fn run(
             answer = frame(c, &args) => answer,
         };
         match answer {
-            Ok(outcome) => show(&outcome, json, clear),
+            Ok(outcome) => {
+                // The reader went away (`| head -n 3`): nothing more to show.
+                if show(&outcome, json, clear).is_err() {
+                    break;
+                }
+            }
             Err(CliError::Status(status)) if !first && transient(status.code()) => {
                 eprintln!("error: {}", CliError::Status(status));
             }
@@ -69,17 +75,18 @@ fn transient(code: Code) -> bool {
     )
 }
 
-fn show(outcome: &Outcome, json: bool, clear: bool) {
+/// Prints a frame: a line of JSON, or the table (after clearing the screen when
+/// `clear`).
+fn show(outcome: &Outcome, json: bool, clear: bool) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    // A closed pipe (`| head`) ends the output, not the command: Ctrl-C does.
-    let _ = if json {
-        writeln!(out, "{}", outcome.json)
+    if json {
+        writeln!(out, "{}", outcome.json)?;
     } else if clear {
-        write!(out, "{CLEAR}{}", outcome.text)
+        write!(out, "{CLEAR}{}", outcome.text)?;
     } else {
-        writeln!(out, "{}", outcome.text)
-    };
-    let _ = out.flush();
+        writeln!(out, "{}", outcome.text)?;
+    }
+    out.flush()
 }
 
 /// One frame: the answer as a table and as JSON.

@@ -782,6 +782,29 @@ async fn sections_top_shows_the_busiest_section_first_once_or_frame_by_frame() {
     .unwrap();
     assert!(live.wait().await.unwrap().success());
 
+    // A reader that stops reading (`| head -n 1`) ends it too.
+    let mut live = tokio::process::Command::new(env!("CARGO_BIN_EXE_stadiumctl"))
+        .arg("--target")
+        .arg(format!("http://{}", office.addr))
+        .env("STADIUM_ADMIN_TOKEN", &token)
+        .args([
+            "--json",
+            "sections",
+            "top",
+            "--event",
+            &event_id,
+            "--interval",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(live.stdout.take().unwrap()));
+    lines.next_line().await.unwrap().expect("a frame");
+    drop(lines);
+    assert!(live.wait().await.unwrap().success());
+
     // Without a staff role: refused.
     let service = office.token("seat-map", &[Role::Service]);
     let out = ctl(
