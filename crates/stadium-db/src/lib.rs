@@ -2,10 +2,12 @@
 //! another database), the migrations
 //! in `migrations/` (one PostgreSQL schema per owning service), and a typed
 //! classification of the SQLSTATEs the services must tell apart, so that they map
-//! database outcomes to gRPC statuses without matching message strings.
+//! database outcomes to gRPC statuses without matching message strings; and the layout
+//! of `holds.section_load`'s latency histogram, which holds writes and the box office reads.
 
 mod pool;
 mod retry;
+mod section_load;
 mod section_move;
 mod shards;
 mod sqlstate;
@@ -14,6 +16,9 @@ mod url;
 
 pub use pool::{MIGRATOR, PoolOptions, connect, migrate};
 pub use retry::{RetryPolicy, Transient, retry_transient};
+pub use section_load::{
+    CLAIM_LATENCY_BOUNDS_MS, LATENCY_BUCKETS, latency_bucket, latency_quantile_ms,
+};
 pub use section_move::{MoveError, Moved, RETRY_AFTER_MS, move_section};
 pub use shards::{MAIN, ROUTE_TTL, ShardUrl, Shards, parse_shard};
 pub use sqlstate::{DbFailure, classify};

@@ -151,8 +151,8 @@ pub enum Command {
     /// with the channel's key or a presale code.
     #[command(subcommand)]
     Channel(ChannelCommand),
-    /// Sections on the databases (SREs): move one, with its holds, bookings, blocks
-    /// and history, while its sale runs.
+    /// Sections on the databases (SREs): their load live (`top`); move one, with its
+    /// holds, bookings, blocks and history, while its sale runs.
     #[command(subcommand)]
     Sections(SectionsCommand),
     /// The databases an event's seats live on, their sections and active seats.
@@ -192,13 +192,35 @@ pub enum SectionsCommand {
         #[arg(long)]
         to: String,
     },
+    /// The event's sections by load, busiest first: claims/s, SEAT_TAKEN rate, p99
+    /// claim latency, expiries/s (summed over every holds replica and database) and
+    /// held, sold and free seats now; redrawn every `--interval` seconds until Ctrl-C.
+    Top(SectionsTop),
+}
+
+/// `sections top` arguments.
+#[derive(Debug, Args)]
+pub struct SectionsTop {
+    /// Event id.
+    #[arg(long)]
+    pub event: String,
+    /// Seconds between frames.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub interval: u64,
+    /// Seconds the rates are taken over (1..=600).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=600))]
+    pub window: u32,
+    /// One frame, then exit (for scripts; with `--json`, one JSON document).
+    #[arg(long)]
+    pub once: bool,
 }
 
 /// `shards` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum ShardsCommand {
-    /// Each database (main first) with the event's sections on it and their held,
-    /// sold and blocked seats.
+    /// Each database (main first) with its load (the event's claims per second over
+    /// the last 10 s) and the event's sections on it with their held, sold and blocked
+    /// seats.
     List {
         /// Event id.
         #[arg(long)]

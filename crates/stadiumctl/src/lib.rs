@@ -25,6 +25,8 @@
 //! stadiumctl seat history --event 1 --seat A/12/7
 //! stadiumctl seat history --event 1 --csv > history.csv
 //! stadiumctl revoke --event 1 --fan bot-7 --reason "40 claims/s"
+//! stadiumctl sections top --event 1                  # live, busiest section first; Ctrl-C ends
+//! stadiumctl --json sections top --event 1 --once    # one frame for a script
 //! stadiumctl waiting-list --event 1
 //! stadiumctl event cancel 1 --reason "storm damage" --refunds-per-second 50
 //! stadiumctl queue audit 1 --waiting-room http://127.0.0.1:50051   # before opening
@@ -38,10 +40,11 @@ pub use history::SEAT_HISTORY_CSV_HEADER;
 pub mod queue;
 pub mod render;
 mod shards;
+mod top;
 
 pub use args::{
     ChannelCommand, Cli, Command, CreateEvent, DevToken, EventCommand, Format, Grouping,
-    QueueAudit, QueueCommand, SaleCommand, SeatCommand, SeatHistory, SectionsCommand,
+    QueueAudit, QueueCommand, SaleCommand, SeatCommand, SeatHistory, SectionsCommand, SectionsTop,
     ShardsCommand, VenueCommand,
 };
 
@@ -90,6 +93,8 @@ struct Outcome {
     text: String,
     json: Value,
     violations: bool,
+    /// The command printed its output itself (frames of `sections top`).
+    printed: bool,
 }
 
 impl Outcome {
@@ -98,6 +103,15 @@ impl Outcome {
             text,
             json,
             violations: false,
+            printed: false,
+        }
+    }
+
+    /// Nothing left to print: the command printed as it went.
+    fn printed() -> Self {
+        Self {
+            printed: true,
+            ..Self::new(String::new(), Value::Null)
         }
     }
 }
@@ -116,7 +130,9 @@ pub async fn run(cli: Cli) -> ExitCode {
     };
     match result {
         Ok(outcome) => {
-            if json {
+            if outcome.printed {
+                // Printed as it went.
+            } else if json {
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&outcome.json).unwrap_or_default()
@@ -266,7 +282,10 @@ async fn execute(cli: Cli) -> Result<Outcome, CliError> {
         Command::Sale(cmd) => sale(&mut c, cmd).await,
         Command::Seat(SeatCommand::History(args)) => history::run(&mut c, args).await,
         Command::Channel(cmd) => channels::run(&mut c, cmd).await,
-        Command::Sections(cmd) => shards::run(&mut c, cmd).await,
+        Command::Sections(SectionsCommand::Top(args)) => top::run(&mut c, args, cli.json).await,
+        Command::Sections(SectionsCommand::Move { event, section, to }) => {
+            shards::run(&mut c, event, section, to).await
+        }
         Command::Shards(cmd) => shards::list(&mut c, cmd).await,
         Command::Revoke {
             event_id,
@@ -438,6 +457,7 @@ async fn execute(cli: Cli) -> Result<Outcome, CliError> {
                 text: render::violations_text(&r),
                 json: render::violations_json(&r),
                 violations: !r.violations.is_empty(),
+                printed: false,
             })
         }
     }

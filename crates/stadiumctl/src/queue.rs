@@ -87,6 +87,7 @@ fn outcome(
         text,
         json,
         violations: checks.iter().any(|c| !c.held),
+        printed: false,
     }
 }
 

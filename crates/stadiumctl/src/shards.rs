@@ -1,9 +1,10 @@
-//! `shards list` and `sections move`: where an event's sections live, and moving one.
+//! `shards list` and `sections move`: where an event's sections live with each
+//! database's load, and moving one.
 
 use serde_json::json;
 use stadium_proto::box_office::v1 as pb;
 
-use crate::args::{SectionsCommand, ShardsCommand};
+use crate::args::ShardsCommand;
 use crate::{CliError, Client, Outcome, render};
 
 /// Runs `shards list`.
@@ -16,9 +17,11 @@ pub(crate) async fn list(c: &mut Client, cmd: ShardsCommand) -> Result<Outcome, 
     let r = c.inner.list_shards(req).await?.into_inner();
     let mut rows = Vec::new();
     for shard in &r.shards {
+        let load = format!("{:.1}", shard.claims_per_s);
         if shard.sections.is_empty() {
             rows.push(vec![
                 shard.name.clone(),
+                load.clone(),
                 "-".into(),
                 String::new(),
                 String::new(),
@@ -29,6 +32,7 @@ pub(crate) async fn list(c: &mut Client, cmd: ShardsCommand) -> Result<Outcome, 
         for s in &shard.sections {
             rows.push(vec![
                 shard.name.clone(),
+                load.clone(),
                 s.section_code.clone(),
                 s.section_id.to_string(),
                 s.held.to_string(),
@@ -38,7 +42,15 @@ pub(crate) async fn list(c: &mut Client, cmd: ShardsCommand) -> Result<Outcome, 
         }
     }
     let text = render::table(
-        &["SHARD", "SECTION", "SECTION_ID", "HELD", "SOLD", "BLOCKED"],
+        &[
+            "SHARD",
+            "CLAIMS/S",
+            "SECTION",
+            "SECTION_ID",
+            "HELD",
+            "SOLD",
+            "BLOCKED",
+        ],
         &rows,
     );
     let json = json!(
@@ -46,6 +58,7 @@ pub(crate) async fn list(c: &mut Client, cmd: ShardsCommand) -> Result<Outcome, 
             .iter()
             .map(|shard| json!({
                 "name": shard.name,
+                "claims_per_s": shard.claims_per_s,
                 "sections": shard.sections.iter().map(|s| json!({
                     "section_id": s.section_id,
                     "section_code": s.section_code,
@@ -63,8 +76,12 @@ pub(crate) async fn list(c: &mut Client, cmd: ShardsCommand) -> Result<Outcome, 
 ///
 /// # Errors
 /// [`CliError::Status`] from the box office (UNAVAILABLE: run it again to finish).
-pub(crate) async fn run(c: &mut Client, cmd: SectionsCommand) -> Result<Outcome, CliError> {
-    let SectionsCommand::Move { event, section, to } = cmd;
+pub(crate) async fn run(
+    c: &mut Client,
+    event: String,
+    section: u64,
+    to: String,
+) -> Result<Outcome, CliError> {
     let req = c.request(pb::MoveSectionRequest {
         event_id: event,
         section_id: section,

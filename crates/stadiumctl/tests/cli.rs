@@ -657,3 +657,166 @@ async fn sections_move_to_a_shard_and_shards_list_shows_where_each_section_is() 
     assert_eq!(audited, 1);
     office.shutdown.cancel();
 }
+
+#[tokio::test]
+async fn sections_top_shows_the_busiest_section_first_once_or_frame_by_frame() {
+    let office = Office::start().await;
+    let clerk = office.token("ann", &[Role::BoxOffice]);
+    let event = draft_event(&office, &clerk).await;
+    // The SRE role is enough to watch.
+    let token = office.token("sam", &[Role::Sre]);
+    let event_id = event["event_id"].as_str().unwrap().to_owned();
+    let event: i64 = event_id.parse().unwrap();
+    // One held seat of B.
+    sqlx::query(
+        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, status, expires_at)
+         SELECT gen_random_uuid(), es.event_id, es.section_id, es.seat_id, 'fan-1', 'held',
+                now() + interval '1 hour'
+         FROM catalog.event_seats es JOIN catalog.sections sc USING (section_id)
+         WHERE es.event_id = $1 AND sc.code = 'B' ORDER BY es.seat_id LIMIT 1",
+    )
+    .bind(event)
+    .execute(office.pool())
+    .await
+    .unwrap();
+    // What two holds processes wrote: A 3 held and 1 SEAT_TAKEN (2 ms or less), B one
+    // held. Stamped a minute ahead, so that they are inside every window of the test
+    // however slowly it runs.
+    sqlx::query(
+        "INSERT INTO holds.section_load (event_id, section_id, process_id, at, held, seat_taken, latency_buckets)
+         SELECT $1, sc.section_id, p.id, now() + interval '1 minute', v.held, v.taken,
+                array_fill(0::bigint, ARRAY[2]) || (v.held + v.taken)::bigint || array_fill(0::bigint, ARRAY[11])
+         FROM (VALUES ('A', 2, 1, 1), ('A', 1, 0, 2), ('B', 1, 0, 1)) AS v(code, held, taken, process)
+         JOIN catalog.sections sc ON sc.code = v.code
+         JOIN catalog.events e ON e.venue_id = sc.venue_id AND e.event_id = $1
+         CROSS JOIN LATERAL (SELECT ('00000000-0000-0000-0000-00000000000' || v.process)::uuid AS id) p",
+    )
+    .bind(event)
+    .execute(office.pool())
+    .await
+    .unwrap();
+
+    let out = ctl(
+        &office,
+        Some(&token),
+        &[
+            "--json", "sections", "top", "--event", &event_id, "--window", "600", "--once",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let top = json_of(&out);
+    assert_eq!(top["window_s"], 600);
+    let sections = top["sections"].as_array().unwrap();
+    let codes: Vec<&str> = sections
+        .iter()
+        .map(|s| s["section_code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["A", "B"]);
+    let (a, b) = (&sections[0], &sections[1]);
+    assert_eq!(
+        (a["held_claims"].as_u64(), a["seat_taken_claims"].as_u64()),
+        (Some(3), Some(1))
+    );
+    assert_eq!(a["seat_taken_rate"].as_f64(), Some(0.25));
+    assert_eq!(a["claims_per_s"].as_f64(), Some(4.0 / 600.0));
+    assert_eq!(a["p99_ms"].as_f64(), Some(2.0));
+    assert_eq!((a["held"].as_u64(), a["free"].as_u64()), (Some(0), Some(6)));
+    assert_eq!((b["held"].as_u64(), b["free"].as_u64()), (Some(1), Some(3)));
+    assert_eq!(b["shard"], "main");
+
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["sections", "top", "--event", &event_id, "--once"],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        table.contains("CLAIMS/S") && table.contains("SEAT_TAKEN%"),
+        "{table}"
+    );
+    // Not a terminal: no screen clearing.
+    assert!(!table.contains('\x1b'), "{table:?}");
+
+    // Each database's load: 5 claims in the last 10 s.
+    let out = ctl(
+        &office,
+        Some(&token),
+        &["--json", "shards", "list", "--event", &event_id],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(json_of(&out)[0]["claims_per_s"].as_f64(), Some(0.5));
+
+    // Live: one JSON document per line until Ctrl-C, which ends it cleanly.
+    let mut live = tokio::process::Command::new(env!("CARGO_BIN_EXE_stadiumctl"))
+        .arg("--target")
+        .arg(format!("http://{}", office.addr))
+        .env("STADIUM_ADMIN_TOKEN", &token)
+        .args([
+            "--json",
+            "sections",
+            "top",
+            "--event",
+            &event_id,
+            "--interval",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(live.stdout.take().unwrap()));
+    for _ in 0..2 {
+        let line = lines.next_line().await.unwrap().expect("a frame");
+        let frame: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(frame["sections"][0]["section_code"], "A", "{line}");
+    }
+    let pid = i32::try_from(live.id().unwrap()).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    assert!(live.wait().await.unwrap().success());
+
+    // A reader that stops reading (`| head -n 1`) ends it too.
+    let mut live = tokio::process::Command::new(env!("CARGO_BIN_EXE_stadiumctl"))
+        .arg("--target")
+        .arg(format!("http://{}", office.addr))
+        .env("STADIUM_ADMIN_TOKEN", &token)
+        .args([
+            "--json",
+            "sections",
+            "top",
+            "--event",
+            &event_id,
+            "--interval",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(live.stdout.take().unwrap()));
+    lines.next_line().await.unwrap().expect("a frame");
+    drop(lines);
+    assert!(live.wait().await.unwrap().success());
+
+    // Without a staff role: refused.
+    let service = office.token("seat-map", &[Role::Service]);
+    let out = ctl(
+        &office,
+        Some(&service),
+        &["sections", "top", "--event", &event_id, "--once"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ROLE_REQUIRED"),
+        "{out:?}"
+    );
+    office.shutdown.cancel();
+}

@@ -429,6 +429,7 @@ service!(BoxOffice {
     get_cancellation(bo::GetCancellationRequest) -> bo::GetCancellationResponse;
     list_shards(bo::ListShardsRequest) -> bo::ListShardsResponse;
     move_section(bo::MoveSectionRequest) -> bo::MoveSectionResponse;
+    top_sections(bo::TopSectionsRequest) -> bo::TopSectionsResponse;
     create_channel(ho::CreateChannelRequest) -> ho::CreateChannelResponse;
     assign_channel_seats(ho::AssignChannelSeatsRequest) -> ho::AssignChannelSeatsResponse;
     create_presale_codes(ho::CreatePresaleCodesRequest) -> ho::CreatePresaleCodesResponse;

@@ -2,6 +2,7 @@
 //! audit record; pushes to the waiting room and calls to holds and payments happen
 //! outside any transaction.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -17,6 +18,7 @@ use crate::store::invariants::Violation;
 use crate::store::reports::{Grouping, ReportLine, TimelineBucket};
 use crate::store::seat_counts::{self, SeatCounts};
 use crate::store::seat_history::{self, After, SeatChange};
+use crate::store::section_load::{self, SectionTop};
 use crate::store::shard_map::{self, SectionSeats};
 use crate::store::venues::VenueSummary;
 use crate::store::{cross_shard, events, invariants, reports, shard_sales, venues};
@@ -566,6 +568,24 @@ impl BoxOfficeService {
     /// As [`shard_map::sections_by_shard`].
     pub async fn shards_of(&self, event_id: i64) -> Result<Vec<(String, Vec<SectionSeats>)>> {
         shard_map::sections_by_shard(&self.shards, event_id).await
+    }
+
+    /// The sections of `event_id` with claims in the last `window` or active seats,
+    /// busiest first (see [`section_load::top_sections`]).
+    ///
+    /// # Errors
+    /// As [`section_load::top_sections`].
+    pub async fn top_sections(&self, event_id: i64, window: Duration) -> Result<Vec<SectionTop>> {
+        section_load::top_sections(&self.shards, event_id, window).await
+    }
+
+    /// Each database's claims of `event_id` per second over the last 10 s, by shard
+    /// name.
+    ///
+    /// # Errors
+    /// As [`section_load::shard_loads`].
+    pub async fn shard_loads(&self, event_id: i64) -> Result<BTreeMap<String, f64>> {
+        section_load::shard_loads(&self.shards, event_id).await
     }
 
     /// Moves `section_id` of `event_id` to the database `to` for `actor`.

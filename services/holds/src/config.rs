@@ -125,6 +125,17 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..=36_500))]
     pub seat_history_retention_days: u32,
 
+    /// Milliseconds between writes of this process's per-section claim counts to
+    /// `holds.section_load` (what `stadiumctl sections top` shows, summed over the
+    /// replicas); 0 turns them off. Rows older than 15 minutes are deleted.
+    #[arg(
+        long,
+        env = "SECTION_LOAD_INTERVAL_MS",
+        default_value_t = 1000,
+        value_name = "MS"
+    )]
+    pub section_load_interval_ms: u64,
+
     /// Batches of fans' claims in flight at once, each one transaction on its own
     /// connection: claims that arrive while every batch is busy share the next one.
     #[arg(long, env = "CLAIM_BATCHES", default_value_t = 4,
@@ -163,6 +174,7 @@ impl std::fmt::Debug for Config {
                 "seat_history_retention_days",
                 &self.seat_history_retention_days,
             )
+            .field("section_load_interval_ms", &self.section_load_interval_ms)
             .field("claim_batches", &self.claim_batches)
             .field("claim_batch_max", &self.claim_batch_max)
             .field("claim_max_attempts", &self.claim_max_attempts)
@@ -206,6 +218,12 @@ impl Config {
     /// The sweeper's interval, `None` when it is off.
     pub fn sweep_interval(&self) -> Option<Duration> {
         (self.sweep_interval_ms > 0).then(|| Duration::from_millis(self.sweep_interval_ms))
+    }
+
+    /// How often the per-section load is written, `None` when it is off.
+    pub fn section_load_interval(&self) -> Option<Duration> {
+        (self.section_load_interval_ms > 0)
+            .then(|| Duration::from_millis(self.section_load_interval_ms))
     }
 
     /// How long seat-history rows are kept.
@@ -287,6 +305,7 @@ mod tests {
         .unwrap();
         assert!(c.validate().is_ok());
         assert_eq!(c.sweep_interval(), None);
+        assert_eq!(c.section_load_interval(), Some(Duration::from_secs(1)));
         assert!(!format!("{c:?}").contains("postgres://x"));
     }
 

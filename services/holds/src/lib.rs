@@ -13,7 +13,8 @@
 //! no wire or database types), [`store`] (SQL), [`service`] (transactions and retries),
 //! [`auth`] (tokens), [`revocations`] (admission tokens the waiting room revoked),
 //! [`clients`] (the waiting room's keys and revocations, reports of admissions used),
-//! [`sweeper`], [`metrics`], [`error`] (the one error table).
+//! [`sweeper`], [`metrics`], [`section_load`] (per-section load written for SREs),
+//! [`error`] (the one error table).
 
 pub mod auth;
 pub mod catalog_copy;
@@ -24,6 +25,7 @@ pub mod error;
 pub mod grpc;
 pub mod metrics;
 pub mod revocations;
+pub mod section_load;
 pub mod service;
 pub mod shards;
 pub mod store;
@@ -208,8 +210,9 @@ pub async fn build_with_links(
 }
 
 /// Serves the holds gRPC service on `listener` until `shutdown` is cancelled, with the
-/// background sweeper running (unless `--sweep-interval-ms 0`); on shutdown the sweeper
-/// is cancelled and awaited before this returns.
+/// background sweeper running (unless `--sweep-interval-ms 0`) and the per-section load
+/// written (unless `--section-load-interval-ms 0`); on shutdown both are cancelled and
+/// awaited before this returns.
 ///
 /// # Errors
 /// As [`build`]; [`StartError::Server`].
@@ -243,6 +246,15 @@ pub async fn serve_parts(
         )
     });
     background.keep("sweeper", sweeper);
+    let load_writer = config.section_load_interval().map(|interval| {
+        section_load::spawn(
+            parts.service.metrics().section_load().clone(),
+            parts.service.shards().clone(),
+            interval,
+            background.stop(),
+        )
+    });
+    background.keep("section load writer", load_writer);
     let copier = catalog_copy::spawn(parts.service.shards().clone(), background.stop());
     background.keep("catalog copy", Some(copier));
     let api = grpc::HoldsApi::new(parts.service, parts.auth).reporting_use(parts.admission_use);

@@ -1,18 +1,18 @@
 //! The service's own metrics (the kit records per-RPC counts and latency already):
 //! claims by outcome, `SEAT_TAKEN` answers, expiries by who marked them, transaction
 //! retries by SQLSTATE, claim latency and the size of claim batches. Exported through
-//! OpenTelemetry; the totals are also kept in process so tests and logs can read them.
+//! OpenTelemetry; the totals are also kept in process so tests and logs can read them,
+//! and each claim is also counted per section for `holds.section_load`
+//! ([`crate::section_load`]), where the box office sums every replica's counts.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
-use stadium_db::DbFailure;
+use stadium_db::{CLAIM_LATENCY_BOUNDS_MS, DbFailure};
 
-/// Claim latency bucket bounds, in milliseconds.
-const LATENCY_BOUNDS_MS: &[f64] = &[
-    0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0,
-];
+use crate::section_load::SectionLoad;
 
 /// In-process totals since start.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -64,6 +64,7 @@ pub struct Metrics {
     retries_40p01_total: AtomicU64,
     claim_batches_total: AtomicU64,
     batched_claims_total: AtomicU64,
+    section_load: Arc<SectionLoad>,
 }
 
 impl Metrics {
@@ -82,7 +83,9 @@ impl Metrics {
                 .build(),
             expiries: meter
                 .u64_counter("holds.expiries")
-                .with_description("seat rows marked expired, by source (claim, sweeper)")
+                .with_description(
+                    "seat rows marked expired, by source (claim: also per event, section and shard; sweeper)",
+                )
                 .with_unit("{seat}")
                 .build(),
             retries: meter
@@ -94,7 +97,7 @@ impl Metrics {
                 .f64_histogram("holds.claim.duration")
                 .with_description("claim latency including retries")
                 .with_unit("ms")
-                .with_boundaries(LATENCY_BOUNDS_MS.to_vec())
+                .with_boundaries(CLAIM_LATENCY_BOUNDS_MS.to_vec())
                 .build(),
             batch_size: meter
                 .u64_histogram("holds.claim.batch_size")
@@ -110,25 +113,19 @@ impl Metrics {
             retries_40p01_total: AtomicU64::new(0),
             claim_batches_total: AtomicU64::new(0),
             batched_claims_total: AtomicU64::new(0),
+            section_load: Arc::new(SectionLoad::new()),
         }
     }
 
     /// Records one finished claim at `place`: `outcome` is `held`, `seat_taken`,
     /// `refused` or `error`; `elapsed_ms` its latency. Counted and timed per outcome,
     /// event, section and shard, so an SRE sees each section's claims/s, `SEAT_TAKEN`
-    /// rate and p99 (`holds.claims`, `holds.claim.duration`).
+    /// rate and p99 (`holds.claims`, `holds.claim.duration`); also counted in
+    /// [`Self::section_load`].
     pub fn claim(&self, outcome: &'static str, elapsed_ms: f64, place: &Place) {
-        let attrs = [
-            KeyValue::new("outcome", outcome),
-            KeyValue::new("event_id", place.event),
-            KeyValue::new(
-                "section_id",
-                place
-                    .section
-                    .map_or_else(|| "any".to_owned(), |s| s.to_string()),
-            ),
-            KeyValue::new("shard", place.shard.clone()),
-        ];
+        self.section_load.claim(outcome, elapsed_ms, place);
+        let [event, section, shard] = place_attributes(place);
+        let attrs = [KeyValue::new("outcome", outcome), event, section, shard];
         self.claims.add(1, &attrs);
         self.claim_latency.record(elapsed_ms, &attrs);
         match outcome {
@@ -143,19 +140,36 @@ impl Metrics {
         }
     }
 
-    /// Records `n` rows expired by a claim (`lazy`) or by the sweeper.
-    pub fn expired(&self, n: u64, lazy: bool) {
+    /// Records `n` rows marked expired by the sweeper or `SweepExpired` (not per
+    /// section: the sweep statement does not say which sections it touched).
+    pub fn expired_by_sweeper(&self, n: u64) {
         if n == 0 {
             return;
         }
-        let source = if lazy { "claim" } else { "sweeper" };
-        self.expiries.add(n, &[KeyValue::new("source", source)]);
-        let total = if lazy {
-            &self.expired_lazily_total
-        } else {
-            &self.expired_by_sweeper_total
-        };
-        total.fetch_add(n, Ordering::Relaxed);
+        self.expiries.add(n, &[KeyValue::new("source", "sweeper")]);
+        self.expired_by_sweeper_total
+            .fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Records `n` rows a claim at `place` marked expired on its way (lazy expiry),
+    /// counted per event, section and shard (`holds.expiries`, source `claim`) and in
+    /// [`Self::section_load`].
+    pub fn expired_by_claim(&self, n: u64, place: &Place) {
+        if n == 0 {
+            return;
+        }
+        let [event, section, shard] = place_attributes(place);
+        self.expiries.add(
+            n,
+            &[KeyValue::new("source", "claim"), event, section, shard],
+        );
+        self.expired_lazily_total.fetch_add(n, Ordering::Relaxed);
+        self.section_load.expired(n, place);
+    }
+
+    /// This process's per-section counts, for the writer of `holds.section_load`.
+    pub fn section_load(&self) -> &Arc<SectionLoad> {
+        &self.section_load
     }
 
     /// Records a batch of `claims` fans' claims about to run.
@@ -202,6 +216,20 @@ impl Metrics {
             batched_claims: get(&self.batched_claims_total),
         }
     }
+}
+
+/// `event_id`, `section_id` (`any` without a section) and `shard` of `place`.
+fn place_attributes(place: &Place) -> [KeyValue; 3] {
+    [
+        KeyValue::new("event_id", place.event),
+        KeyValue::new(
+            "section_id",
+            place
+                .section
+                .map_or_else(|| "any".to_owned(), |s| s.to_string()),
+        ),
+        KeyValue::new("shard", place.shard.clone()),
+    ]
 }
 
 #[cfg(test)]
@@ -254,6 +282,8 @@ mod tests {
             shard: "unknown".into(),
         };
         metrics.claim("seat_taken", 1.0, &anywhere);
+        metrics.expired_by_claim(4, &east);
+        metrics.expired_by_sweeper(2);
         provider.force_flush().unwrap();
 
         let points = points(&exporter);
@@ -297,6 +327,16 @@ mod tests {
             ),
             Some(1)
         );
-        assert_eq!(metrics.totals().seat_taken, 3);
+        assert_eq!(
+            at(
+                "holds.expiries",
+                &["event_id=7", "section_id=12", "shard=east", "source=claim"]
+            ),
+            Some(4)
+        );
+        assert_eq!(at("holds.expiries", &["source=sweeper"]), Some(2));
+        let totals = metrics.totals();
+        assert_eq!(totals.seat_taken, 3);
+        assert_eq!((totals.expired_lazily, totals.expired_by_sweeper), (4, 2));
     }
 }

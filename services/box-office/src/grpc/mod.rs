@@ -588,6 +588,14 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
         reply(self.move_section_inner(request).await)
     }
 
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id, window_s = request.get_ref().window_s))]
+    async fn top_sections(
+        &self,
+        request: Request<pb::TopSectionsRequest>,
+    ) -> Reply<pb::TopSectionsResponse> {
+        reply(self.top_sections_inner(request).await)
+    }
+
     #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
     async fn get_seat_history(
         &self,

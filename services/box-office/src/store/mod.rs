@@ -11,6 +11,7 @@ pub mod queue_marks;
 pub mod reports;
 pub mod seat_counts;
 pub mod seat_history;
+pub mod section_load;
 pub mod shard_map;
 pub mod shard_sales;
 pub mod venues;

@@ -14,6 +14,7 @@ mod resync;
 mod scale;
 mod seat_history;
 mod seatsio;
+mod section_load;
 mod support;
 mod upstream;
 mod venues;

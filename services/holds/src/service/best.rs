@@ -349,7 +349,11 @@ impl HoldsService {
             drop(slot);
             match outcome.claimed {
                 store::Claimed::Held(held) => {
-                    self.metrics.expired(held.expired_on_the_way, true);
+                    if held.expired_on_the_way > 0 {
+                        let place = self.place(request.event, Some(held.hold.section)).await;
+                        self.metrics
+                            .expired_by_claim(held.expired_on_the_way, &place);
+                    }
                     self.mark_taken(request.event, &held.hold);
                     return Ok(held.hold);
                 }

@@ -184,7 +184,8 @@ impl HoldsService {
         let place = self.place(claim.event, Some(claim.section)).await;
         match result {
             Ok(store::Claimed::Held(outcome)) => {
-                self.metrics.expired(outcome.expired_on_the_way, true);
+                self.metrics
+                    .expired_by_claim(outcome.expired_on_the_way, &place);
                 self.metrics.claim("held", elapsed_ms, &place);
                 tracing::debug!(hold_key = %outcome.hold.key, "claimed");
                 Ok(outcome.hold)
@@ -416,7 +417,7 @@ impl HoldsService {
             loop {
                 let mut conn = pool.acquire().await?;
                 let done = store::sweep_expired(&mut conn, batch).await?;
-                self.metrics.expired(done, false);
+                self.metrics.expired_by_sweeper(done);
                 total += done;
                 if done < u64::from(batch) {
                     break;

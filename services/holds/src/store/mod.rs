@@ -16,6 +16,7 @@ mod holds;
 mod layout;
 mod payment;
 mod returns;
+pub mod section_load;
 mod section_seats;
 pub mod statements;
 mod sweep;

@@ -20,6 +20,7 @@ mod repeated;
 mod request_ids;
 mod returns;
 mod revoked;
+mod section_load;
 mod section_moves;
 mod shards;
 mod similar;
