@@ -75,6 +75,47 @@ async fn without_seq_scans_a_plan_made_on_an_empty_table_stays_an_index_scan() {
     assert_eq!(seq_scans_after_growth(&db.pool, &db.url, true).await, 1);
 }
 
+/// A table with no usable index, scanned on a pool without sequential scans: the scan is
+/// priced at 10^10, past `jit_above_cost`, yet never JIT-compiled (tens of milliseconds
+/// on every run of a statement that reads one row).
+#[tokio::test]
+async fn without_seq_scans_a_scan_of_a_tiny_table_is_not_jit_compiled() {
+    let db = fresh_database().await;
+    sqlx::query("CREATE TABLE singletons (name text NOT NULL)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO singletons VALUES ('main')")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let pool = connect(
+        &db.url,
+        &PoolOptions {
+            max_connections: 1,
+            seq_scans: false,
+            ..PoolOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let jit: String = sqlx::query_scalar("SHOW jit")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(jit, "off");
+    let plan: Vec<String> = sqlx::query_scalar("EXPLAIN ANALYZE SELECT name FROM singletons")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("cost=10000000000"),
+        "the scan was not priced out:\n{plan}"
+    );
+    assert!(!plan.contains("JIT:"), "JIT-compiled:\n{plan}");
+}
+
 /// A session the server ends (as a fast shutdown ends every session, 57P01
 /// `admin_shutdown`) is a server that cannot serve now, not an internal fault: the
 /// services answer it UNAVAILABLE, which clients retry.
