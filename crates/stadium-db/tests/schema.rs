@@ -73,6 +73,26 @@ async fn claim(
     .map(|_| ())
 }
 
+/// Every function that prices sequential scans out also turns JIT off (migration
+/// 20261213000000): otherwise a scan of a tiny table without a usable index is
+/// JIT-compiled on every call, whoever calls it.
+#[tokio::test]
+async fn functions_without_seq_scans_are_never_jit_compiled() {
+    let db = fresh_database().await;
+    let (priced_out, without_jit): (i64, Vec<String>) = sqlx::query_as(
+        "SELECT count(*), coalesce(array_agg(p.oid::regprocedure::text) \
+                FILTER (WHERE NOT 'jit=off' = ANY (p.proconfig)), '{}') \
+         FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+         WHERE n.nspname IN ('holds', 'catalog', 'payments') \
+           AND 'enable_seqscan=off' = ANY (p.proconfig)",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert!(priced_out > 0, "no function prices sequential scans out");
+    assert_eq!(without_jit, Vec::<String>::new());
+}
+
 #[tokio::test]
 async fn migrations_apply_and_a_second_run_is_a_no_op() {
     let db = fresh_database().await;
