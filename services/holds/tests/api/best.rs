@@ -149,6 +149,44 @@ async fn two_hundred_concurrent_fans_fill_a_section_in_adjacent_pairs() {
     app.stop().await;
 }
 
+/// A block another claim is taking at this moment (its seats' advisory locks held by a
+/// transaction in flight) is passed over for the best free block, not waited for:
+/// waiting would outlast the pool's statement timeout and fail the claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_being_claimed_is_passed_over_for_the_best_free_one() {
+    let app = TestApp::start().await;
+    // One row of ten seats, the best at the front left.
+    let section = catalog::section(app.pool(), app.venue, "C", 3, 1, 10).await;
+    let event = app.event(EventSettings::default()).await;
+    let seats: Vec<i64> = section.seats.iter().map(|&s| s as i64).collect();
+    let mut in_flight = app.pool().begin().await.unwrap();
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(hashint8($1::bigint), hashint8(s)) \
+         FROM unnest($2::bigint[]) AS s",
+    )
+    .bind(&event)
+    .bind(&seats[..8])
+    .execute(&mut *in_flight)
+    .await
+    .unwrap();
+
+    let mut fan = app.fan("fan-1", &event);
+    let hold = best(&mut fan, Target::SectionId(section.id), 2, true)
+        .await
+        .unwrap();
+    assert_eq!(hold.seat_ids, section.seats[8..].to_vec());
+    in_flight.rollback().await.unwrap();
+
+    // Once that claim is gone, the best block is the best again.
+    let mut fan = app.fan("fan-2", &event);
+    let hold = best(&mut fan, Target::SectionId(section.id), 2, true)
+        .await
+        .unwrap();
+    assert_eq!(hold.seat_ids, section.seats[..2].to_vec());
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
 /// A price category over eight sections (two rows of four seats each: 32 pairs) and 60
 /// concurrent best-available claims of 2 seats in it: holds picks the sections, one per
 /// round; exactly 32 adjacent pairs are held, all in the category; no answer but
