@@ -25,14 +25,17 @@ pub struct Inventory {
 impl Inventory {
     /// Active admitted fans the seats can serve: the free and held seats divided by
     /// the seats of an average hold (`held_seats / holds`; while nothing is held,
-    /// `seats_per_fan_at_first`, so the opening burst is not a fan per free seat).
+    /// `seats_per_fan_at_first`, so the opening burst is not a fan per free seat, and
+    /// rounded up: fewer free seats than the per-claim limit still serve a fan, who
+    /// may want only that many; rounded down, the queue would stall for good, neither
+    /// admitting nor sold out).
     /// A fan who holds seats counts among them, so the cap leaves room for one new fan
     /// per average hold's worth of free seats.
     /// Free seats covered by waiting-list offers do not count.
     pub fn fan_cap(&self) -> u64 {
         let seats = self.queue_free_seats().saturating_add(self.held_seats);
         if self.holds == 0 || self.held_seats == 0 {
-            return seats / self.seats_per_fan_at_first.max(1);
+            return seats.div_ceil(self.seats_per_fan_at_first.max(1));
         }
         let fans = u128::from(seats) * u128::from(self.holds) / u128::from(self.held_seats);
         u64::try_from(fans).unwrap_or(u64::MAX)
@@ -69,7 +72,10 @@ mod tests {
     fn the_cap_counts_fans_by_the_average_hold() {
         // Nothing held yet: every fan counted at the per-claim limit (4).
         assert_eq!(inventory(50_000, 0, 0).fan_cap(), 12_500);
-        assert_eq!(inventory(3, 0, 0).fan_cap(), 0);
+        // Fewer free seats than a claim may take still serve one fan (an on-sale
+        // once stalled at 2 free seats: nobody admitted, nobody told sold out).
+        assert_eq!(inventory(2, 0, 0).fan_cap(), 1);
+        assert_eq!(inventory(5, 0, 0).fan_cap(), 2);
         // 2.5 seats per hold: 100 seats serve 40 fans.
         assert_eq!(inventory(50, 50, 20).fan_cap(), 40);
         // Rounded down: 7 seats at 2 per hold serve 3 fans.

@@ -94,7 +94,7 @@ local function inventory_cap(cfg, now)
   if holds == 0 or held == 0 then
     local first = num(h[5])
     if first < 1 then first = 1 end
-    return math.floor((free + held) / first)
+    return math.ceil((free + held) / first)
   end
   return math.floor((free + held) * holds / held)
 end

@@ -132,6 +132,31 @@ async fn the_inventory_caps_admission_says_sold_out_and_resumes() {
     assert_eq!((stats.admitted, stats.active_admitted), (7, 4), "{stats:?}");
 }
 
+/// Fewer free seats than a claim may take and nothing held: one fan is let in for
+/// them. The queue neither stalls (nobody admitted, nobody told sold out, as an
+/// on-sale once did at 2 free seats) nor says sold out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_seats_fewer_than_a_claim_still_admit_a_fan() {
+    let room = Room::start("wr_inventory_last", 1, Duration::ZERO).await;
+    room.configure(pb::SaleState::Open, None, 600, 0, 60_000)
+        .await;
+    for f in 0..3 {
+        room.join(0, &format!("fan-{f}")).await.expect("join");
+    }
+    let last = pb::ReportInventoryRequest {
+        inventory: Some(pb::InventoryReport {
+            max_seats_per_claim: 4,
+            ..report(2, 0, 0, room.clock.now()).inventory.unwrap()
+        }),
+        ..report(2, 0, 0, room.clock.now())
+    };
+    let stats = send(&room, last).await.unwrap();
+    assert_eq!((stats.inventory_fan_cap, stats.sold_out), (1, false));
+    room.clock.advance(Duration::from_secs(5));
+    let stats = room.stats(0).await;
+    assert_eq!((stats.admitted, stats.active_admitted), (1, 1), "{stats:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_report_steers_until_it_goes_stale_however_rarely_the_queue_is_read() {
     // One instance polled every second and one read only at the end agree: the
