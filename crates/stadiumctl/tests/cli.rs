@@ -658,6 +658,27 @@ async fn sections_move_to_a_shard_and_shards_list_shows_where_each_section_is() 
     office.shutdown.cancel();
 }
 
+/// `stadiumctl --json sections top --event <event_id> --interval 1` against the box
+/// office at `addr`, running, its output piped.
+fn live_top(addr: &str, token: &str, event_id: &str) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_stadiumctl"))
+        .arg("--target")
+        .arg(format!("http://{addr}"))
+        .env("STADIUM_ADMIN_TOKEN", token)
+        .args([
+            "--json",
+            "sections",
+            "top",
+            "--event",
+            event_id,
+            "--interval",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn sections_top_shows_the_busiest_section_first_once_or_frame_by_frame() {
     let office = Office::start().await;
@@ -751,22 +772,7 @@ async fn sections_top_shows_the_busiest_section_first_once_or_frame_by_frame() {
     assert_eq!(json_of(&out)[0]["claims_per_s"].as_f64(), Some(0.5));
 
     // Live: one JSON document per line until Ctrl-C, which ends it cleanly.
-    let mut live = tokio::process::Command::new(env!("CARGO_BIN_EXE_stadiumctl"))
-        .arg("--target")
-        .arg(format!("http://{}", office.addr))
-        .env("STADIUM_ADMIN_TOKEN", &token)
-        .args([
-            "--json",
-            "sections",
-            "top",
-            "--event",
-            &event_id,
-            "--interval",
-            "1",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut live = live_top(&office.addr.to_string(), &token, &event_id);
     let mut lines =
         tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(live.stdout.take().unwrap()));
     for _ in 0..2 {
@@ -783,22 +789,7 @@ async fn sections_top_shows_the_busiest_section_first_once_or_frame_by_frame() {
     assert!(live.wait().await.unwrap().success());
 
     // A reader that stops reading (`| head -n 1`) ends it too.
-    let mut live = tokio::process::Command::new(env!("CARGO_BIN_EXE_stadiumctl"))
-        .arg("--target")
-        .arg(format!("http://{}", office.addr))
-        .env("STADIUM_ADMIN_TOKEN", &token)
-        .args([
-            "--json",
-            "sections",
-            "top",
-            "--event",
-            &event_id,
-            "--interval",
-            "1",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut live = live_top(&office.addr.to_string(), &token, &event_id);
     let mut lines =
         tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(live.stdout.take().unwrap()));
     lines.next_line().await.unwrap().expect("a frame");
