@@ -144,3 +144,35 @@ async fn a_pending_payment_is_visited_again_within_seconds_however_often_it_fail
     assert!(next_within_base, "a pending payment was backed off");
     stack.stop().await;
 }
+
+/// Two reconciler passes at once (two replicas), each visiting its payments up to 16 at
+/// a time, over a dozen payments charged with the answer lost: every one is captured by
+/// exactly one visit, with one charge and its tickets, none twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_visits_capture_each_charged_payment_once() {
+    const PAID: usize = 12;
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let mut keys = Vec::new();
+    for i in 0..PAID {
+        keys.push(
+            stack
+                .charged_answer_lost(&format!("fan-{i}"), &event, stack.seats[i])
+                .await,
+        );
+    }
+    stack.lapse_leases().await;
+    let (a, b) = tokio::join!(
+        stack.core().reconcile_once(100),
+        stack.core().reconcile_once(100)
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.captured + b.captured, PAID as u32, "{a:?} {b:?}");
+    assert_eq!((a.errors, b.errors), (0, 0), "{a:?} {b:?}");
+    for key in &keys {
+        assert_eq!(stack.payment(key).await.unwrap().0, "captured");
+        assert_eq!(stack.charges_of_hold(key), 1);
+    }
+    stack.assert_consistent().await;
+    stack.stop().await;
+}
