@@ -24,7 +24,7 @@ use stadium_proto::seat_map::v1::{Preference, SuggestSeatsRequest};
 use tonic::Code;
 
 use crate::credentials::authed;
-use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, think, transient};
+use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, retry_pause, think, transient};
 use crate::mix::FanPlan;
 use crate::skew::pick_section;
 use crate::stats::{get, inc};
@@ -331,9 +331,15 @@ async fn claim_round(
                 Pick::SoldOut => return Round::Stop,
             },
         };
-        tries += 1;
-        inc(&ctx.stats.claim_attempts);
         let answer = claim(ctx, session, admission, &want, *quantity, &request_id).await;
+        // A claim the service shed (OVERLOADED: nothing done, come back after the hint)
+        // was not an attempt at the seats; it still counts toward the round's end.
+        if matches!(&answer, Err(status) if Reason::of(status) == Some(Reason::Overloaded)) {
+            picks += 1;
+        } else {
+            tries += 1;
+            inc(&ctx.stats.claim_attempts);
+        }
         let status = match answer {
             Ok(Answer::Held(hold)) => return Round::Held(HeldSeats::from(hold)),
             Ok(Answer::Waiting) => {
@@ -437,7 +443,7 @@ async fn claim_round(
                 return Round::Stop;
             }
             _ if transient(&status) => {
-                tokio::time::sleep(backoff(rng, tries)).await;
+                tokio::time::sleep(retry_pause(&status, rng, tries)).await;
                 resend = Some((want, request_id));
             }
             _ => return Round::Stop,

@@ -225,6 +225,18 @@ pub(crate) fn queue_store_retry(status: &Status, rng: &mut StdRng) -> Option<Dur
     }
 }
 
+/// The pause before repeating a call that failed for a passing reason: the server's
+/// `retry_after_ms` hint (a shed call: `OVERLOADED`) with ±10 % jitter, else
+/// [`backoff`] for attempt `attempt` (0-based).
+pub(crate) fn retry_pause(status: &Status, rng: &mut StdRng, attempt: u32) -> Duration {
+    match stadium_kit::status::error_info(status)
+        .and_then(|info| info.metadata.get("retry_after_ms")?.parse::<u64>().ok())
+    {
+        Some(ms) => Duration::from_millis(ms).mul_f64(rng.gen_range(0.9..1.1)),
+        None => backoff(rng, attempt),
+    }
+}
+
 /// A short pause before retrying attempt `attempt` (0-based), with jitter.
 pub(crate) fn backoff(rng: &mut StdRng, attempt: u32) -> Duration {
     let base = 100u64 << attempt.min(5);

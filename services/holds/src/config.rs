@@ -147,6 +147,14 @@ pub struct Config {
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub claim_batch_max: u32,
 
+    /// Longest a fan's claim waits for its turn at the database (a batch, or a place
+    /// at the claims gate) before it is answered `RESOURCE_EXHAUSTED`/`OVERLOADED` with
+    /// this as `retry_after_ms`, having written nothing; ms. Keep it well under
+    /// `--request-timeout-ms`, so a burst is told to come back rather than time out.
+    #[arg(long, env = "CLAIM_WAIT_MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub claim_wait_ms: u64,
+
     /// Attempts of a claim transaction in all on 40001/40P01.
     #[arg(long, env = "CLAIM_MAX_ATTEMPTS", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..=20))]
@@ -177,6 +185,7 @@ impl std::fmt::Debug for Config {
             .field("section_load_interval_ms", &self.section_load_interval_ms)
             .field("claim_batches", &self.claim_batches)
             .field("claim_batch_max", &self.claim_batch_max)
+            .field("claim_wait_ms", &self.claim_wait_ms)
             .field("claim_max_attempts", &self.claim_max_attempts)
             .finish_non_exhaustive()
     }
@@ -198,8 +207,10 @@ impl Config {
 
     /// How fans' claims are coalesced: `--claim-batches`, `--claim-batch-max`, and at
     /// most 4 seats a claim on average (advisory locks held until the batch commits);
-    /// best-available claims take what is left of `--database-max-connections` after
-    /// the batches and [`KEPT_FROM_CLAIMS`] (at least one).
+    /// the claims that run alone (best available, presale codes, a batched claim that
+    /// found a seat busy) take what is left of `--database-max-connections` after the
+    /// batches and [`KEPT_FROM_CLAIMS`] (at least one); each waits at most
+    /// `--claim-wait-ms` for its turn.
     pub fn batching(&self) -> crate::service::Batching {
         let max_claims = usize::try_from(self.claim_batch_max).unwrap_or(usize::MAX);
         let connections = usize::try_from(self.database_max_connections).unwrap_or(usize::MAX);
@@ -208,10 +219,11 @@ impl Config {
             concurrent,
             max_claims,
             max_seats: max_claims.saturating_mul(4).max(64),
-            best_available: connections
+            alone: connections
                 .saturating_sub(concurrent)
                 .saturating_sub(KEPT_FROM_CLAIMS)
                 .max(1),
+            wait: Duration::from_millis(self.claim_wait_ms),
         }
     }
 

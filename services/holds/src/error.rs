@@ -83,6 +83,14 @@ pub enum Error {
     /// Best available lost every round to concurrent claims while blocks still fitted.
     #[error("seats are being claimed faster than this request could; retry")]
     Contention,
+    /// The fans' claims of this database are at their bound and none finished within
+    /// the claim wait (`--claim-wait-ms`); nothing was claimed. Metadata
+    /// `retry_after_ms`: when to ask again (add jitter).
+    #[error("too many claims at once; retry after {retry_after_ms} ms")]
+    Overloaded {
+        /// Milliseconds to wait before asking again.
+        retry_after_ms: u64,
+    },
     /// A per-claim, per-fan or per-admission limit would be exceeded.
     #[error("limit {} exceeded (max {max})", limit.as_str())]
     LimitExceeded {
@@ -216,6 +224,7 @@ impl ServiceError for Error {
                 (Code::AlreadyExists, Reason::SeatTaken)
             }
             Self::Contention => (Code::Aborted, Reason::Contention),
+            Self::Overloaded { .. } => (Code::ResourceExhausted, Reason::Overloaded),
             Self::LimitExceeded { .. } => (Code::ResourceExhausted, Reason::LimitExceeded),
             Self::RequestIdReused { .. } => {
                 (Code::FailedPrecondition, Reason::IdempotencyKeyReused)
@@ -295,6 +304,9 @@ impl ServiceError for Error {
                 metadata
             }
             Self::SectionMoved(section) => vec![("section_id".into(), section.to_string())],
+            Self::Overloaded { retry_after_ms } => {
+                vec![("retry_after_ms".into(), retry_after_ms.to_string())]
+            }
             Self::RequestIdReused { hold } => vec![
                 ("field".into(), "request_id".into()),
                 ("hold_key".into(), hold.to_string()),

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
+use tokio::sync::OwnedSemaphorePermit;
 
 use stadium_db::retry_transient;
 use stadium_seating::Availability;
@@ -54,17 +54,12 @@ pub(super) struct BestState {
     rooms: moka::future::Cache<EventId, Arc<Vec<Room>>>,
     in_flight: AtomicUsize,
     turns: AtomicUsize,
-    /// Claim calls (`holds.claim_best`) in flight at once in this process, each on a
-    /// connection of its section's pool; requests past it wait here, not at the pool,
-    /// where the payment step would queue behind them.
-    slots: Semaphore,
 }
 
 impl BestState {
-    /// With at most `slots` claim calls at once (at least 1).
-    pub(super) fn new(slots: usize) -> Self {
+    /// Nothing learnt yet.
+    pub(super) fn new() -> Self {
         Self {
-            slots: Semaphore::new(slots.max(1)),
             layouts: moka::future::Cache::builder()
                 .max_capacity(64)
                 .time_to_live(LAYOUT_TTL)
@@ -285,6 +280,8 @@ impl HoldsService {
         let mut fresh: HashSet<SectionId> = HashSet::new();
         // Sections tried and found without a fitting block, for what is still possible.
         let mut exhausted: Vec<SectionId> = Vec::new();
+        // The request's place at the claims gate of the database of its latest round.
+        let mut place: Option<(String, OwnedSemaphorePermit)> = None;
         while budget.left() {
             let round: Vec<SectionId> = candidates
                 .iter()
@@ -307,6 +304,8 @@ impl HoldsService {
                 if !candidates.is_empty() {
                     continue;
                 }
+                // What is still possible is read off the claims gate.
+                drop(place);
                 let hints = self.hints(request.event, &exhausted);
                 let possible = layout.possible(request, &exhausted, &hints);
                 let other_sections = self
@@ -324,12 +323,17 @@ impl HoldsService {
             let key = key_in(section);
             budget.rounds += 1;
             spread(&mut blocks, turn, crowd);
-            let pool = self
+            let shard = self
                 .shards
-                .for_section(request.event.get(), section.get())
+                .shard_of(request.event.get(), section.get())
                 .await
                 .map_err(Error::from)?;
-            let slot = best.slots.acquire().await.map_err(|_| Error::Contention)?;
+            let pool = self.shards.named(&shard).map_err(Error::from)?;
+            // One place at the database's claims gate for every round there.
+            if place.as_ref().is_none_or(|(at, _)| *at != shard) {
+                drop(place.take());
+                place = Some((shard.clone(), self.gate.door(&shard)?.enter().await?));
+            }
             let outcome = retry_transient(
                 self.retry,
                 |failure| self.metrics.retry(failure),
@@ -346,7 +350,6 @@ impl HoldsService {
                 },
             )
             .await?;
-            drop(slot);
             match outcome.claimed {
                 store::Claimed::Held(held) => {
                     if held.expired_on_the_way > 0 {

@@ -7,13 +7,18 @@
 //! were busy share one commit and one round trip. Correctness stays in the database:
 //! each claim is all or nothing inside the batch, and the batch's lock order rules out
 //! deadlocks (migration `20261202020000`); the queue only decides who shares a commit.
+//! A claim that waited longer than `Batching::wait` for its batch is answered
+//! `Error::Overloaded` instead of run, and one that leaves its batch to run alone
+//! passes the claims gate (`gate`).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 use stadium_db::{RetryPolicy, retry_transient};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
+use super::gate::Door;
 use super::unshared;
 use crate::domain::Claim;
 use crate::error::Error;
@@ -33,15 +38,21 @@ pub struct Batching {
     /// Most seats in one batch: each takes an advisory lock until its batch commits,
     /// and PostgreSQL's lock table is shared (`max_locks_per_transaction`).
     pub max_seats: usize,
-    /// Best-available claim calls in flight at once (at least 1); they are not
-    /// batched, so without a bound they would take every connection of a pool.
-    pub best_available: usize,
+    /// Fans' claim calls that run alone, in flight at once per database (at least 1):
+    /// best available, presale codes, and a batched claim that found a seat busy (see
+    /// `gate`); without a bound they would take every connection of a pool.
+    pub alone: usize,
+    /// Longest a fan's claim waits for a batch or a place at the gate before it is
+    /// answered `Error::Overloaded` (see `gate`).
+    pub wait: Duration,
 }
 
 /// A claim waiting for its batch.
 struct Pending {
     claim: Claim,
     reply: oneshot::Sender<Result<Claimed, Error>>,
+    /// When it joined the queue.
+    queued: Instant,
 }
 
 /// The queue of fans' claims; cheap to clone. The dispatcher ends when the last clone
@@ -57,21 +68,26 @@ struct Runner {
     pool: PgPool,
     retry: RetryPolicy,
     metrics: Arc<Metrics>,
+    /// The database's claims gate, which a claim running alone passes.
+    door: Door,
 }
 
 impl Coalescer {
-    /// Starts the dispatcher on the current Tokio runtime.
+    /// Starts the dispatcher on the current Tokio runtime; claims that run alone pass
+    /// `door`, the database's claims gate.
     pub(super) fn start(
         pool: PgPool,
         retry: RetryPolicy,
         metrics: Arc<Metrics>,
         batching: Batching,
+        door: Door,
     ) -> Self {
         let (queue, waiting) = mpsc::channel(QUEUE_CAPACITY);
         let runner = Runner {
             pool,
             retry,
             metrics,
+            door,
         };
         tokio::spawn(dispatch(waiting, runner, batching));
         Self { queue }
@@ -80,27 +96,31 @@ impl Coalescer {
     /// Claims `claim` (a fan's) in the next batch; answers as `store::claim` would.
     ///
     /// # Errors
-    /// As `store::claim`; [`Error::Database`] (pool closed) when the dispatcher has
-    /// stopped (the runtime is shutting down).
+    /// As `store::claim`; [`Error::Overloaded`] when its batch did not start within
+    /// `Batching::wait`, or it found a seat busy and no place at the gate came free in
+    /// time (nothing written either way); [`Error::Database`] (pool closed) when the
+    /// dispatcher has stopped (the runtime is shutting down).
     pub(super) async fn claim(&self, claim: Claim) -> Result<Claimed, Error> {
         let (reply, answer) = oneshot::channel();
         let stopped = || Error::Database(sqlx::Error::PoolClosed);
-        self.queue
-            .send(Pending { claim, reply })
-            .await
-            .map_err(|_| stopped())?;
+        let pending = Pending {
+            claim,
+            reply,
+            queued: Instant::now(),
+        };
+        self.queue.send(pending).await.map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
 }
 
-/// Takes batches off `waiting` while a slot is free and runs each on its own task.
+/// Takes batches off `waiting` while a slot is free and runs each on its own task. The
+/// oldest claim waits for a slot until its wait runs out, then is answered
+/// [`Error::Overloaded`] and the next one waits: while every batch is stuck (on locks,
+/// on a slow database), the queue still answers within the wait.
 async fn dispatch(mut waiting: mpsc::Receiver<Pending>, runner: Runner, batching: Batching) {
     let slots = Arc::new(Semaphore::new(batching.concurrent.max(1)));
     let mut carried: Option<Pending> = None;
     loop {
-        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-            return;
-        };
         let first = match carried.take() {
             Some(pending) => pending,
             None => match waiting.recv().await {
@@ -108,10 +128,25 @@ async fn dispatch(mut waiting: mpsc::Receiver<Pending>, runner: Runner, batching
                 None => return,
             },
         };
+        let Some(first) = in_time(first, &runner.door, batching.wait) else {
+            continue;
+        };
+        let until = tokio::time::Instant::from_std(first.queued + batching.wait);
+        let slot = match tokio::time::timeout_at(until, Arc::clone(&slots).acquire_owned()).await {
+            Ok(Ok(slot)) => slot,
+            Ok(Err(_closed)) => return,
+            Err(_late) => {
+                let _gone = first.reply.send(Err(runner.door.overloaded()));
+                continue;
+            }
+        };
         let mut seats = first.claim.seats.len();
         let mut batch = vec![first];
         while batch.len() < batching.max_claims {
             let Ok(next) = waiting.try_recv() else { break };
+            let Some(next) = in_time(next, &runner.door, batching.wait) else {
+                continue;
+            };
             if seats + next.claim.seats.len() > batching.max_seats {
                 carried = Some(next);
                 break;
@@ -125,6 +160,16 @@ async fn dispatch(mut waiting: mpsc::Receiver<Pending>, runner: Runner, batching
             drop(slot);
         });
     }
+}
+
+/// `pending` if it has waited at most `wait` for its batch; otherwise it is answered
+/// `door`'s [`Error::Overloaded`] (its fan comes back later) and `None`.
+fn in_time(pending: Pending, door: &Door, wait: Duration) -> Option<Pending> {
+    if pending.queued.elapsed() <= wait {
+        return Some(pending);
+    }
+    let _gone = pending.reply.send(Err(door.overloaded()));
+    None
 }
 
 impl Runner {
@@ -157,7 +202,7 @@ impl Runner {
                         }
                         Batched::Busy => {
                             let runner = self.clone();
-                            tokio::spawn(async move { runner.alone(pending).await });
+                            tokio::spawn(async move { runner.alone_at_gate(pending).await });
                         }
                     }
                 }
@@ -168,7 +213,7 @@ impl Runner {
             Err(error) if error.is_stale_route() && batch.len() > 1 => {
                 for pending in batch {
                     let runner = self.clone();
-                    tokio::spawn(async move { runner.alone(pending).await });
+                    tokio::spawn(async move { runner.alone_at_gate(pending).await });
                 }
             }
             Err(error) => {
@@ -182,12 +227,26 @@ impl Runner {
 
     /// Runs one claim in its own transaction (`store::claim`) and answers it.
     async fn alone(&self, pending: Pending) {
-        let answer = retry_transient(
+        let answer = self.claim_alone(&pending.claim).await;
+        let _gone = pending.reply.send(answer);
+    }
+
+    /// As [`Self::alone`], for a claim that left its batch (and the batch's slot): it
+    /// runs within the claims gate.
+    async fn alone_at_gate(&self, pending: Pending) {
+        let answer = match self.door.enter().await {
+            Ok(_place) => self.claim_alone(&pending.claim).await,
+            Err(overloaded) => Err(overloaded),
+        };
+        let _gone = pending.reply.send(answer);
+    }
+
+    async fn claim_alone(&self, claim: &Claim) -> Result<Claimed, Error> {
+        retry_transient(
             self.retry,
             |failure| self.metrics.retry(failure),
-            || store::claim(&self.pool, &pending.claim),
+            || store::claim(&self.pool, claim),
         )
-        .await;
-        let _gone = pending.reply.send(answer);
+        .await
     }
 }

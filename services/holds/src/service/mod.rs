@@ -7,6 +7,7 @@
 mod best;
 mod channels;
 mod coalesce;
+mod gate;
 mod repeated;
 mod returns;
 mod similar;
@@ -53,6 +54,8 @@ pub struct HoldsService {
     best: Arc<best::BestState>,
     /// Fans' claims, coalesced into batches, one coalescer per database by shard name.
     coalescers: BTreeMap<String, coalesce::Coalescer>,
+    /// The bound on fans' claims that run alone, per database.
+    gate: gate::ClaimGate,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) in a transaction on
@@ -91,19 +94,23 @@ impl HoldsService {
         retry: RetryPolicy,
         batching: Batching,
     ) -> Self {
+        let mut gate = gate::ClaimGate::default();
+        let coalescers = shards
+            .all()
+            .map(|(name, pool)| {
+                let coalescer = coalesce::Coalescer::start(
+                    pool.clone(),
+                    retry,
+                    Arc::clone(&metrics),
+                    batching,
+                    gate.open(name, batching.alone, batching.wait),
+                );
+                (name.to_owned(), coalescer)
+            })
+            .collect();
         Self {
-            coalescers: shards
-                .all()
-                .map(|(name, pool)| {
-                    let coalescer = coalesce::Coalescer::start(
-                        pool.clone(),
-                        retry,
-                        Arc::clone(&metrics),
-                        batching,
-                    );
-                    (name.to_owned(), coalescer)
-                })
-                .collect(),
+            coalescers,
+            gate,
             shards,
             metrics,
             retry,
@@ -111,7 +118,7 @@ impl HoldsService {
                 .max_capacity(SECTION_CACHE_CAPACITY)
                 .time_to_live(SECTION_CACHE_TTL)
                 .build(),
-            best: Arc::new(best::BestState::new(batching.best_available)),
+            best: Arc::new(best::BestState::new()),
         }
     }
 
@@ -249,6 +256,7 @@ impl HoldsService {
         let pool = self.shards.named(&shard)?;
         match (&claim.claimant, code) {
             (Claimant::Fan { .. }, Some(code)) => {
+                let _place = self.gate.door(&shard)?.enter().await?;
                 retry_transient(
                     self.retry,
                     |failure| self.metrics.retry(failure),

@@ -7,6 +7,7 @@ mod cases;
 mod channels;
 mod claims;
 mod coalesced;
+mod gate;
 mod history;
 mod keys;
 mod lifecycle;

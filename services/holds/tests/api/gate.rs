@@ -1,0 +1,194 @@
+//! The fans' claims gate: fans' claims — batched, best available, or run alone after
+//! finding a seat busy — never take the connections kept for the payment step, and a
+//! claim that finds no room within the claim wait is answered
+//! `RESOURCE_EXHAUSTED`/`OVERLOADED` with `retry_after_ms`, having written nothing.
+
+use std::time::Duration;
+
+use stadium_kit::Reason;
+use stadium_proto::holds::v1::claim_best_available_request::Target;
+use stadium_proto::holds::v1::{
+    ClaimBestAvailableRequest, ConfirmHoldRequest, Hold, HoldStatus, StartPaymentRequest,
+};
+use tokio::task::JoinSet;
+use tonic::{Code, Status};
+
+use crate::support::{EventSettings, Fan, TestApp, active_counts, assert_invariants, bearer};
+
+/// Connections of the service's pool: 1 batch, 4 kept for the payment step, 2 at the
+/// claims gate.
+const POOL: &str = "7";
+/// Connections fans' claims may hold at most: the batch and the gate.
+const CLAIMS_AT_MOST: i64 = 3;
+const WAIT_MS: &str = "300";
+
+async fn best_pair(mut fan: Fan, section: u64) -> Result<Hold, Status> {
+    let request = ClaimBestAvailableRequest {
+        admission_token: fan.admission.clone(),
+        event_id: fan.event.clone(),
+        target: Some(Target::SectionId(section)),
+        quantity: 2,
+        together: true,
+        ..ClaimBestAvailableRequest::default()
+    };
+    fan.client
+        .claim_best_available(bearer(request, &fan.session))
+        .await
+        .map(|r| r.into_inner().hold.expect("a hold"))
+}
+
+/// Backends of the test's database waiting for a lock: claims stuck behind the
+/// transaction that holds every seat of the section.
+async fn waiting_on_locks(app: &TestApp) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap()
+}
+
+/// Every seat of section B is locked by another transaction (as claims in flight
+/// would lock them), and 12 fans claim there at once, half by best available, half the
+/// seats themselves: the claims that get a connection wait on the locks, the others are
+/// shed within the claim wait. Meanwhile a fan who holds seats in A starts paying and
+/// books: the payment step still has its connections. Once the locks go, the claims
+/// that got in settle, and the shed ones wrote nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_past_the_gate_are_shed_and_the_payment_step_keeps_its_connections() {
+    let app = TestApp::start_with(
+        &[
+            "--database-max-connections",
+            POOL,
+            "--claim-batches",
+            "1",
+            "--claim-wait-ms",
+            WAIT_MS,
+        ],
+        None,
+    )
+    .await;
+    let event = app.event(EventSettings::default()).await;
+    sqlx::query(
+        "INSERT INTO catalog.price_categories (event_id, category_code, name, price_minor, currency) \
+         VALUES ($1::bigint, 'std', 'Standard', 2500, 'EUR') \
+         ON CONFLICT (event_id, category_code) DO UPDATE SET price_minor = EXCLUDED.price_minor",
+    )
+    .bind(&event)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let (a, b) = (app.sections[0].clone(), app.sections[1].clone());
+    let payer = app
+        .fan("payer", &event)
+        .claim(a.id, &[a.seats[0], a.seats[1]])
+        .await
+        .unwrap();
+
+    let mut in_flight = app.pool().begin().await.unwrap();
+    let seats: Vec<i64> = b.seats.iter().map(|&s| s as i64).collect();
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(hashint8($1::bigint), hashint8(s)) \
+         FROM unnest($2::bigint[]) AS s",
+    )
+    .bind(&event)
+    .bind(&seats)
+    .execute(&mut *in_flight)
+    .await
+    .unwrap();
+
+    let mut claims = JoinSet::new();
+    for i in 0..12 {
+        let fan = app.fan(&format!("fan-{i}"), &event);
+        if i % 2 == 0 {
+            claims.spawn(best_pair(fan, b.id));
+        } else {
+            let pair = [b.seats[i - 1], b.seats[i]];
+            claims.spawn(async move {
+                let mut fan = fan;
+                fan.claim(b.id, &pair).await
+            });
+        }
+    }
+
+    // Every claim either answers (shed) or waits on the locks; none answers otherwise
+    // while they are held.
+    let mut shed = Vec::new();
+    let stuck = loop {
+        let waiting = waiting_on_locks(&app).await;
+        assert!(
+            waiting <= CLAIMS_AT_MOST,
+            "{waiting} claims hold connections"
+        );
+        if waiting + shed.len() as i64 == 12 {
+            break waiting;
+        }
+        match tokio::time::timeout(Duration::from_millis(100), claims.join_next()).await {
+            Ok(Some(answer)) => shed.push(answer.unwrap().unwrap_err()),
+            Ok(None) => panic!("every claim answered while the seats were locked"),
+            Err(_) => {}
+        }
+    };
+    assert!(stuck >= 1, "no claim reached the database");
+    for status in &shed {
+        assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+        assert_eq!(Reason::of(status), Some(Reason::Overloaded), "{status:?}");
+        let info = stadium_kit::status::error_info(status).unwrap();
+        assert_eq!(info.metadata["retry_after_ms"], WAIT_MS);
+    }
+
+    // The payment step, while the claims hold every connection they may.
+    let service = app.issuers.service("payments");
+    let started = app
+        .client()
+        .start_payment(bearer(
+            StartPaymentRequest {
+                hold_key: payer.hold_key.clone(),
+                fan_id: "payer".into(),
+                window_ms: 60_000,
+            },
+            &service,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(started.total_minor, 5_000);
+    let booked = app
+        .client()
+        .confirm_hold(bearer(
+            ConfirmHoldRequest {
+                hold_key: payer.hold_key.clone(),
+                fan_id: "payer".into(),
+            },
+            &service,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .hold
+        .unwrap();
+    assert_eq!(booked.status(), HoldStatus::Booked);
+    assert_eq!(
+        waiting_on_locks(&app).await,
+        stuck,
+        "the claims were still waiting"
+    );
+
+    in_flight.rollback().await.unwrap();
+    let mut held_in_b = 0;
+    while let Some(answer) = claims.join_next().await {
+        match answer.unwrap() {
+            Ok(hold) => {
+                assert_eq!(hold.section_id, b.id);
+                held_in_b += 1;
+            }
+            Err(status) => assert_eq!(status.code(), Code::AlreadyExists, "{status:?}"),
+        }
+    }
+    assert!(held_in_b >= 1);
+    let (held_seats, booked_seats, _) = active_counts(app.pool(), &event).await;
+    assert_eq!((held_seats, booked_seats), (2 * held_in_b, 2));
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
