@@ -28,7 +28,8 @@ pub struct QueueSummary {
     /// Redis bytes per fan in the queue's store when the queue was longest: what
     /// `used_memory` grew by since the first sample, over the fans joined by then
     /// (queued and admitted: an admitted fan's token is in it too); `None` when Redis
-    /// was not read.
+    /// was not read, or its memory did not grow (freed memory, other keys expiring and
+    /// allocator reuse hide the queue's share: nothing can be said per fan).
     #[serde(default)]
     pub redis_bytes_per_fan: Option<f64>,
 }
@@ -61,7 +62,7 @@ impl QueueSummary {
         }
         let first_read = samples.iter().find(|p| p.redis_used_bytes > 0);
         if let (Some(first), Some(peak)) = (first_read, peak)
-            && peak.redis_used_bytes > 0
+            && peak.redis_used_bytes > first.redis_used_bytes
             && peak.joined > first.joined
         {
             let grown = peak.redis_used_bytes.saturating_sub(first.redis_used_bytes);
@@ -133,6 +134,26 @@ mod tests {
             QueueSummary::from_timeline(&unread).redis_bytes_per_fan,
             None
         );
+        // Memory that did not grow (or shrank) with the queue says nothing per fan.
+        let shrinking: Vec<TimelinePoint> = timeline
+            .iter()
+            .map(|p| TimelinePoint {
+                redis_used_bytes: 5_000_000 - p.joined,
+                ..*p
+            })
+            .collect();
+        assert_eq!(
+            QueueSummary::from_timeline(&shrinking).redis_bytes_per_fan,
+            None
+        );
+        let flat: Vec<TimelinePoint> = timeline
+            .iter()
+            .map(|p| TimelinePoint {
+                redis_used_bytes: 5_000_000,
+                ..*p
+            })
+            .collect();
+        assert_eq!(QueueSummary::from_timeline(&flat).redis_bytes_per_fan, None);
     }
 
     #[test]
