@@ -119,6 +119,7 @@ fn table(event: &str, r: &pb::TopSectionsResponse) -> String {
                 format!("{:.1}", s.seat_taken_rate * 100.0),
                 format!("{}", s.p99_ms),
                 format!("{:.1}", s.expiries_per_s),
+                s.lock_waits.to_string(),
                 s.held.to_string(),
                 s.sold.to_string(),
                 s.free.to_string(),
@@ -138,6 +139,7 @@ fn table(event: &str, r: &pb::TopSectionsResponse) -> String {
             "SEAT_TAKEN%",
             "P99_MS",
             "EXPIRIES/S",
+            "LOCK_WAITS",
             "HELD",
             "SOLD",
             "FREE",
@@ -164,5 +166,6 @@ fn section_json(s: &pb::SectionLoad) -> Value {
         "held": s.held,
         "sold": s.sold,
         "free": s.free,
+        "lock_waits": s.lock_waits,
     })
 }

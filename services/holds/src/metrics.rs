@@ -140,15 +140,21 @@ impl Metrics {
         }
     }
 
-    /// Records `n` rows marked expired by the sweeper or `SweepExpired` (not per
-    /// section: the sweep statement does not say which sections it touched).
-    pub fn expired_by_sweeper(&self, n: u64) {
+    /// Records `n` rows of `place` marked expired by the sweeper or `SweepExpired`,
+    /// counted per event, section and shard (`holds.expiries`, source `sweeper`) and
+    /// in [`Self::section_load`].
+    pub fn expired_by_sweeper(&self, n: u64, place: &Place) {
         if n == 0 {
             return;
         }
-        self.expiries.add(n, &[KeyValue::new("source", "sweeper")]);
+        let [event, section, shard] = place_attributes(place);
+        self.expiries.add(
+            n,
+            &[KeyValue::new("source", "sweeper"), event, section, shard],
+        );
         self.expired_by_sweeper_total
             .fetch_add(n, Ordering::Relaxed);
+        self.section_load.expired(n, place);
     }
 
     /// Records `n` rows a claim at `place` marked expired on its way (lazy expiry),
@@ -283,7 +289,7 @@ mod tests {
         };
         metrics.claim("seat_taken", 1.0, &anywhere);
         metrics.expired_by_claim(4, &east);
-        metrics.expired_by_sweeper(2);
+        metrics.expired_by_sweeper(2, &east);
         provider.force_flush().unwrap();
 
         let points = points(&exporter);
@@ -334,7 +340,18 @@ mod tests {
             ),
             Some(4)
         );
-        assert_eq!(at("holds.expiries", &["source=sweeper"]), Some(2));
+        assert_eq!(
+            at(
+                "holds.expiries",
+                &[
+                    "event_id=7",
+                    "section_id=12",
+                    "shard=east",
+                    "source=sweeper"
+                ]
+            ),
+            Some(2)
+        );
         let totals = metrics.totals();
         assert_eq!(totals.seat_taken, 3);
         assert_eq!((totals.expired_lazily, totals.expired_by_sweeper), (4, 2));

@@ -78,7 +78,8 @@ impl SectionLoad {
         });
     }
 
-    /// Counts `n` seat rows a claim at `place` marked expired on its way.
+    /// Counts `n` seat rows at `place` marked expired, by a claim on its way or by the
+    /// sweeper.
     pub fn expired(&self, n: u64, place: &Place) {
         if n > 0 {
             self.with(place, |c| {

@@ -117,6 +117,7 @@ impl BoxOfficeApi {
                     held: count(s.held),
                     sold: count(s.sold),
                     free: count(s.free),
+                    lock_waits: count(s.lock_waits),
                 })
                 .collect(),
         })

@@ -59,7 +59,7 @@ pub struct SectionTop {
     /// The 99th percentile of claim latency, in ms (the upper bound of its bucket; 0
     /// without claims).
     pub p99_ms: f64,
-    /// Seat rows claims marked expired on their way, per second.
+    /// Seat rows marked expired (by claims on their way or the sweeper), per second.
     pub expiries_per_s: f64,
     /// Claims that created a hold in the window.
     pub held_claims: i64,
@@ -69,7 +69,7 @@ pub struct SectionTop {
     pub refused_claims: i64,
     /// Claims that failed (database, contention) in the window.
     pub failed_claims: i64,
-    /// Seat rows claims marked expired in the window.
+    /// Seat rows marked expired (claims or the sweeper) in the window.
     pub expiries: i64,
     /// Seats held and not lapsed now.
     pub held: i64,
@@ -77,6 +77,9 @@ pub struct SectionTop {
     pub sold: i64,
     /// Seats neither held, booked nor blocked now.
     pub free: i64,
+    /// Claims waiting now for a seat of the section that another claim in flight has
+    /// locked (see [`lock_waits`]).
+    pub lock_waits: i64,
 }
 
 /// The sections of `event_id` with claims in the last `window` or active seats, the
@@ -100,6 +103,7 @@ pub async fn top_sections(
     .await?
     .into_iter()
     .collect();
+    let mut waiting = lock_waits(shards, event_id).await?;
     let mut counted: BTreeMap<i64, Counted> = BTreeMap::new();
     for (_, pool) in shards.all() {
         for (section, counts) in counted_on(pool, event_id, window).await? {
@@ -114,7 +118,8 @@ pub async fn top_sections(
             let c = counted.remove(&s.section_id).unwrap_or_default();
             let claims = c.held + c.seat_taken + c.refused;
             let active = s.held + s.sold + s.blocked;
-            if claims + c.errors + c.expired == 0 && active == 0 {
+            let lock_waits = waiting.remove(&s.section_id).unwrap_or(0);
+            if claims + c.errors + c.expired + lock_waits == 0 && active == 0 {
                 return None;
             }
             Some(SectionTop {
@@ -136,6 +141,7 @@ pub async fn top_sections(
                 held: s.held,
                 sold: s.sold,
                 free: (seats.get(&s.section_id).copied().unwrap_or(0) - active).max(0),
+                lock_waits,
                 code: s.code,
             })
         })
@@ -146,6 +152,48 @@ pub async fn top_sections(
             .then_with(|| a.code.cmp(&b.code))
     });
     Ok(top)
+}
+
+/// Claims of `event_id` waiting now, on every database of `shards`, for a seat's lock
+/// that another claim in flight holds, by section. Every claim takes its seats'
+/// advisory locks in the two-key form (hashint8 of the event, hashint8 of the seat;
+/// migration `20261202020000`) until it commits, so a claim that waits is an ungranted
+/// advisory lock of `pg_locks` (PostgreSQL docs, "pg_locks": the two keys are
+/// `classid` and `objid`, `objsubid` 2); the seat's section is found by its hash among
+/// the event's seats (two seats of an event sharing a 32-bit hash would both count a
+/// waiter: rare, and a gauge only). The seats are read only when some claim waits.
+///
+/// # Errors
+/// [`crate::error::Error::Database`].
+async fn lock_waits(shards: &Shards, event_id: i64) -> Result<BTreeMap<i64, i64>> {
+    let mut waiting: Vec<i64> = Vec::new();
+    for (_, pool) in shards.all() {
+        let keys: Vec<i64> = sqlx::query_scalar(
+            "SELECT l.objid::bigint FROM pg_locks l \
+              WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 2 \
+                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+                AND l.classid = hashint8($1::bigint)::oid",
+        )
+        .bind(event_id)
+        .fetch_all(pool)
+        .await?;
+        waiting.extend(keys);
+    }
+    if waiting.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let by_section: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT s.section_id, count(*)::bigint \
+           FROM unnest($2::bigint[]) AS w(seat_key) \
+           JOIN catalog.event_seats s \
+             ON s.event_id = $1 AND hashint8(s.seat_id)::oid::bigint = w.seat_key \
+          GROUP BY s.section_id",
+    )
+    .bind(event_id)
+    .bind(&waiting)
+    .fetch_all(shards.main())
+    .await?;
+    Ok(by_section.into_iter().collect())
 }
 
 /// Claims of `event_id` answered on each database of `shards` (held or refused) per

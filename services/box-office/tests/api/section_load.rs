@@ -37,15 +37,11 @@ async fn wrote(
     .unwrap();
 }
 
-#[tokio::test]
-async fn top_sections_sums_processes_and_databases_within_the_window() {
-    let east = stadium_testkit::fresh_database().await;
-    let flag = format!("east={}", east.url);
-    let mut office = Office::start(&["--shard", &flag]).await;
+/// A new venue and an event of it whose section A is routed to the shard `east` (B
+/// stays on main); the ids of A and B.
+async fn event_with_a_on_east(office: &mut Office) -> (pb::Venue, pb::Event, u64, u64) {
     let venue = office.venue().await;
     let event = office.event(&venue.venue_id).await;
-    let event_id: i64 = event.event_id.parse().unwrap();
-    let other = office.event(&venue.venue_id).await;
     let section = |code: &str| {
         venue
             .sections
@@ -55,15 +51,26 @@ async fn top_sections_sums_processes_and_databases_within_the_window() {
             .section_id
     };
     let (a, b) = (section("A"), section("B"));
-    // A was moved to east: rows of it on both databases, from two processes.
     sqlx::query(
         "INSERT INTO catalog.section_shards (event_id, section_id, shard) VALUES ($1, $2, 'east')",
     )
-    .bind(event_id)
+    .bind(event.event_id.parse::<i64>().unwrap())
     .bind(i64::try_from(a).unwrap())
     .execute(office.pool())
     .await
     .unwrap();
+    (venue, event, a, b)
+}
+
+#[tokio::test]
+async fn top_sections_sums_processes_and_databases_within_the_window() {
+    let east = stadium_testkit::fresh_database().await;
+    let flag = format!("east={}", east.url);
+    let mut office = Office::start(&["--shard", &flag]).await;
+    let (venue, event, a, b) = event_with_a_on_east(&mut office).await;
+    let event_id: i64 = event.event_id.parse().unwrap();
+    let other = office.event(&venue.venue_id).await;
+    // A was moved to east: rows of it on both databases, from two processes.
     // Stamped a minute ahead, so that they are in "the last 10 s" however slowly the
     // test runs; the hour-old row and the other event's are in no window.
     wrote(office.pool(), (event_id, a), 1, 60, [2, 0, 0, 0]).await;
@@ -165,5 +172,102 @@ async fn top_sections_sums_processes_and_databases_within_the_window() {
         let (code, why, field) = reason(&refused);
         assert_eq!((code, why, field.as_deref()), expected, "{refused:?}");
     }
+    office.stop().await;
+}
+
+/// Takes the advisory lock a claim takes on `seat` of `event` (holds.lock_seats) in a
+/// transaction on `pool`, and keeps it until the transaction ends.
+async fn lock_seat(
+    pool: &sqlx::PgPool,
+    event: i64,
+    seat: i64,
+) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock(hashint8($1::bigint), hashint8($2::bigint))")
+        .bind(event)
+        .bind(seat)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx
+}
+
+/// A seat of `section` of `event`.
+async fn a_seat(office: &Office, event: i64, section: u64) -> i64 {
+    sqlx::query_scalar(
+        "SELECT seat_id FROM catalog.event_seats WHERE event_id = $1 AND section_id = $2 \
+         ORDER BY seat_id LIMIT 1",
+    )
+    .bind(event)
+    .bind(i64::try_from(section).unwrap())
+    .fetch_one(office.pool())
+    .await
+    .unwrap()
+}
+
+/// Claims waiting for a seat another claim in flight has locked, as holds' claims wait
+/// (the same advisory locks, taken here by SQL), counted per section on each database:
+/// two on A (on east), one on B (on main); none once the locks are given back.
+#[tokio::test]
+async fn top_sections_counts_the_claims_waiting_on_their_seats_locks() {
+    let east = stadium_testkit::fresh_database().await;
+    let flag = format!("east={}", east.url);
+    let mut office = Office::start(&["--shard", &flag]).await;
+    let (_, event, a, b) = event_with_a_on_east(&mut office).await;
+    let event_id: i64 = event.event_id.parse().unwrap();
+    let (seat_a, seat_b) = (
+        a_seat(&office, event_id, a).await,
+        a_seat(&office, event_id, b).await,
+    );
+    let in_flight_a = lock_seat(&east.pool, event_id, seat_a).await;
+    let in_flight_b = lock_seat(office.pool(), event_id, seat_b).await;
+    let mut waiters = tokio::task::JoinSet::new();
+    for (pool, seat) in [
+        (east.pool.clone(), seat_a),
+        (east.pool.clone(), seat_a),
+        (office.pool().clone(), seat_b),
+    ] {
+        waiters.spawn(async move { lock_seat(&pool, event_id, seat).await.rollback().await });
+    }
+
+    let top = |office: &Office| {
+        let request = office.sre(pb::TopSectionsRequest {
+            event_id: event.event_id.clone(),
+            window_s: 0,
+        });
+        let mut client = office.client.clone();
+        async move {
+            client
+                .top_sections(request)
+                .await
+                .unwrap()
+                .into_inner()
+                .sections
+                .iter()
+                .map(|s| (s.section_code.clone(), s.shard.clone(), s.lock_waits))
+                .collect::<Vec<_>>()
+        }
+    };
+    let expected = [
+        ("A".to_owned(), "east".to_owned(), 2),
+        ("B".to_owned(), "main".to_owned(), 1),
+    ];
+    // Polled until the waiters are at their locks (never timed).
+    let mut seen = top(&office).await;
+    for _ in 0..600 {
+        if seen == expected {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        seen = top(&office).await;
+    }
+    assert_eq!(seen, expected);
+
+    in_flight_a.rollback().await.unwrap();
+    in_flight_b.rollback().await.unwrap();
+    while let Some(done) = waiters.join_next().await {
+        done.unwrap().unwrap();
+    }
+    assert!(top(&office).await.is_empty());
     office.stop().await;
 }

@@ -421,11 +421,21 @@ impl HoldsService {
     pub async fn sweep(&self, batch: u32) -> Result<u64, Error> {
         let batch = batch.max(1);
         let mut total = 0;
-        for (_, pool) in self.shards.all() {
+        for (shard, pool) in self.shards.all() {
             loop {
                 let mut conn = pool.acquire().await?;
-                let done = store::sweep_expired(&mut conn, batch).await?;
-                self.metrics.expired_by_sweeper(done);
+                let swept = store::sweep_expired(&mut conn, batch).await?;
+                drop(conn);
+                let mut done = 0;
+                for each in swept {
+                    let place = Place {
+                        event: each.event,
+                        section: Some(each.section),
+                        shard: shard.to_owned(),
+                    };
+                    self.metrics.expired_by_sweeper(each.rows, &place);
+                    done += each.rows;
+                }
                 total += done;
                 if done < u64::from(batch) {
                     break;

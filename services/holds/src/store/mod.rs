@@ -34,7 +34,7 @@ pub use returns::{
     queue_for_returns, queued_claims,
 };
 pub use section_seats::section_seats;
-pub use sweep::sweep_expired;
+pub use sweep::{Swept, sweep_expired};
 
 use crate::domain::{EventId, Hold, HoldKey, HoldKind, HoldStatus, SeatId, SectionId};
 use crate::error::Error;

@@ -25,7 +25,8 @@ pub struct SectionCounts {
     pub refused: i64,
     /// Claims that failed (database, contention).
     pub errors: i64,
-    /// Seat rows marked expired by the claims on their way (lazy expiry).
+    /// Seat rows marked expired, by the claims on their way (lazy expiry) or by the
+    /// sweeper.
     pub expired: i64,
     /// Claim latency, counts per bucket of `stadium_db::CLAIM_LATENCY_BOUNDS_MS`
     /// ([`LATENCY_BUCKETS`] long, the last above every bound).

@@ -3,7 +3,7 @@
 //! at one on the shard `east`; the holds process writes its per-section counts to the
 //! database each claim ran on; the box office's `TopSections`, reading every database,
 //! answers exactly what the fans were told, the busier section first, and the lapsed
-//! holds the claims expired on their way.
+//! holds the claims expired on their way or the sweeper expired.
 
 use std::time::Duration;
 
@@ -47,17 +47,49 @@ async fn pairs_claim(
     (held as u64, (n - held) as u64)
 }
 
-/// (held, seat_taken) claims of `section` of `event` written to `pool` so far.
-async fn written(pool: &PgPool, event: &str, section: u64) -> (i64, i64) {
-    sqlx::query_as(
-        "SELECT coalesce(sum(held), 0)::bigint, coalesce(sum(seat_taken), 0)::bigint \
+/// ((held, seat_taken) claims, expired seat rows) of `section` of `event` written to
+/// `pool` so far.
+async fn written(pool: &PgPool, event: &str, section: u64) -> ((i64, i64), i64) {
+    let (held, taken, expired) = sqlx::query_as(
+        "SELECT coalesce(sum(held), 0)::bigint, coalesce(sum(seat_taken), 0)::bigint, \
+                coalesce(sum(expired), 0)::bigint \
            FROM holds.section_load WHERE event_id = $1::bigint AND section_id = $2",
     )
     .bind(event)
     .bind(i64::try_from(section).unwrap())
     .fetch_one(pool)
     .await
-    .unwrap()
+    .unwrap();
+    ((held, taken), expired)
+}
+
+/// A hold of `seats` of `section` by a fan long gone, lapsed ten minutes ago.
+async fn lapsed_hold(pool: &PgPool, event: &str, section: u64, seats: &[u64]) {
+    sqlx::query(
+        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, \
+             admission_jti, status, created_at, expires_at) \
+         SELECT $1, $2::bigint, $3, s, 'gone', 'jti', 'held', now() - interval '20 minutes', \
+                now() - interval '10 minutes' \
+         FROM unnest($4::bigint[]) AS s",
+    )
+    .bind(
+        HoldKey::generate(
+            EventId::try_from(event).unwrap(),
+            SectionId::try_from(section).unwrap(),
+        )
+        .uuid(),
+    )
+    .bind(event)
+    .bind(i64::try_from(section).unwrap())
+    .bind(
+        seats
+            .iter()
+            .map(|&s| i64::try_from(s).unwrap())
+            .collect::<Vec<_>>(),
+    )
+    .execute(pool)
+    .await
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -83,30 +115,10 @@ async fn top_sections_counts_what_the_fans_were_told_per_section_busiest_first()
     Copies::default().refresh(shards).await.unwrap();
 
     // An abandoned hold of the first two seats of A, lapsed: the claim that takes them
-    // marks it expired on its way (the sweeper is off).
-    sqlx::query(
-        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, \
-             admission_jti, status, created_at, expires_at) \
-         SELECT $1, $2::bigint, $3, s, 'gone', 'jti', 'held', now() - interval '20 minutes', \
-                now() - interval '10 minutes' \
-         FROM unnest($4::bigint[]) AS s",
-    )
-    .bind(
-        HoldKey::generate(
-            EventId::try_from(event.as_str()).unwrap(),
-            SectionId::try_from(a.id).unwrap(),
-        )
-        .uuid(),
-    )
-    .bind(&event)
-    .bind(i64::try_from(a.id).unwrap())
-    .bind(vec![
-        i64::try_from(a.seats[0]).unwrap(),
-        i64::try_from(a.seats[1]).unwrap(),
-    ])
-    .execute(app.pool())
-    .await
-    .unwrap();
+    // marks it expired on its way (the sweeper is off). Another of the last two seats
+    // of B, which no fan asks for: the sweep below marks it expired.
+    lapsed_hold(app.pool(), &event, a.id, &a.seats[..2]).await;
+    lapsed_hold(&east.pool, &event, b.id, &b.seats[18..]).await;
 
     // A on main: 40 fans, pairs after the same two seats. B on east: 12 fans, pairs
     // after the same seat.
@@ -119,6 +131,11 @@ async fn top_sections_counts_what_the_fans_were_told_per_section_busiest_first()
     // One of each pair, whichever came first.
     assert_eq!((a_held, a_taken), (20, 20));
     assert_eq!((b_held, b_taken), (6, 6));
+    let swept = app.parts.service.sweep(100).await.unwrap();
+    assert_eq!(
+        swept, 2,
+        "B's lapsed hold, and A's was expired by its claim"
+    );
 
     // Each section's counts on its own database, once written (polled, never timed).
     let expect = |held: u64, taken: u64| (held as i64, taken as i64);
@@ -126,7 +143,10 @@ async fn top_sections_counts_what_the_fans_were_told_per_section_busiest_first()
     loop {
         let on_main = written(app.pool(), &event, a.id).await;
         let on_east = written(&east.pool, &event, b.id).await;
-        if on_main == expect(a_held, a_taken) && on_east == expect(b_held, b_taken) {
+        if on_main.0 == expect(a_held, a_taken)
+            && on_east == (expect(b_held, b_taken), 2)
+            && on_main.1 >= 2
+        {
             break;
         }
         assert!(
@@ -135,8 +155,8 @@ async fn top_sections_counts_what_the_fans_were_told_per_section_busiest_first()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(written(&east.pool, &event, a.id).await, (0, 0));
-    assert_eq!(written(app.pool(), &event, b.id).await, (0, 0));
+    assert_eq!(written(&east.pool, &event, a.id).await, ((0, 0), 0));
+    assert_eq!(written(app.pool(), &event, b.id).await, ((0, 0), 0));
 
     // The box office over the same databases.
     let jwks = app.issuers.identity.jwks_json().unwrap();
@@ -211,7 +231,7 @@ async fn top_sections_counts_what_the_fans_were_told_per_section_busiest_first()
     assert!(expired >= 2, "{expired}");
     assert_eq!(
         (top_a.expiries, top_b.expiries),
-        (u64::try_from(expired).unwrap(), 0)
+        (u64::try_from(expired).unwrap(), 2)
     );
     assert_eq!(top_a.expiries_per_s, expired as f64 / 600.0);
     // Seats now: each held claim of A holds two, of B one.
