@@ -18,6 +18,7 @@ pub mod domain;
 pub mod error;
 pub mod grpc;
 pub mod metrics;
+pub mod offered;
 pub mod service;
 pub mod store;
 

@@ -22,6 +22,7 @@ use tracing::instrument;
 use crate::domain::{EventId, EventLayout, SectionInfo, SharedSnapshot, Snapshot};
 use crate::error::Error;
 use crate::metrics::Metrics;
+use crate::offered::Offered;
 use crate::store;
 
 /// Where to look for suggestions.
@@ -100,6 +101,8 @@ pub struct SeatMapService {
     versions: Cache<EventId, Arc<str>>,
     layouts: Cache<(EventId, Arc<str>), Arc<EventLayout>>,
     availability: Cache<(EventId, u64), SharedSnapshot>,
+    /// Seats suggested within the staleness bound, passed over by the next requests.
+    offered: Offered,
     metrics: Arc<Metrics>,
 }
 
@@ -136,6 +139,7 @@ impl SeatMapService {
                 .max_capacity(100_000)
                 .expire_after(StalenessExpiry(staleness))
                 .build(),
+            offered: Offered::new(staleness),
             metrics,
         }
     }
@@ -272,7 +276,9 @@ impl SeatMapService {
         Ok((layout.clone(), ids.into_iter().zip(snapshots).collect()))
     }
 
-    /// Best available seats from the cached availability.
+    /// Best available seats from the cached availability, passing over the seats this
+    /// process suggested within the staleness bound while others fit (see
+    /// [`crate::offered`]), so fans asking at once are offered different seats.
     ///
     /// Errors: [`Error::InvalidField`] for a quantity above the event's per-claim
     /// maximum, an unknown category or near seat; [`Error::SectionNotFound`]; as
@@ -333,13 +339,30 @@ impl SeatMapService {
                 _ => snapshot.availability.clone(),
             })
             .collect();
-        let pairs: Vec<(&SectionLayout, &Availability)> = sections
-            .iter()
-            .map(|s| &s.layout)
-            .zip(filtered.iter())
-            .collect();
-        let suggestions = stadium_seating::suggest(&pairs, query.quantity, preference, query.limit)
-            .map_err(|e| Error::invalid("quantity", e.to_string()))?;
+        // Seats just offered to other fans are passed over while others fit.
+        let mut passed_over = filtered.clone();
+        let mut any_passed = false;
+        for (section, availability) in sections.iter().zip(passed_over.iter_mut()) {
+            any_passed |= self
+                .offered
+                .pass_over(event, section.section_id(), availability);
+        }
+        let suggest = |from: &[Availability]| {
+            let pairs: Vec<(&SectionLayout, &Availability)> = sections
+                .iter()
+                .map(|s| &s.layout)
+                .zip(from.iter())
+                .collect();
+            stadium_seating::suggest(&pairs, query.quantity, preference, query.limit)
+                .map_err(|e| Error::invalid("quantity", e.to_string()))
+        };
+        let mut suggestions = suggest(&passed_over)?;
+        if suggestions.is_empty() && any_passed {
+            suggestions = suggest(&filtered)?;
+        }
+        for s in &suggestions {
+            self.offered.mark(event, s.section_id, &s.seat_ids);
+        }
         Ok(SuggestAnswer { suggestions, as_of })
     }
 }

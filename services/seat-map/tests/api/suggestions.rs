@@ -1,5 +1,6 @@
 //! Best-available suggestions over randomly held venues: every suggested seat is free,
-//! in one row, adjacent, in the requested scope; an oversized quantity is refused.
+//! in one row, adjacent, in the requested scope; an oversized quantity is refused; and
+//! fans asking at once are offered different seats.
 
 use stadium_kit::status::error_info;
 use stadium_proto::seat_map::v1::SuggestSeatsRequest;
@@ -121,4 +122,40 @@ async fn suggestions_are_available_and_contiguous_over_random_holds() {
         .await
         .unwrap_err();
     assert_eq!(error_info(&status).unwrap().metadata["field"], "quantity");
+}
+
+/// Fans asking at once are offered different seats: within the staleness bound, each
+/// answer passes over the seats answered before, until none is left in the scope;
+/// then the seats are offered again rather than nothing.
+#[tokio::test]
+async fn fans_asking_at_once_are_offered_different_seats_until_none_is_left() {
+    let h = Harness::start(60_000).await;
+    let event = h.event_on(SCREENSHOTS).await;
+    let layout = h.layout(event).await;
+    let section = layout.sections.iter().min_by_key(|s| s.seat_count).unwrap();
+    let ask = || async {
+        h.client()
+            .suggest_seats(h.authed(SuggestSeatsRequest {
+                event_id: event.to_string(),
+                quantity: 1,
+                scope: Some(Scope::SectionId(section.section_id)),
+                limit: 1,
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .into_inner()
+            .suggestions
+    };
+    let mut offered = std::collections::BTreeSet::new();
+    for _ in 0..section.seat_count {
+        let answer = ask().await;
+        assert_eq!(answer.len(), 1);
+        let seat = answer[0].seat_ids[0];
+        assert!(offered.insert(seat), "seat {seat} offered twice");
+    }
+    assert_eq!(offered.len(), section.seat_count as usize);
+    let again = ask().await;
+    assert_eq!(again.len(), 1, "every seat offered: offered again");
+    assert!(offered.contains(&again[0].seat_ids[0]));
 }
