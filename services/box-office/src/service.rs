@@ -21,7 +21,7 @@ use crate::store::seat_history::{self, After, SeatChange};
 use crate::store::section_load::{self, SectionTop};
 use crate::store::shard_map::{self, SectionSeats};
 use crate::store::venues::VenueSummary;
-use crate::store::{cross_shard, events, invariants, reports, shard_sales, venues};
+use crate::store::{cross_shard, events, invariants, reports, sales_claims, venues};
 
 /// What an import stored or found.
 #[derive(Debug, Clone)]
@@ -473,19 +473,15 @@ impl BoxOfficeService {
             .execute(&mut *tx)
             .await?;
         let event = events::load(&mut tx, event_id, false).await?;
-        let mut lines = reports::sales(&mut tx, event_id, grouping).await?;
-        let orders = if self.shards.is_single() {
-            None
-        } else {
-            Some(shard_sales::orders(&mut tx, event_id).await?)
-        };
+        let mut lines = reports::seats(&mut tx, event_id, grouping).await?;
+        let orders = sales_claims::orders(&mut tx, event_id).await?;
+        let on_main = sales_claims::lines(&mut *tx, event_id, grouping, &orders).await?;
+        sales_claims::merge(&mut lines, &on_main);
         tx.commit().await?;
         // With shards, each one's claims and the money of the holds on it.
-        if let Some(orders) = &orders {
-            for (_, shard) in self.shards.others() {
-                let extra = shard_sales::lines(shard, event_id, grouping, orders).await?;
-                shard_sales::merge(&mut lines, &extra);
-            }
+        for (_, shard) in self.shards.others() {
+            let claims = sales_claims::lines(shard, event_id, grouping, &orders).await?;
+            sales_claims::merge(&mut lines, &claims);
         }
         let mut total = ReportLine {
             key: "total".to_owned(),

@@ -59,21 +59,31 @@ impl ReportLine {
     }
 }
 
-/// The per-group lines of event `event_id` (which the caller has checked exists).
+/// The per-group lines of event `event_id` (which the caller has checked exists) with
+/// their seats only, every seat available: one line per section code in plan order, or
+/// per price category code in code order (`sql/sales_seats.sql`). The claims and money
+/// of each database are merged in by `sales_claims`.
 ///
 /// # Errors
 /// [`crate::error::Error::Database`].
-pub async fn sales(
+pub async fn seats(
     conn: &mut PgConnection,
     event_id: i64,
     grouping: Grouping,
 ) -> Result<Vec<ReportLine>> {
     let by_category = grouping == Grouping::Category;
-    Ok(
-        sqlx::query_file_as!(ReportLine, "src/store/sql/sales.sql", event_id, by_category)
-            .fetch_all(conn)
-            .await?,
-    )
+    let rows = sqlx::query_file!("src/store/sql/sales_seats.sql", event_id, by_category)
+        .fetch_all(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| ReportLine {
+            key: r.key,
+            seats: r.seats,
+            available: r.seats,
+            ..ReportLine::default()
+        })
+        .collect())
 }
 
 /// One bucket of the sales timeline.

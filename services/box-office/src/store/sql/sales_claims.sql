@@ -1,19 +1,16 @@
--- Sales of event $1, one row per section code in plan order, or, when $2 is true, one
--- row per price category code in code order.
+-- The claims of event $1 on this database and the money of the orders whose holds are
+-- here, one row per section code, or, when $2 is true, per price category code (in no
+-- particular order; only groups with claims or money). The orders come from the main
+-- database's payments as three columns: hold key $3, money kept $4 and refunded $5
+-- (minor units). Run on every database, so the main database's rows plus each shard's
+-- add up to the report of one database.
 -- Claims and money are grouped on their own and joined to the seats only through
 -- primary-key lookups, so the plan stays cheap even when the planner has no statistics
 -- for a table filled minutes ago (a sale's first minutes): a join of every seat with
 -- every claim degenerates into seats x claims comparisons.
--- Every output column is NOT NULL: keys are NOT NULL columns, counts are count(*) or
--- COALESCE, money is COALESCE.
-WITH ev AS (SELECT venue_id FROM catalog.events WHERE event_id = $1),
-seats AS (
-    SELECT CASE WHEN $2::boolean THEN s.category_code ELSE sc.code END AS key,
-           min(sc.sort_order) AS sort_order, count(*) AS seats
-    FROM ev JOIN catalog.seats s ON s.venue_id = ev.venue_id
-    JOIN catalog.sections sc ON sc.section_id = s.section_id
-    GROUP BY 1),
-claims AS (
+-- Money is split evenly over the seats of the order's hold, the remainder going to the
+-- lowest seat id, so the groups add up to the orders exactly.
+WITH claims AS (
     SELECT CASE WHEN $2::boolean THEN s.category_code ELSE sc.code END AS key,
            count(*) FILTER (WHERE a.status = 'held') AS held,
            count(*) FILTER (WHERE a.status = 'booked') AS sold,
@@ -25,9 +22,8 @@ claims AS (
     WHERE a.event_id = $1
     GROUP BY 1),
 orders AS (
-    SELECT p.hold_key, p.amount_minor - p.refunded_minor AS kept, p.refunded_minor
-    FROM payments.payments p
-    WHERE p.event_id = $1 AND p.status IN ('captured', 'refund_pending', 'refunded')),
+    SELECT * FROM unnest($3::uuid[], $4::bigint[], $5::bigint[])
+        AS o(hold_key, kept, refunded_minor)),
 order_seats AS (
     SELECT h.seat_id, o.kept, o.refunded_minor,
            row_number() OVER (PARTITION BY o.hold_key ORDER BY h.seat_id) AS rn,
@@ -43,9 +39,7 @@ money AS (
     JOIN catalog.seats s ON s.seat_id = m.seat_id
     JOIN catalog.sections sc ON sc.section_id = s.section_id
     GROUP BY 1)
-SELECT k.key AS "key!",
-       k.seats AS "seats!",
-       k.seats - coalesce(c.held + c.sold + c.blocked, 0) AS "available!",
+SELECT coalesce(c.key, m.key) AS "key!",
        coalesce(c.held, 0) AS "held!",
        coalesce(c.sold, 0) AS "sold!",
        coalesce(c.blocked, 0) AS "blocked!",
@@ -53,7 +47,4 @@ SELECT k.key AS "key!",
        coalesce(m.kept, 0)::bigint AS "revenue_minor!",
        coalesce(m.refunds, 0)::bigint AS "refunds!",
        coalesce(m.refunded, 0)::bigint AS "refunded_minor!"
-FROM seats k
-LEFT JOIN claims c ON c.key = k.key
-LEFT JOIN money m ON m.key = k.key
-ORDER BY CASE WHEN $2::boolean THEN 0 ELSE k.sort_order END, k.key
+FROM claims c FULL JOIN money m ON m.key = c.key
