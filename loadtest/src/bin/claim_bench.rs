@@ -101,7 +101,7 @@ struct Args {
     pool: u32,
 
     /// Batches of claims the holds service runs at once (its `--claim-batches`).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 2)]
     claim_batches: u32,
 
     /// Most claims per batch (the service's `--claim-batch-max`; 1: no coalescing).

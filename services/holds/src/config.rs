@@ -138,7 +138,7 @@ pub struct Config {
 
     /// Batches of fans' claims in flight at once, each one transaction on its own
     /// connection: claims that arrive while every batch is busy share the next one.
-    #[arg(long, env = "CLAIM_BATCHES", default_value_t = 4,
+    #[arg(long, env = "CLAIM_BATCHES", default_value_t = 2,
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub claim_batches: u32,
 
