@@ -167,7 +167,9 @@ impl HoldsService {
                     misses.remove(&event);
                 }
                 Err(Error::NoBlockLeft { .. }) => *misses.entry(event).or_default() += 1,
-                Err(Error::Contention) => {
+                // Busy, not refused: the entry keeps its place, and the event waits for
+                // the next pass.
+                Err(Error::Contention | Error::Overloaded { .. }) => {
                     misses.insert(event, MISSES_PER_EVENT);
                 }
                 Err(error @ Error::Database(_)) => return Err(error),
