@@ -73,7 +73,7 @@ impl Metrics {
         Self {
             claims: meter
                 .u64_counter("holds.claims")
-                .with_description("seat claims by outcome (held, seat_taken, refused, error)")
+                .with_description("seat claims by outcome (held, seat_taken, refused, shed, error)")
                 .with_unit("{claim}")
                 .build(),
             seat_taken: meter
@@ -118,7 +118,7 @@ impl Metrics {
     }
 
     /// Records one finished claim at `place`: `outcome` is `held`, `seat_taken`,
-    /// `refused` or `error`; `elapsed_ms` its latency. Counted and timed per outcome,
+    /// `refused`, `shed` (the claims gate's `OVERLOADED`) or `error`; `elapsed_ms` its latency. Counted and timed per outcome,
     /// event, section and shard, so an SRE sees each section's claims/s, `SEAT_TAKEN`
     /// rate and p99 (`holds.claims`, `holds.claim.duration`); also counted in
     /// [`Self::section_load`].

@@ -64,7 +64,7 @@ impl SectionLoad {
     }
 
     /// Counts one claim answered at `place` after `elapsed_ms` milliseconds: `outcome`
-    /// is `held`, `seat_taken`, `refused` or `error`. A claim without a section (a
+    /// is `held`, `seat_taken`, `refused`, `shed` or `error`. A claim without a section (a
     /// price category that found none) has no section to count under and is skipped.
     pub fn claim(&self, outcome: &str, elapsed_ms: f64, place: &Place) {
         self.with(place, |c| {
@@ -72,6 +72,7 @@ impl SectionLoad {
                 "held" => c.held += 1,
                 "seat_taken" => c.seat_taken += 1,
                 "refused" => c.refused += 1,
+                "shed" => c.shed += 1,
                 _ => c.errors += 1,
             }
             c.latency[latency_bucket(elapsed_ms)] += 1;
@@ -105,6 +106,7 @@ impl SectionLoad {
                 held: 0,
                 seat_taken: 0,
                 refused: 0,
+                shed: 0,
                 errors: 0,
                 expired: 0,
                 latency: [0; LATENCY_BUCKETS],
@@ -152,6 +154,7 @@ fn add(sum: &mut SectionCounts, more: &SectionCounts) {
     sum.held += more.held;
     sum.seat_taken += more.seat_taken;
     sum.refused += more.refused;
+    sum.shed += more.shed;
     sum.errors += more.errors;
     sum.expired += more.expired;
     for (s, m) in sum.latency.iter_mut().zip(more.latency) {
@@ -250,6 +253,7 @@ mod tests {
         load.claim("seat_taken", 3.0, &place(Some(1), "main"));
         // The route could not be read: counted on the main database, with the rest.
         load.claim("refused", 6000.0, &place(Some(1), "unknown"));
+        load.claim("shed", 1000.0, &place(Some(1), "main"));
         load.claim("error", 0.1, &place(Some(2), "main"));
         load.expired(3, &place(Some(2), "main"));
         // No section: nothing to count under.
@@ -267,13 +271,15 @@ mod tests {
                 one.held,
                 one.seat_taken,
                 one.refused,
+                one.shed,
                 one.errors,
                 one.expired
             ),
-            (1, 1, 1, 0, 0)
+            (1, 1, 1, 1, 0, 0)
         );
         assert_eq!(one.latency[latency_bucket(1.5)], 1);
         assert_eq!(one.latency[latency_bucket(3.0)], 1);
+        assert_eq!(one.latency[latency_bucket(1000.0)], 1);
         assert_eq!(one.latency[LATENCY_BUCKETS - 1], 1);
         let two = &rows[1];
         assert_eq!((two.errors, two.expired), (1, 3));

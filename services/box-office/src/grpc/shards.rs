@@ -118,6 +118,7 @@ impl BoxOfficeApi {
                     sold: count(s.sold),
                     free: count(s.free),
                     lock_waits: count(s.lock_waits),
+                    shed_claims: total(s.shed_claims),
                 })
                 .collect(),
         })

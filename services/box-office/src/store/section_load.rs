@@ -21,6 +21,7 @@ struct Counted {
     held: i64,
     seat_taken: i64,
     refused: i64,
+    shed: i64,
     errors: i64,
     expired: i64,
     /// Counts per latency bucket (`stadium_db::CLAIM_LATENCY_BOUNDS_MS`).
@@ -32,6 +33,7 @@ impl Counted {
         self.held += more.held;
         self.seat_taken += more.seat_taken;
         self.refused += more.refused;
+        self.shed += more.shed;
         self.errors += more.errors;
         self.expired += more.expired;
         if self.latency.len() < more.latency.len() {
@@ -65,8 +67,12 @@ pub struct SectionTop {
     pub held_claims: i64,
     /// Claims refused `SEAT_TAKEN` in the window.
     pub seat_taken_claims: i64,
-    /// Claims refused for another reason in the window.
+    /// Claims refused for another reason (limits, sale state, tokens) in the window.
     pub refused_claims: i64,
+    /// Claims the claims gate shed in the window (`OVERLOADED`: no turn at the database
+    /// within the claim wait; nothing written, the fan retries). Not counted in
+    /// `claims_per_s` or the `SEAT_TAKEN` rate.
+    pub shed_claims: i64,
     /// Claims that failed (database, contention) in the window.
     pub failed_claims: i64,
     /// Seat rows marked expired (claims or the sweeper) in the window.
@@ -119,7 +125,7 @@ pub async fn top_sections(
             let claims = c.held + c.seat_taken + c.refused;
             let active = s.held + s.sold + s.blocked;
             let lock_waits = waiting.remove(&s.section_id).unwrap_or(0);
-            if claims + c.errors + c.expired + lock_waits == 0 && active == 0 {
+            if claims + c.shed + c.errors + c.expired + lock_waits == 0 && active == 0 {
                 return None;
             }
             Some(SectionTop {
@@ -136,6 +142,7 @@ pub async fn top_sections(
                 held_claims: c.held,
                 seat_taken_claims: c.seat_taken,
                 refused_claims: c.refused,
+                shed_claims: c.shed,
                 failed_claims: c.errors,
                 expiries: c.expired,
                 held: s.held,
@@ -224,21 +231,22 @@ async fn counted_on(
     event_id: i64,
     window: Duration,
 ) -> Result<BTreeMap<i64, Counted>> {
-    type Row = (i64, i64, i64, i64, i64, i64, Vec<i64>);
+    type Row = (i64, i64, i64, i64, i64, i64, i64, Vec<i64>);
     let rows: Vec<Row> = sqlx::query_as(
         "WITH w AS ( \
              SELECT * FROM holds.section_load \
               WHERE event_id = $1 AND at > now() - make_interval(secs => $2)), \
          sums AS ( \
              SELECT section_id, sum(held)::bigint AS held, sum(seat_taken)::bigint AS seat_taken, \
-                    sum(refused)::bigint AS refused, sum(errors)::bigint AS errors, \
+                    sum(refused)::bigint AS refused, sum(shed)::bigint AS shed, \
+                    sum(errors)::bigint AS errors, \
                     sum(expired)::bigint AS expired \
                FROM w GROUP BY section_id), \
          buckets AS ( \
              SELECT w.section_id, b.i, sum(b.n)::bigint AS n \
                FROM w, unnest(w.latency_buckets) WITH ORDINALITY AS b(n, i) \
               GROUP BY w.section_id, b.i) \
-         SELECT s.section_id, s.held, s.seat_taken, s.refused, s.errors, s.expired, \
+         SELECT s.section_id, s.held, s.seat_taken, s.refused, s.shed, s.errors, s.expired, \
                 coalesce((SELECT array_agg(k.n ORDER BY k.i) FROM buckets k \
                            WHERE k.section_id = s.section_id), '{}') \
            FROM sums s",
@@ -250,13 +258,14 @@ async fn counted_on(
     Ok(rows
         .into_iter()
         .map(
-            |(section, held, seat_taken, refused, errors, expired, latency)| {
+            |(section, held, seat_taken, refused, shed, errors, expired, latency)| {
                 (
                     section,
                     Counted {
                         held,
                         seat_taken,
                         refused,
+                        shed,
                         errors,
                         expired,
                         latency,

@@ -9,20 +9,20 @@ use tonic::Code;
 use crate::support::{Office, reason};
 
 /// Adds a row of `process` for `section` of `event` on `pool`, `at_s` seconds from now,
-/// with `[held, seat_taken, refused, errors]` claims, all of at most 1 ms.
+/// with `[held, seat_taken, refused, errors, shed]` claims, all of at most 1 ms.
 async fn wrote(
     pool: &sqlx::PgPool,
     (event, section): (i64, u64),
     process: u8,
     at_s: i64,
-    [held, seat_taken, refused, errors]: [i64; 4],
+    [held, seat_taken, refused, errors, shed]: [i64; 5],
 ) {
     sqlx::query(
         "INSERT INTO holds.section_load (event_id, section_id, process_id, at, held, seat_taken, \
-             refused, errors, latency_buckets) \
+             refused, errors, shed, latency_buckets) \
          VALUES ($1, $2, ('00000000-0000-0000-0000-0000000000' || lpad($3::text, 2, '0'))::uuid, \
-                 date_trunc('second', now()) + make_interval(secs => $4), $5, $6, $7, $8, \
-                 ARRAY[0, $5 + $6 + $7 + $8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]::bigint[])",
+                 date_trunc('second', now()) + make_interval(secs => $4), $5, $6, $7, $8, $9, \
+                 ARRAY[0, $5 + $6 + $7 + $8 + $9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]::bigint[])",
     )
     .bind(event)
     .bind(i64::try_from(section).unwrap())
@@ -32,6 +32,7 @@ async fn wrote(
     .bind(seat_taken)
     .bind(refused)
     .bind(errors)
+    .bind(shed)
     .execute(pool)
     .await
     .unwrap();
@@ -73,12 +74,12 @@ async fn top_sections_sums_processes_and_databases_within_the_window() {
     // A was moved to east: rows of it on both databases, from two processes.
     // Stamped a minute ahead, so that they are in "the last 10 s" however slowly the
     // test runs; the hour-old row and the other event's are in no window.
-    wrote(office.pool(), (event_id, a), 1, 60, [2, 0, 0, 0]).await;
-    wrote(&east.pool, (event_id, a), 2, 60, [3, 1, 0, 0]).await;
-    wrote(office.pool(), (event_id, b), 1, 60, [0, 0, 1, 1]).await;
-    wrote(office.pool(), (event_id, b), 1, -3600, [100, 0, 0, 0]).await;
+    wrote(office.pool(), (event_id, a), 1, 60, [2, 0, 0, 0, 0]).await;
+    wrote(&east.pool, (event_id, a), 2, 60, [3, 1, 0, 0, 4]).await;
+    wrote(office.pool(), (event_id, b), 1, 60, [0, 0, 1, 1, 0]).await;
+    wrote(office.pool(), (event_id, b), 1, -3600, [100, 0, 0, 0, 0]).await;
     let other_id: i64 = other.event_id.parse().unwrap();
-    wrote(office.pool(), (other_id, b), 1, 60, [50, 0, 0, 0]).await;
+    wrote(office.pool(), (other_id, b), 1, 60, [50, 0, 0, 0, 0]).await;
 
     // window_s 0: the default 10 s.
     let top = office
@@ -102,16 +103,18 @@ async fn top_sections_sums_processes_and_databases_within_the_window() {
                 s.seat_taken_claims,
                 s.refused_claims,
                 s.failed_claims,
+                s.shed_claims,
                 s.claims_per_s,
             )
         })
         .collect();
-    // A failed claim is not an answered one: B's load is its one refusal over 10 s.
+    // Neither a failed claim nor a shed one is an answered one: B's load is its one
+    // refusal over 10 s, A's its six held or SEAT_TAKEN.
     assert_eq!(
         rows,
         [
-            ("A", "east", 5, 1, 0, 0, 0.6),
-            ("B", "main", 0, 0, 1, 1, 0.1)
+            ("A", "east", 5, 1, 0, 0, 4, 0.6),
+            ("B", "main", 0, 0, 1, 1, 0, 0.1)
         ]
     );
     let a_top = &top.sections[0];

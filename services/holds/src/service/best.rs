@@ -163,6 +163,7 @@ impl HoldsService {
             }
             Err(Error::NoBlockLeft { .. }) => "seat_taken",
             Err(Error::Database(_) | Error::Contention) => "error",
+            Err(Error::Overloaded { .. }) => "shed",
             Err(_) => "refused",
         };
         let section = match (&result, &request.target) {

@@ -217,6 +217,10 @@ impl HoldsService {
                 self.metrics.claim("error", elapsed_ms, &place);
                 Err(error)
             }
+            Err(error @ Error::Overloaded { .. }) => {
+                self.metrics.claim("shed", elapsed_ms, &place);
+                Err(error)
+            }
             Err(error) => {
                 self.metrics.claim("refused", elapsed_ms, &place);
                 Err(error)

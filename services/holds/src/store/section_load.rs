@@ -21,8 +21,10 @@ pub struct SectionCounts {
     pub held: i64,
     /// Claims refused `SEAT_TAKEN` (best available: no block left).
     pub seat_taken: i64,
-    /// Claims refused for any other reason.
+    /// Claims refused for any other reason than `SEAT_TAKEN` or shedding.
     pub refused: i64,
+    /// Claims the claims gate shed (`OVERLOADED`, nothing written).
+    pub shed: i64,
     /// Claims that failed (database, contention).
     pub errors: i64,
     /// Seat rows marked expired, by the claims on their way (lazy expiry) or by the
@@ -53,19 +55,20 @@ pub async fn add_section_load(
     let latency: Vec<i64> = rows.iter().flat_map(|r| r.latency).collect();
     let done = sqlx::query(
         "INSERT INTO holds.section_load AS l \
-             (event_id, section_id, process_id, at, held, seat_taken, refused, errors, expired, \
-              latency_buckets) \
+             (event_id, section_id, process_id, at, held, seat_taken, refused, shed, errors, \
+              expired, latency_buckets) \
          SELECT u.event_id, u.section_id, $1, date_trunc('second', now()), \
-                u.held, u.seat_taken, u.refused, u.errors, u.expired, \
-                ($9::bigint[])[((u.n - 1) * $10 + 1)::int : (u.n * $10)::int] \
+                u.held, u.seat_taken, u.refused, u.shed, u.errors, u.expired, \
+                ($10::bigint[])[((u.n - 1) * $11 + 1)::int : (u.n * $11)::int] \
            FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], \
-                       $7::bigint[], $8::bigint[]) \
-                WITH ORDINALITY AS u(event_id, section_id, held, seat_taken, refused, errors, \
-                                     expired, n) \
+                       $7::bigint[], $8::bigint[], $9::bigint[]) \
+                WITH ORDINALITY AS u(event_id, section_id, held, seat_taken, refused, shed, \
+                                     errors, expired, n) \
          ON CONFLICT (event_id, at, section_id, process_id) DO UPDATE SET \
              held = l.held + EXCLUDED.held, \
              seat_taken = l.seat_taken + EXCLUDED.seat_taken, \
              refused = l.refused + EXCLUDED.refused, \
+             shed = l.shed + EXCLUDED.shed, \
              errors = l.errors + EXCLUDED.errors, \
              expired = l.expired + EXCLUDED.expired, \
              latency_buckets = ARRAY(SELECT a + b FROM unnest(l.latency_buckets, \
@@ -78,6 +81,7 @@ pub async fn add_section_load(
     .bind(column(|r| r.held))
     .bind(column(|r| r.seat_taken))
     .bind(column(|r| r.refused))
+    .bind(column(|r| r.shed))
     .bind(column(|r| r.errors))
     .bind(column(|r| r.expired))
     .bind(latency)

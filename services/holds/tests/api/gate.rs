@@ -49,12 +49,27 @@ async fn waiting_on_locks(app: &TestApp) -> i64 {
     .unwrap()
 }
 
+/// Section `section`'s claims shed and refused for another reason, as this test's
+/// holds process wrote them to `holds.section_load` (about every 100 ms).
+async fn shed_and_refused(app: &TestApp, event: &str, section: u64) -> (i64, i64) {
+    sqlx::query_as(
+        "SELECT coalesce(sum(shed), 0)::bigint, coalesce(sum(refused), 0)::bigint \
+           FROM holds.section_load WHERE event_id = $1::bigint AND section_id = $2",
+    )
+    .bind(event)
+    .bind(i64::try_from(section).unwrap())
+    .fetch_one(app.pool())
+    .await
+    .unwrap()
+}
+
 /// Every seat of section B is locked by another transaction (as claims in flight
 /// would lock them), and 12 fans claim there at once, half by best available, half the
 /// seats themselves: the claims that get a connection wait on the locks, the others are
 /// shed within the claim wait. Meanwhile a fan who holds seats in A starts paying and
 /// books: the payment step still has its connections. Once the locks go, the claims
-/// that got in settle, and the shed ones wrote nothing.
+/// that got in settle, and the shed ones wrote nothing. The SRE's section load counts
+/// the shed claims as shed, not as refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_past_the_gate_are_shed_and_the_payment_step_keeps_its_connections() {
     let app = TestApp::start_with(
@@ -65,6 +80,8 @@ async fn claims_past_the_gate_are_shed_and_the_payment_step_keeps_its_connection
             "1",
             "--claim-wait-ms",
             WAIT_MS,
+            "--section-load-interval-ms",
+            "100",
         ],
         None,
     )
@@ -190,5 +207,19 @@ async fn claims_past_the_gate_are_shed_and_the_payment_step_keeps_its_connection
     let (held_seats, booked_seats, _) = active_counts(app.pool(), &event).await;
     assert_eq!((held_seats, booked_seats), (2 * held_in_b, 2));
     assert_invariants(app.pool()).await;
+    let shed_claims = i64::try_from(shed.len()).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let counted = shed_and_refused(&app, &event, b.id).await;
+        if counted.0 >= shed_claims {
+            assert_eq!(counted, (shed_claims, 0));
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "section load never counted {shed_claims} shed claims: {counted:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     app.stop().await;
 }
