@@ -62,7 +62,8 @@ pub struct Config {
     )]
     pub max_concurrent_joins: usize,
 
-    /// The `retry_after_ms` hint a shed join gets, ms.
+    /// The `retry_after_ms` hint a shed join gets, ms; spread up to 21 times this when
+    /// the last second shed many times more joins than it served (`stadium_kit::shed`).
     #[arg(long, env = "WAITING_ROOM_SHED_RETRY_AFTER_MS", default_value_t = 250,
           value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub shed_retry_after_ms: u64,

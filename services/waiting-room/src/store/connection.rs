@@ -4,12 +4,15 @@
 //! event carries the event's `{ev:<id>}` hash tag, so an event's scripts always run
 //! on the one master that owns that slot.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
 
 /// The Redis the store talks to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,8 +44,22 @@ impl RedisTarget {
 }
 
 /// A multiplexed connection to the target: cheap to clone, shared by every call.
+///
+/// Its I/O runs on a thread of its own ([`IoThread`]): the task that reads Redis's
+/// answers, the response timeout's clock and the reconnection all live there, so a
+/// replica whose gRPC workers are busy to the last cycle (a join burst verifying
+/// sessions and signing tickets) still hears Redis in time. On the shared workers an
+/// answer that came back in a millisecond could wait seconds for its reader to be
+/// polled and time out as if Redis were down.
 #[derive(Clone)]
-pub(crate) enum Connection {
+pub(crate) struct Connection {
+    link: Link,
+    /// Where `link`'s I/O runs; `None` for the unit tests' recorder.
+    io: Option<Arc<IoThread>>,
+}
+
+#[derive(Clone)]
+enum Link {
     /// One server, reconnecting after a drop.
     Single(ConnectionManager),
     /// A cluster: one connection per node, following `MOVED`/`ASK` redirections and
@@ -53,12 +70,77 @@ pub(crate) enum Connection {
     Recorder(recorder::Recorder),
 }
 
+/// A thread running a single-threaded Tokio runtime for one connection's I/O. It
+/// stops when the last clone of the connection is dropped.
+struct IoThread {
+    runtime: Handle,
+    /// Dropped with the thread's last user: ends the thread's `block_on`.
+    _stop: oneshot::Sender<()>,
+}
+
+impl IoThread {
+    fn start() -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .thread_name("waiting-room-redis")
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("waiting-room-redis".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+            })?;
+        Ok(Self {
+            runtime: handle,
+            _stop: stop,
+        })
+    }
+
+    /// Runs `work` on the thread and waits for it.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl std::future::Future<Output = redis::RedisResult<T>> + Send + 'static,
+    ) -> redis::RedisResult<T> {
+        self.runtime.spawn(work).await.map_err(|e| {
+            redis::RedisError::from((
+                redis::ErrorKind::Io,
+                "the Redis I/O thread stopped",
+                e.to_string(),
+            ))
+        })?
+    }
+}
+
 impl Connection {
     /// Connects to `target`; a command unanswered after `response_timeout` fails.
     pub(crate) async fn open(
         target: &RedisTarget,
         response_timeout: Duration,
     ) -> redis::RedisResult<Self> {
+        let io = IoThread::start().map_err(redis::RedisError::from)?;
+        let target = target.clone();
+        let link = io.run(Link::open(target, response_timeout)).await?;
+        Ok(Self {
+            link,
+            io: Some(Arc::new(io)),
+        })
+    }
+
+    /// A connection that records what it is sent (unit tests).
+    #[cfg(test)]
+    pub(crate) fn recorder(recorder: recorder::Recorder) -> Self {
+        Self {
+            link: Link::Recorder(recorder),
+            io: None,
+        }
+    }
+}
+
+impl Link {
+    async fn open(target: RedisTarget, response_timeout: Duration) -> redis::RedisResult<Self> {
         match target {
             RedisTarget::Single(url) => {
                 let client = redis::Client::open(url.as_str())?;
@@ -84,7 +166,7 @@ impl Connection {
     }
 }
 
-impl ConnectionLike for Connection {
+impl ConnectionLike for Link {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Self::Single(conn) => conn.req_packed_command(cmd),
@@ -115,6 +197,43 @@ impl ConnectionLike for Connection {
             #[cfg(test)]
             Self::Recorder(_) => 0,
         }
+    }
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let Some(io) = &self.io else {
+            return self.link.req_packed_command(cmd);
+        };
+        let io = Arc::clone(io);
+        let mut link = self.link.clone();
+        let cmd = cmd.clone();
+        Box::pin(async move {
+            io.run(async move { link.req_packed_command(&cmd).await })
+                .await
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let Some(io) = &self.io else {
+            return self.link.req_packed_commands(pipeline, offset, count);
+        };
+        let io = Arc::clone(io);
+        let mut link = self.link.clone();
+        let pipeline = pipeline.clone();
+        Box::pin(async move {
+            io.run(async move { link.req_packed_commands(&pipeline, offset, count).await })
+                .await
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.link.get_db()
     }
 }
 

@@ -3,6 +3,7 @@
 mod admissions;
 mod audit;
 mod connection;
+mod join_line;
 mod restore;
 pub mod scripts;
 mod slots;
@@ -108,6 +109,9 @@ pub struct Store {
     prefix: Arc<str>,
     scripts: Arc<scripts::Scripts>,
     clock: Arc<dyn Clock>,
+    /// Where this store's joins wait to go to Redis together; `None` in the line's
+    /// own copy of the store, which sends them.
+    joins: Option<join_line::JoinLine>,
 }
 
 impl std::fmt::Debug for Store {
@@ -162,12 +166,15 @@ impl Store {
         // Every script is idempotent or checks its preconditions, so a call that timed
         // out (and may still have run) is safe for the caller to retry.
         let conn = Connection::open(target, response_timeout).await?;
-        Ok(Self {
+        let mut store = Self {
             conn,
             prefix: prefix.into(),
             scripts: Arc::new(scripts::Scripts::new()),
             clock,
-        })
+            joins: None,
+        };
+        store.joins = Some(join_line::JoinLine::start(store.clone()));
+        Ok(store)
     }
 
     fn key(&self, event: &EventId, suffix: &str) -> String {
@@ -279,24 +286,46 @@ impl Store {
     }
 
     /// Joins `fan` to `event`'s queue; returns the fan's queue number (0 = pre-queue).
-    /// Idempotent.
+    /// Idempotent. The joins a replica receives at once go to Redis together, one
+    /// script call per event for up to [`join_line::MOST_FANS_PER_CALL`] fans.
     ///
     /// # Errors
     /// [`Error::EventNotFound`]; [`Error::NotOnSale`] when closed; [`Error::Redis`].
     pub async fn join(&self, event: &EventId, fan: &FanId) -> Result<u64, Error> {
+        match &self.joins {
+            Some(line) => line.join(event, fan).await,
+            None => {
+                let numbers = self.join_many(event, std::slice::from_ref(fan)).await?;
+                numbers
+                    .first()
+                    .copied()
+                    .ok_or_else(|| Error::Internal("join answered no number".into()))
+            }
+        }
+    }
+
+    /// Joins `fans` to `event`'s queue in one script call; their queue numbers in the
+    /// same order (0 = pre-queue). Idempotent, a fan named twice included.
+    ///
+    /// # Errors
+    /// As [`Store::join`]; one error for every fan of the call.
+    pub(crate) async fn join_many(
+        &self,
+        event: &EventId,
+        fans: &[FanId],
+    ) -> Result<Vec<u64>, Error> {
         for _ in 0..OPEN_ATTEMPTS {
-            let reply: Vec<String> = self
-                .scripts
-                .join
-                .key(self.key(event, "cfg"))
+            let mut call = self.scripts.join.prepare_invoke();
+            call.key(self.key(event, "cfg"))
                 .key(self.key(event, "fans"))
                 .key(self.key(event, "pre"))
                 .key(self.key(event, "adm"))
                 .key(self.admission_keys(event))
-                .arg(fan.as_str())
-                .arg(self.now_arg())
-                .invoke_async(&mut self.conn.clone())
-                .await?;
+                .arg(self.now_arg());
+            for fan in fans {
+                call.arg(fan.as_str());
+            }
+            let reply: Vec<String> = call.invoke_async(&mut self.conn.clone()).await?;
             match reply.first().map(String::as_str) {
                 Some("missing") => return Err(Error::EventNotFound(event.to_string())),
                 Some("closed") if self.is_cancelled(event).await? => {
@@ -304,7 +333,11 @@ impl Store {
                 }
                 Some("closed") => return Err(Error::NotOnSale(event.to_string())),
                 Some("opening") => self.open(event).await?,
-                Some("ok") => return field(&reply, 1, "queue number"),
+                Some("ok") if reply.len() == fans.len() + 1 => {
+                    return (1..reply.len())
+                        .map(|i| field(&reply, i, "queue number"))
+                        .collect();
+                }
                 _ => return Err(Error::Internal(format!("join answered {reply:?}"))),
             }
         }

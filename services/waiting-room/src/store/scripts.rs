@@ -246,30 +246,51 @@ return {s(h[1]), s(h[2]), s(h[3]), s(h[4]), s(h[5]), s(h[6]), s(h[7]), s(h[8]), 
   s(inv[6]), s(h[12]), s(h[13]), s(h[14]), s(inv[7])}
 "#;
 
-/// KEYS: cfg, fans, pre, adm. ARGV: fan, now.
-/// Returns `{'missing'}`, `{'closed'}`, `{'opening'}` or `{'ok', number}` (`0` =
-/// pre-queue). A fan already known gets its number back: joining is idempotent.
+/// KEYS: cfg, fans, pre, adm, then the admission keys. ARGV: now, then the fan ids
+/// to join (one call carries a replica's batch of joins, in arrival order).
+/// Returns `{'missing'}`, `{'closed'}`, `{'opening'}` or `{'ok', number, ...}`, one
+/// number per fan id in ARGV order (`0` = pre-queue). A fan already known (earlier, or
+/// earlier in the same call) gets its number back: joining is idempotent.
 const JOIN: &str = r#"
-local now = clock(ARGV[2])
+local now = clock(ARGV[1])
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {'missing'} end
 if state == 'closed' then return {'closed'} end
-local known = redis.call('HGET', KEYS[2], ARGV[1])
+local reply = {'ok'}
 if state == 'scheduled' then
   if now >= num(redis.call('HGET', KEYS[1], 'onsale')) then return {'opening'} end
-  if known then return {'ok', known} end
-  redis.call('RPUSH', KEYS[3], ARGV[1])
-  redis.call('HSET', KEYS[2], ARGV[1], '0')
-  redis.call('HINCRBY', KEYS[1], 'joined', 1)
-  return {'ok', '0'}
+  local joined = 0
+  for i = 2, #ARGV do
+    local known = redis.call('HGET', KEYS[2], ARGV[i])
+    if not known then
+      redis.call('RPUSH', KEYS[3], ARGV[i])
+      redis.call('HSET', KEYS[2], ARGV[i], '0')
+      joined = joined + 1
+      known = '0'
+    end
+    reply[#reply + 1] = known
+  end
+  if joined > 0 then redis.call('HINCRBY', KEYS[1], 'joined', joined) end
+  return reply
 end
-if known then return {'ok', known} end
 -- Bring the credit up to now before `numbered` (its cap) grows.
 advance(KEYS[1], KEYS[4], now)
-local number = redis.call('HINCRBY', KEYS[1], 'numbered', 1)
-redis.call('HINCRBY', KEYS[1], 'joined', 1)
-redis.call('HSET', KEYS[2], ARGV[1], number)
-return {'ok', tostring(number)}
+local first = num(redis.call('HGET', KEYS[1], 'numbered'))
+local numbered = first
+for i = 2, #ARGV do
+  local known = redis.call('HGET', KEYS[2], ARGV[i])
+  if not known then
+    numbered = numbered + 1
+    known = fmt(numbered)
+    redis.call('HSET', KEYS[2], ARGV[i], known)
+  end
+  reply[#reply + 1] = known
+end
+if numbered > first then
+  redis.call('HSET', KEYS[1], 'numbered', fmt(numbered))
+  redis.call('HINCRBY', KEYS[1], 'joined', numbered - first)
+end
+return reply
 "#;
 
 /// KEYS: cfg, fans, pre, adm. ARGV: now, n, then the n pre-queue fan ids in their

@@ -69,10 +69,11 @@ mod tests {
     async fn record_every_script(event: &EventId) -> Vec<Vec<Vec<u8>>> {
         let recorder = Recorder::default();
         let store = Store {
-            conn: Connection::Recorder(recorder.clone()),
+            conn: Connection::recorder(recorder.clone()),
             prefix: "stadium:wr:".into(),
             scripts: Arc::new(scripts::Scripts::new()),
             clock: Arc::new(ManualClock::starting_now()),
+            joins: None,
         };
         let fan = FanId::parse("fan-1").unwrap();
         let settings = EventSettings {

@@ -28,6 +28,20 @@ pub struct Keys {
     pub tickets: QueueTicketKeys,
 }
 
+/// How an instance takes joins: at most `most` at once (0 = no limit), each Redis call
+/// failing after `redis_timeout`.
+#[derive(Clone, Copy)]
+struct Joins {
+    most: usize,
+    redis_timeout: Duration,
+}
+
+/// No join limit, and Redis given all the time a slow test machine needs.
+const JOINS_UNLIMITED: Joins = Joins {
+    most: 0,
+    redis_timeout: Duration::from_secs(30),
+};
+
 /// Several instances of the service sharing one queue.
 pub struct Room {
     pub clock: ManualClock,
@@ -108,7 +122,7 @@ impl Room {
         refresh: Duration,
         redis_time: bool,
     ) -> Room {
-        Self::start_full(test, keys, refresh, redis_time, 0, Vec::new()).await
+        Self::start_full(test, keys, refresh, redis_time, JOINS_UNLIMITED, Vec::new()).await
     }
 
     /// `instances` instances on the manual clock keeping their queues in the Redis
@@ -119,12 +133,38 @@ impl Room {
             admission: SigningKeyRing::generate("wr-test").expect("admission keys"),
             tickets: QueueTicketKeys::generate("qt-test").expect("ticket keys"),
         };
-        Self::start_full(test, vec![keys; instances], Duration::ZERO, false, 0, seeds).await
+        Self::start_full(
+            test,
+            vec![keys; instances],
+            Duration::ZERO,
+            false,
+            JOINS_UNLIMITED,
+            seeds,
+        )
+        .await
     }
 
     /// `instances` instances that each run at most `max_joins` joins at once and shed
     /// the rest (hint 50 ms).
     pub async fn start_shedding(test: &str, instances: usize, max_joins: usize) -> Room {
+        let joins = Joins {
+            most: max_joins,
+            redis_timeout: Duration::from_secs(30),
+        };
+        Self::start_limited(test, instances, joins).await
+    }
+
+    /// `instances` instances with a deployment's join limits: 1,024 joins at once per
+    /// instance and a Redis call failing after 2 s, as the service's flags default.
+    pub async fn start_as_deployed(test: &str, instances: usize) -> Room {
+        let joins = Joins {
+            most: 1_024,
+            redis_timeout: Duration::from_secs(2),
+        };
+        Self::start_limited(test, instances, joins).await
+    }
+
+    async fn start_limited(test: &str, instances: usize, joins: Joins) -> Room {
         let keys = Keys {
             admission: SigningKeyRing::generate("wr-test").expect("admission keys"),
             tickets: QueueTicketKeys::generate("qt-test").expect("ticket keys"),
@@ -134,7 +174,7 @@ impl Room {
             vec![keys; instances],
             Duration::from_millis(250),
             false,
-            max_joins,
+            joins,
             Vec::new(),
         )
         .await
@@ -145,7 +185,7 @@ impl Room {
         keys: Vec<Keys>,
         refresh: Duration,
         redis_time: bool,
-        max_joins: usize,
+        joins: Joins,
         redis_cluster: Vec<String>,
     ) -> Room {
         let clock = ManualClock::starting_now();
@@ -171,10 +211,10 @@ impl Room {
                 redis_url: redis_url.clone(),
                 key_prefix: prefix.clone(),
                 redis_cluster: redis_cluster.clone(),
-                redis_response_timeout: Duration::from_secs(30),
+                redis_response_timeout: joins.redis_timeout,
                 snapshot_refresh: refresh,
                 watch_interval: Duration::from_millis(5),
-                max_concurrent_joins: max_joins,
+                max_concurrent_joins: joins.most,
                 shed_retry_after: Duration::from_millis(50),
                 default_admission_ttl: Duration::from_secs(600),
                 inventory_ttl: Duration::from_secs(10),
