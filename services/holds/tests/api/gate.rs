@@ -13,7 +13,10 @@ use stadium_proto::holds::v1::{
 use tokio::task::JoinSet;
 use tonic::{Code, Status};
 
-use crate::support::{EventSettings, Fan, TestApp, active_counts, assert_invariants, bearer};
+use crate::returns::{ask, fill_the_house, holds_of, lapse, position, queued};
+use crate::support::{
+    EventSettings, Fan, Section, TestApp, active_counts, assert_invariants, bearer,
+};
 
 /// Connections of the service's pool: 1 batch, 4 kept for the payment step, 2 at the
 /// claims gate.
@@ -35,6 +38,61 @@ async fn best_pair(mut fan: Fan, section: u64) -> Result<Hold, Status> {
         .claim_best_available(bearer(request, &fan.session))
         .await
         .map(|r| r.into_inner().hold.expect("a hold"))
+}
+
+/// Holds on a pool of [`POOL`] connections, one claim batch, a claim wait of
+/// [`WAIT_MS`], and `more` flags.
+async fn small_pool(more: &[&str]) -> TestApp {
+    let mut flags = vec![
+        "--database-max-connections",
+        POOL,
+        "--claim-batches",
+        "1",
+        "--claim-wait-ms",
+        WAIT_MS,
+    ];
+    flags.extend_from_slice(more);
+    TestApp::start_with(&flags, None).await
+}
+
+/// A transaction holding the advisory locks of `seats` of `event`, as a claim in flight
+/// holds them, until it ends.
+async fn lock_seats(
+    pool: &sqlx::PgPool,
+    event: &str,
+    seats: &[u64],
+) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut in_flight = pool.begin().await.unwrap();
+    let seats: Vec<i64> = seats.iter().map(|&s| s as i64).collect();
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(hashint8($1::bigint), hashint8(s)) \
+         FROM unnest($2::bigint[]) AS s",
+    )
+    .bind(event)
+    .bind(&seats)
+    .execute(&mut *in_flight)
+    .await
+    .unwrap();
+    in_flight
+}
+
+/// Twelve fans of `event` claiming pairs of `section` at once: half by best
+/// available, half the seats themselves.
+fn twelve_claims(app: &TestApp, event: &str, section: &Section) -> JoinSet<Result<Hold, Status>> {
+    let mut claims = JoinSet::new();
+    for i in 0..12 {
+        let fan = app.fan(&format!("fan-{i}"), event);
+        if i % 2 == 0 {
+            claims.spawn(best_pair(fan, section.id));
+        } else {
+            let (id, pair) = (section.id, [section.seats[i - 1], section.seats[i]]);
+            claims.spawn(async move {
+                let mut fan = fan;
+                fan.claim(id, &pair).await
+            });
+        }
+    }
+    claims
 }
 
 /// Backends of the test's database waiting for a lock: claims stuck behind the
@@ -72,20 +130,7 @@ async fn shed_and_refused(app: &TestApp, event: &str, section: u64) -> (i64, i64
 /// the shed claims as shed, not as refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_past_the_gate_are_shed_and_the_payment_step_keeps_its_connections() {
-    let app = TestApp::start_with(
-        &[
-            "--database-max-connections",
-            POOL,
-            "--claim-batches",
-            "1",
-            "--claim-wait-ms",
-            WAIT_MS,
-            "--section-load-interval-ms",
-            "100",
-        ],
-        None,
-    )
-    .await;
+    let app = small_pool(&["--section-load-interval-ms", "100"]).await;
     let event = app.event(EventSettings::default()).await;
     sqlx::query(
         "INSERT INTO catalog.price_categories (event_id, category_code, name, price_minor, currency) \
@@ -103,31 +148,8 @@ async fn claims_past_the_gate_are_shed_and_the_payment_step_keeps_its_connection
         .await
         .unwrap();
 
-    let mut in_flight = app.pool().begin().await.unwrap();
-    let seats: Vec<i64> = b.seats.iter().map(|&s| s as i64).collect();
-    sqlx::query(
-        "SELECT pg_advisory_xact_lock(hashint8($1::bigint), hashint8(s)) \
-         FROM unnest($2::bigint[]) AS s",
-    )
-    .bind(&event)
-    .bind(&seats)
-    .execute(&mut *in_flight)
-    .await
-    .unwrap();
-
-    let mut claims = JoinSet::new();
-    for i in 0..12 {
-        let fan = app.fan(&format!("fan-{i}"), &event);
-        if i % 2 == 0 {
-            claims.spawn(best_pair(fan, b.id));
-        } else {
-            let pair = [b.seats[i - 1], b.seats[i]];
-            claims.spawn(async move {
-                let mut fan = fan;
-                fan.claim(b.id, &pair).await
-            });
-        }
-    }
+    let in_flight = lock_seats(app.pool(), &event, &b.seats).await;
+    let mut claims = twelve_claims(&app, &event, &b);
 
     // Every claim either answers (shed) or waits on the locks; none answers otherwise
     // while they are held.
@@ -221,5 +243,63 @@ async fn claims_past_the_gate_are_shed_and_the_payment_step_keeps_its_connection
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    app.stop().await;
+}
+
+/// A returns pass that meets a full gate: the house is full, a fan waits in line for
+/// returns, three holds lapse, and while claims of another event, stuck on seat locks,
+/// fill the batch and the gate (the gate is the database's, whatever the event), the
+/// sweeper's pass tries to serve the line. Its claim is shed like a fan's: nothing is
+/// written, no connection beyond the gate's waits on a lock, the fan keeps its place.
+/// Once the locks go, the next pass serves the fan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_returns_pass_into_a_full_gate_keeps_the_line_and_serves_it_later() {
+    let app = small_pool(&[]).await;
+    let event = app.event(EventSettings::default()).await;
+    let b = app.sections[1].clone();
+    let holders = fill_the_house(&app, &event).await;
+    let mut waiter = app.fan("waiter", &event);
+    assert_eq!(position(&ask(&mut waiter, b.id, "req-1").await.unwrap()), 1);
+    lapse(app.pool(), &holders[..3]).await;
+
+    let other = app.event(EventSettings::default()).await;
+    let in_flight = lock_seats(app.pool(), &other, &b.seats).await;
+    let mut claims = twelve_claims(&app, &other, &b);
+    let mut shed = 0;
+    while waiting_on_locks(&app).await + shed < 12 {
+        if let Ok(Some(answer)) =
+            tokio::time::timeout(Duration::from_millis(100), claims.join_next()).await
+        {
+            let status = answer.unwrap().unwrap_err();
+            assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+            shed += 1;
+        }
+    }
+    let stuck = waiting_on_locks(&app).await;
+    assert!(stuck >= 1, "no claim reached the database");
+
+    let pass = app.parts.service.serve_returns(100).await.unwrap();
+    assert_eq!((pass.served, pass.refused), (0, 0), "{pass:?}");
+    assert_eq!(
+        waiting_on_locks(&app).await,
+        stuck,
+        "the pass's claim passed the gate"
+    );
+    assert_eq!(queued(&app).await, 1);
+    assert!(holds_of(&mut waiter).await.is_empty());
+
+    in_flight.rollback().await.unwrap();
+    while let Some(answer) = claims.join_next().await {
+        if let Err(status) = answer.unwrap() {
+            assert_eq!(status.code(), Code::AlreadyExists, "{status:?}");
+        }
+    }
+    let pass = app.parts.service.serve_returns(100).await.unwrap();
+    assert_eq!(pass.served, 1, "{pass:?}");
+    assert_eq!(queued(&app).await, 0);
+    let held = holds_of(&mut waiter).await;
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].seat_ids.len(), 2);
+    assert_invariants(app.pool()).await;
     app.stop().await;
 }

@@ -15,7 +15,7 @@ use tonic::{Code, Status};
 use crate::support::{EventSettings, Fan, TestApp, assert_invariants, bearer, reason};
 
 /// Best available for 2 adjacent seats of `section`, waiting for returns, as `request_id`.
-async fn ask(
+pub(crate) async fn ask(
     fan: &mut Fan,
     section: u64,
     request_id: &str,
@@ -51,7 +51,7 @@ async fn leave(fan: &mut Fan) -> bool {
 }
 
 /// The fan's holds of its event (`ListHolds`).
-async fn holds_of(fan: &mut Fan) -> Vec<Hold> {
+pub(crate) async fn holds_of(fan: &mut Fan) -> Vec<Hold> {
     let request = ListHoldsRequest {
         event_id: fan.event.clone(),
     };
@@ -63,14 +63,14 @@ async fn holds_of(fan: &mut Fan) -> Vec<Hold> {
         .holds
 }
 
-fn position(answer: &ClaimBestAvailableResponse) -> u64 {
+pub(crate) fn position(answer: &ClaimBestAvailableResponse) -> u64 {
     assert!(answer.hold.is_none(), "{answer:?}");
     answer.waiting.as_ref().expect("waiting").position
 }
 
 /// Blocks every seat of section A and fills section B (20 seats) with ten holds of 2
 /// seats, so no section has room; the holds' keys.
-async fn fill_the_house(app: &TestApp, event: &str) -> Vec<String> {
+pub(crate) async fn fill_the_house(app: &TestApp, event: &str) -> Vec<String> {
     block_section_a(app, event, 1).await;
     hold_section_b(app, event).await
 }
@@ -113,7 +113,7 @@ async fn hold_section_b(app: &TestApp, event: &str) -> Vec<String> {
 
 /// Lets the holds `keys` lapse, then waits out the second for which each section's
 /// room is kept (serving passes over a claim whose target had no room).
-async fn lapse(pool: &sqlx::PgPool, keys: &[String]) {
+pub(crate) async fn lapse(pool: &sqlx::PgPool, keys: &[String]) {
     sqlx::query(
         "UPDATE holds.seat_holds SET expires_at = now() - interval '1 second' \
          WHERE hold_key = ANY($1::uuid[])",
@@ -129,7 +129,7 @@ async fn lapse(pool: &sqlx::PgPool, keys: &[String]) {
     tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
 }
 
-async fn queued(app: &TestApp) -> i64 {
+pub(crate) async fn queued(app: &TestApp) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM holds.return_queue")
         .fetch_one(app.pool())
         .await
