@@ -3,8 +3,10 @@
 //! in `migrations/` (one PostgreSQL schema per owning service), and a typed
 //! classification of the SQLSTATEs the services must tell apart, so that they map
 //! database outcomes to gRPC statuses without matching message strings; and the layout
-//! of `holds.section_load`'s latency histogram, which holds writes and the box office reads.
+//! of `holds.section_load`'s latency histogram, which holds writes and the box office
+//! reads; and the claims waiting on each other's seat locks, which both report.
 
+mod lock_waits;
 mod pool;
 mod retry;
 mod section_load;
@@ -14,6 +16,7 @@ mod sqlstate;
 mod text_enum;
 mod url;
 
+pub use lock_waits::{LockWaits, lock_waits};
 pub use pool::{MIGRATOR, PoolOptions, connect, migrate};
 pub use retry::{RetryPolicy, Transient, retry_transient};
 pub use section_load::{

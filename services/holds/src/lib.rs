@@ -248,7 +248,7 @@ pub async fn serve_parts(
     background.keep("sweeper", sweeper);
     let load_writer = config.section_load_interval().map(|interval| {
         section_load::spawn(
-            parts.service.metrics().section_load().clone(),
+            Arc::clone(parts.service.metrics()),
             parts.service.shards().clone(),
             interval,
             background.stop(),

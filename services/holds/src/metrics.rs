@@ -5,12 +5,13 @@
 //! and each claim is also counted per section for `holds.section_load`
 //! ([`crate::section_load`]), where the box office sums every replica's counts.
 
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use opentelemetry::KeyValue;
-use opentelemetry::metrics::{Counter, Histogram, Meter};
-use stadium_db::{CLAIM_LATENCY_BOUNDS_MS, DbFailure};
+use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter};
+use stadium_db::{CLAIM_LATENCY_BOUNDS_MS, DbFailure, LockWaits};
 
 use crate::section_load::SectionLoad;
 
@@ -56,6 +57,10 @@ pub struct Metrics {
     retries: Counter<u64>,
     claim_latency: Histogram<f64>,
     batch_size: Histogram<u64>,
+    lock_waits: Gauge<u64>,
+    /// The places whose lock waits were last recorded above zero, so that they are
+    /// recorded back to zero once nobody waits there.
+    waiting_places: Mutex<HashSet<(String, i64, i64)>>,
     claimed_total: AtomicU64,
     seat_taken_total: AtomicU64,
     expired_lazily_total: AtomicU64,
@@ -105,6 +110,14 @@ impl Metrics {
                 .with_unit("{claim}")
                 .with_boundaries(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
                 .build(),
+            lock_waits: meter
+                .u64_gauge("holds.section.lock_waits")
+                .with_description(
+                    "claims waiting now for a seat lock another claim holds, per event, section and shard",
+                )
+                .with_unit("{claim}")
+                .build(),
+            waiting_places: Mutex::new(HashSet::new()),
             claimed_total: AtomicU64::new(0),
             seat_taken_total: AtomicU64::new(0),
             expired_lazily_total: AtomicU64::new(0),
@@ -171,6 +184,38 @@ impl Metrics {
         );
         self.expired_lazily_total.fetch_add(n, Ordering::Relaxed);
         self.section_load.expired(n, place);
+    }
+
+    /// Records the claims waiting now for a seat's lock, per event, section and shard
+    /// (`holds.section.lock_waits`, read by the section load writer from every
+    /// database), and 0 for each place that had waiters at the last call and has none.
+    pub fn lock_waits(&self, waits: &[LockWaits]) {
+        let mut last = self
+            .waiting_places
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now: HashSet<(String, i64, i64)> = waits
+            .iter()
+            .map(|w| (w.shard.clone(), w.event_id, w.section_id))
+            .collect();
+        for (shard, event, section) in last.difference(&now) {
+            let place = Place {
+                event: *event,
+                section: Some(*section),
+                shard: shard.clone(),
+            };
+            self.lock_waits.record(0, &place_attributes(&place));
+        }
+        for w in waits {
+            let place = Place {
+                event: w.event_id,
+                section: Some(w.section_id),
+                shard: w.shard.clone(),
+            };
+            let waiting = u64::try_from(w.waiting).unwrap_or(0);
+            self.lock_waits.record(waiting, &place_attributes(&place));
+        }
+        *last = now;
     }
 
     /// This process's per-section counts, for the writer of `holds.section_load`.
@@ -265,6 +310,65 @@ mod tests {
         }
         out.sort();
         out
+    }
+
+    /// (attributes as `key=value`, sorted; value) of every `holds.section.lock_waits`
+    /// point exported.
+    fn lock_wait_points(exporter: &InMemoryMetricExporter) -> Vec<(Vec<String>, u64)> {
+        let mut out = Vec::new();
+        for resource in exporter.get_finished_metrics().unwrap() {
+            for metric in resource.scope_metrics().flat_map(|s| s.metrics()) {
+                if let AggregatedMetrics::U64(MetricData::Gauge(gauge)) = metric.data() {
+                    assert_eq!(metric.name(), "holds.section.lock_waits");
+                    for point in gauge.data_points() {
+                        let mut attrs: Vec<String> = point
+                            .attributes()
+                            .map(|kv| format!("{}={}", kv.key, kv.value))
+                            .collect();
+                        attrs.sort();
+                        out.push((attrs, point.value()));
+                    }
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn lock_waits_are_gauged_per_place_and_go_back_to_zero() {
+        let exporter = InMemoryMetricExporter::default();
+        let provider = SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(exporter.clone()).build())
+            .build();
+        let metrics = Metrics::new(&provider.meter("holds-test"));
+        let waits = |shard: &str, section: i64, waiting: i64| LockWaits {
+            shard: shard.into(),
+            event_id: 7,
+            section_id: section,
+            waiting,
+        };
+        let attrs = |shard: &str, section: i64| {
+            vec![
+                "event_id=7".to_owned(),
+                format!("section_id={section}"),
+                format!("shard={shard}"),
+            ]
+        };
+        metrics.lock_waits(&[waits("east", 12, 3), waits("main", 13, 1)]);
+        provider.force_flush().unwrap();
+        assert_eq!(
+            lock_wait_points(&exporter),
+            [(attrs("east", 12), 3), (attrs("main", 13), 1)]
+        );
+        // Nobody waits in 13 any more: it reads 0, not its last count.
+        exporter.reset();
+        metrics.lock_waits(&[waits("east", 12, 2)]);
+        provider.force_flush().unwrap();
+        assert_eq!(
+            lock_wait_points(&exporter),
+            [(attrs("east", 12), 2), (attrs("main", 13), 0)]
+        );
     }
 
     #[test]

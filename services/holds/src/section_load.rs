@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::metrics::Place;
+use crate::metrics::{Metrics, Place};
 use crate::shards::{MAIN, Shards};
 use crate::store::section_load::{SectionCounts, add_section_load, trim_section_load};
 
@@ -196,12 +196,22 @@ async fn trim(shards: &Shards) {
     }
 }
 
-/// Starts the writer: every `interval` it writes what `load` counted, and every 60th
-/// write deletes old rows, until `shutdown` is cancelled; then it writes once more (so
-/// the last second's claims are not lost on a clean stop, given up after
-/// [`LAST_WRITE`]) and ends.
+/// Records, in `metrics`, the claims waiting now for a seat's lock per section on
+/// every database of `shards`; a failure is logged (WARN) and the next pass reads
+/// again.
+async fn gauge_lock_waits(metrics: &Metrics, shards: &Shards) {
+    match stadium_db::lock_waits(shards, None).await {
+        Ok(waits) => metrics.lock_waits(&waits),
+        Err(error) => tracing::warn!(%error, "reading the claims' lock waits failed"),
+    }
+}
+
+/// Starts the writer: every `interval` it writes what `metrics`' section load counted
+/// and gauges the lock waits per section, and every 60th write deletes old rows, until
+/// `shutdown` is cancelled; then it writes once more (so the last second's claims are
+/// not lost on a clean stop, given up after [`LAST_WRITE`]) and ends.
 pub fn spawn(
-    load: Arc<SectionLoad>,
+    metrics: Arc<Metrics>,
     shards: Arc<Shards>,
     interval: Duration,
     shutdown: CancellationToken,
@@ -213,13 +223,14 @@ pub fn spawn(
                 () = shutdown.cancelled() => break,
                 () = tokio::time::sleep(interval) => {}
             }
-            write(&load, &shards).await;
+            write(metrics.section_load(), &shards).await;
+            gauge_lock_waits(&metrics, &shards).await;
             if pass.is_multiple_of(TRIM_EVERY) {
                 trim(&shards).await;
             }
             pass = pass.wrapping_add(1);
         }
-        if tokio::time::timeout(LAST_WRITE, write(&load, &shards))
+        if tokio::time::timeout(LAST_WRITE, write(metrics.section_load(), &shards))
             .await
             .is_err()
         {

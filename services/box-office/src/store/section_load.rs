@@ -162,45 +162,16 @@ pub async fn top_sections(
 }
 
 /// Claims of `event_id` waiting now, on every database of `shards`, for a seat's lock
-/// that another claim in flight holds, by section. Every claim takes its seats'
-/// advisory locks in the two-key form (hashint8 of the event, hashint8 of the seat;
-/// migration `20261202020000`) until it commits, so a claim that waits is an ungranted
-/// advisory lock of `pg_locks` (PostgreSQL docs, "pg_locks": the two keys are
-/// `classid` and `objid`, `objsubid` 2); the seat's section is found by its hash among
-/// the event's seats (two seats of an event sharing a 32-bit hash would both count a
-/// waiter: rare, and a gauge only). The seats are read only when some claim waits.
+/// that another claim in flight holds, by section (see [`stadium_db::lock_waits`]).
 ///
 /// # Errors
 /// [`crate::error::Error::Database`].
 async fn lock_waits(shards: &Shards, event_id: i64) -> Result<BTreeMap<i64, i64>> {
-    let mut waiting: Vec<i64> = Vec::new();
-    for (_, pool) in shards.all() {
-        let keys: Vec<i64> = sqlx::query_scalar(
-            "SELECT l.objid::bigint FROM pg_locks l \
-              WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 2 \
-                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-                AND l.classid = hashint8($1::bigint)::oid",
-        )
-        .bind(event_id)
-        .fetch_all(pool)
-        .await?;
-        waiting.extend(keys);
+    let mut by_section = BTreeMap::new();
+    for waits in stadium_db::lock_waits(shards, Some(event_id)).await? {
+        *by_section.entry(waits.section_id).or_default() += waits.waiting;
     }
-    if waiting.is_empty() {
-        return Ok(BTreeMap::new());
-    }
-    let by_section: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT s.section_id, count(*)::bigint \
-           FROM unnest($2::bigint[]) AS w(seat_key) \
-           JOIN catalog.event_seats s \
-             ON s.event_id = $1 AND hashint8(s.seat_id)::oid::bigint = w.seat_key \
-          GROUP BY s.section_id",
-    )
-    .bind(event_id)
-    .bind(&waiting)
-    .fetch_all(shards.main())
-    .await?;
-    Ok(by_section.into_iter().collect())
+    Ok(by_section)
 }
 
 /// Claims of `event_id` answered on each database of `shards` (held or refused) per
