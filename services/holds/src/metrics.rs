@@ -58,9 +58,9 @@ pub struct Metrics {
     claim_latency: Histogram<f64>,
     batch_size: Histogram<u64>,
     lock_waits: Gauge<u64>,
-    /// The places whose lock waits were last recorded above zero, so that they are
-    /// recorded back to zero once nobody waits there.
-    waiting_places: Mutex<HashSet<(String, i64, i64)>>,
+    /// The lock waits last recorded above zero, so that their places are recorded back
+    /// to zero once nobody waits there (and so that tests and logs can read them).
+    waiting_places: Mutex<Vec<LockWaits>>,
     claimed_total: AtomicU64,
     seat_taken_total: AtomicU64,
     expired_lazily_total: AtomicU64,
@@ -117,7 +117,7 @@ impl Metrics {
                 )
                 .with_unit("{claim}")
                 .build(),
-            waiting_places: Mutex::new(HashSet::new()),
+            waiting_places: Mutex::new(Vec::new()),
             claimed_total: AtomicU64::new(0),
             seat_taken_total: AtomicU64::new(0),
             expired_lazily_total: AtomicU64::new(0),
@@ -194,28 +194,36 @@ impl Metrics {
             .waiting_places
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let now: HashSet<(String, i64, i64)> = waits
+        let now: HashSet<(&str, i64, i64)> = waits
             .iter()
-            .map(|w| (w.shard.clone(), w.event_id, w.section_id))
+            .map(|w| (w.shard.as_str(), w.event_id, w.section_id))
             .collect();
-        for (shard, event, section) in last.difference(&now) {
-            let place = Place {
-                event: *event,
-                section: Some(*section),
-                shard: shard.clone(),
-            };
-            self.lock_waits.record(0, &place_attributes(&place));
-        }
-        for w in waits {
+        let gone = last
+            .iter()
+            .filter(|w| !now.contains(&(w.shard.as_str(), w.event_id, w.section_id)))
+            .map(|w| LockWaits {
+                waiting: 0,
+                ..w.clone()
+            });
+        for w in gone.chain(waits.iter().cloned()) {
             let place = Place {
                 event: w.event_id,
                 section: Some(w.section_id),
-                shard: w.shard.clone(),
+                shard: w.shard,
             };
             let waiting = u64::try_from(w.waiting).unwrap_or(0);
             self.lock_waits.record(waiting, &place_attributes(&place));
         }
-        *last = now;
+        *last = waits.to_vec();
+    }
+
+    /// The lock waits last recorded (see [`Self::lock_waits`]); empty when nobody
+    /// waited then.
+    pub fn lock_waits_now(&self) -> Vec<LockWaits> {
+        self.waiting_places
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// This process's per-section counts, for the writer of `holds.section_load`.

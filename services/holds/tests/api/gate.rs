@@ -170,6 +170,27 @@ async fn claims_past_the_gate_are_shed_and_the_payment_step_keeps_its_connection
         }
     };
     assert!(stuck >= 1, "no claim reached the database");
+    // The section load writer (every 100 ms) gauges them for section B.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let gauged: Vec<_> = app
+            .parts
+            .service
+            .metrics()
+            .lock_waits_now()
+            .into_iter()
+            .map(|w| (w.shard, w.section_id, w.waiting))
+            .collect();
+        if gauged == [("main".to_owned(), i64::try_from(b.id).unwrap(), stuck)] {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "lock waits gauged {gauged:?}, {stuck} claims waiting in section {}",
+            b.id
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     for status in &shed {
         assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
         assert_eq!(Reason::of(status), Some(Reason::Overloaded), "{status:?}");
