@@ -98,7 +98,9 @@ impl WaitingRoomService {
                     number = n;
                     ticket = self.ticket(event, fan, n)?;
                 }
-                // Closed before it ever opened: the fan stays unnumbered.
+                // Opened a moment ago and the fan's number is not written yet (see
+                // `store::numbering`): asked again soon. Or closed before it ever
+                // opened: the fan stays unnumbered.
                 Some(_) => {}
                 // Signed by us, yet the queue does not know the fan: its pre-queue
                 // place was lost with the store's data. It joins now, behind the

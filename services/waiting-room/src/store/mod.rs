@@ -4,6 +4,7 @@ mod admissions;
 mod audit;
 mod connection;
 mod join_line;
+mod numbering;
 mod restore;
 pub mod scripts;
 mod slots;
@@ -13,7 +14,7 @@ pub mod waiting_list_scripts;
 use std::sync::Arc;
 
 use crate::clock::Clock;
-use crate::domain::{EventId, FanId, Inventory, QueueSnapshot, SaleState, shuffle};
+use crate::domain::{EventId, FanId, Inventory, QueueSnapshot, SaleState};
 use crate::error::Error;
 
 pub use admissions::{Revocations, Revoked, Taken, Target};
@@ -112,6 +113,8 @@ pub struct Store {
     /// Where this store's joins wait to go to Redis together; `None` in the line's
     /// own copy of the store, which sends them.
     joins: Option<join_line::JoinLine>,
+    /// The events whose pre-queue numbers this process is writing.
+    numbering: numbering::Writers,
 }
 
 impl std::fmt::Debug for Store {
@@ -172,6 +175,7 @@ impl Store {
             scripts: Arc::new(scripts::Scripts::new()),
             clock,
             joins: None,
+            numbering: numbering::Writers::default(),
         };
         store.joins = Some(join_line::JoinLine::start(store.clone()));
         Ok(store)
@@ -279,7 +283,13 @@ impl Store {
             match reply.first().map(String::as_str) {
                 Some("missing") => return Err(Error::EventNotFound(event.to_string())),
                 Some("opening") => self.open(event).await?,
-                _ => return parse_snapshot(&reply),
+                _ => {
+                    let snap = parse_snapshot(&reply)?;
+                    if numbering_stalled(&reply, snap.as_of_ms) {
+                        self.number_pre_queue(event, snap.pre_queue).await?;
+                    }
+                    return Ok(snap);
+                }
             }
         }
         Err(Error::Internal(format!("event {event} did not open")))
@@ -357,43 +367,25 @@ impl Store {
         Ok(mark.as_deref() == Some("1"))
     }
 
-    /// Numbers the pre-queue in the order of [`shuffle::ALGORITHM`] and opens the sale.
-    /// Replicas may race here: they compute the same order and the first one wins.
+    /// Opens the sale once its on-sale time has come, then writes the pre-queue's
+    /// numbers in the order of [`crate::domain::shuffle::ALGORITHM`] (see [`numbering`]). Replicas may
+    /// race here: the first one opens it and writes them.
     async fn open(&self, event: &EventId) -> Result<(), Error> {
-        let mut conn = self.conn.clone();
-        let seed_hex: Option<String> = redis::cmd("HGET")
-            .arg(self.key(event, "cfg"))
-            .arg("seed")
-            .query_async(&mut conn)
-            .await?;
-        let seed = decode_seed(seed_hex.as_deref())?;
-        let mut fans: Vec<String> = redis::cmd("LRANGE")
-            .arg(self.key(event, "pre"))
-            .arg(0)
-            .arg(-1)
-            .query_async(&mut conn)
-            .await?;
-        shuffle::shuffle(&seed, &mut fans);
-        self.open_with(event, &fans).await
-    }
-
-    /// Runs `OPEN` with the pre-queue `fans` in their shuffled order.
-    async fn open_with(&self, event: &EventId, fans: &[String]) -> Result<(), Error> {
-        let mut conn = self.conn.clone();
-        let mut invocation = self.scripts.open.prepare_invoke();
-        invocation
+        let reply: Vec<String> = self
+            .scripts
+            .open
             .key(self.key(event, "cfg"))
-            .key(self.key(event, "fans"))
             .key(self.key(event, "pre"))
             .key(self.key(event, "adm"))
             .key(self.admission_keys(event))
             .arg(self.now_arg())
-            .arg(fans.len());
-        for fan in fans {
-            invocation.arg(fan);
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        if reply.first().map(String::as_str) == Some("opened") {
+            let pre_queue: u64 = field(&reply, 1, "pre-queue length")?;
+            tracing::info!(event_id = %event, pre_queue, "opening sale");
+            self.number_pre_queue(event, pre_queue).await?;
         }
-        let reply: String = invocation.invoke_async(&mut conn).await?;
-        tracing::info!(event_id = %event, pre_queue = fans.len(), outcome = %reply, "opening sale");
         Ok(())
     }
 
@@ -566,6 +558,18 @@ fn decode_seed(hex_seed: Option<&str>) -> Result<[u8; 32], Error> {
     bytes
         .try_into()
         .map_err(|_| Error::Internal("the stored seed is not 32 bytes".into()))
+}
+
+/// Whether a snapshot `reply` read at `now_ms` shows pre-queue numbers still to be
+/// written and none written for [`numbering::STALL_MS`] (fields 22 and 23).
+fn numbering_stalled(reply: &[String], now_ms: u64) -> bool {
+    let at = |i: usize| {
+        reply
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    at(22) > 0 && now_ms > at(23).saturating_add(numbering::STALL_MS)
 }
 
 fn parse_snapshot(reply: &[String]) -> Result<QueueSnapshot, Error> {

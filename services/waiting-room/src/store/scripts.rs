@@ -5,13 +5,16 @@
 //! - `cfg` (hash): `state` (`scheduled|open|closed`), `paused` (`0|1`), `onsale`,
 //!   `rate` (fans/min), `cap`, `ttl` (ms), `seed` (hex), `credit` (1/60000 fan units),
 //!   `last` (ms the credit was brought up to), `frontier`, `numbered`, `joined`,
-//!   `completed`, `prequeue`, `opened_at`, `committed_at` (ms the seed was drawn: when
+//!   `completed`, `prequeue`, `opened_at`, `unnumbered` (pre-queue numbers still to be
+//!   written after opening, see `NUMBER`), `numbering_at` (ms the last slice of them
+//!   was written), `committed_at` (ms the seed was drawn: when
 //!   the event was created; `seed` is never written after), and the latest inventory
 //!   report:
 //!   `inv_free`, `inv_held`, `inv_holds` (seats and holds), `inv_first` (seats a fan
 //!   is counted as taking while nothing is held), `inv_at` (ms the database counted
 //!   them), `inv_until` (ms the report goes stale);
-//! - `fans` (hash): fan id → queue number (`0` while in the pre-queue); after the
+//! - `fans` (hash): fan id → queue number (`0` in the pre-queue, until `NUMBER` writes
+//!   the fan's number after opening); after the
 //!   store lost its data, also the number on a ticket from before (`RAISE`, `ISSUE`);
 //! - `pre` (list): pre-queue fan ids in join order, appended by `JOIN` (once per fan)
 //!   and never changed after opening, when its first `prequeue` entries are the
@@ -141,7 +144,7 @@ local function revoke(cfg, adm, number, jti, exp, now)
 end
 local function step(cfg, adm, now)
   local h = redis.call('HMGET', cfg, 'state', 'paused', 'rate', 'cap', 'ttl', 'credit',
-    'last', 'frontier', 'numbered', 'noshow')
+    'last', 'frontier', 'numbered', 'noshow', 'prequeue', 'unnumbered')
   if h[1] ~= 'open' then return end
   local last = num(h[7])
   if now <= last then return end
@@ -161,6 +164,10 @@ local function step(cfg, adm, now)
     local rate = num(h[3])
     local ttl = num(h[5])
     local limit = num(h[9])
+    -- Pre-queue numbers not yet written (see `NUMBER`) are not admitted yet.
+    if num(h[12]) > 0 and num(h[11]) - num(h[12]) < limit then
+      limit = num(h[11]) - num(h[12])
+    end
     local caps = {num(h[4]), inventory_cap(cfg, now)}
     local active = nil
     for i = 1, 2 do
@@ -222,8 +229,8 @@ end
 /// Returns `{'missing'}`, `{'opening'}` (on-sale time reached, shuffle pending) or the
 /// snapshot `{state, paused, rate, cap, ttl, credit, frontier, joined, completed,
 /// onsale, prequeue, active, now, inv_free, inv_held, inv_holds, inv_at, inv_first,
-/// numbered, rev_version, noshows, wl_cover}`, the five `inv_` fields and `wl_cover`
-/// empty unless an inventory report is fresh.
+/// numbered, rev_version, noshows, wl_cover, unnumbered, numbering_at}`, the five
+/// `inv_` fields and `wl_cover` empty unless an inventory report is fresh.
 const SNAPSHOT: &str = r#"
 local now = clock(ARGV[1])
 local state = redis.call('HGET', KEYS[1], 'state')
@@ -234,7 +241,7 @@ end
 advance(KEYS[1], KEYS[3], now)
 local h = redis.call('HMGET', KEYS[1], 'state', 'paused', 'rate', 'cap', 'ttl', 'credit',
   'frontier', 'joined', 'completed', 'onsale', 'prequeue', 'numbered', 'rev_version',
-  'noshows')
+  'noshows', 'unnumbered', 'numbering_at')
 local prequeue = h[11]
 if h[1] == 'scheduled' then prequeue = redis.call('LLEN', KEYS[2]) end
 local active = redis.call('ZCOUNT', KEYS[3], '(' .. fmt(now), '+inf')
@@ -243,7 +250,7 @@ local inv = redis.call('HMGET', KEYS[1], 'inv_free', 'inv_held', 'inv_holds', 'i
 if num(inv[5]) < now then inv = {} end
 return {s(h[1]), s(h[2]), s(h[3]), s(h[4]), s(h[5]), s(h[6]), s(h[7]), s(h[8]), s(h[9]),
   s(h[10]), s(prequeue), s(active), fmt(now), s(inv[1]), s(inv[2]), s(inv[3]), s(inv[4]),
-  s(inv[6]), s(h[12]), s(h[13]), s(h[14]), s(inv[7])}
+  s(inv[6]), s(h[12]), s(h[13]), s(h[14]), s(inv[7]), s(h[15]), s(h[16])}
 "#;
 
 /// KEYS: cfg, fans, pre, adm, then the admission keys. ARGV: now, then the fan ids
@@ -293,30 +300,55 @@ end
 return reply
 "#;
 
-/// KEYS: cfg, fans, pre, adm. ARGV: now, n, then the n pre-queue fan ids in their
-/// shuffled order. Numbers them 1..n and opens the sale, if the pre-queue still holds
-/// exactly n fans. Returns `done` (opened now or before), `early` or `moved`.
+/// KEYS: cfg, pre, adm, then the admission keys. ARGV: now.
+/// Opens the sale once its on-sale time has come: the pre-queue's `n` fans (the
+/// length of `pre`, which no script changes after this) hold numbers 1..n, written by
+/// [`NUMBER`] after this call in slices (`unnumbered` = n until then, so a million
+/// fans never stop Redis for one long call); fans joining from now on are numbered
+/// from n + 1 at once. Returns `{'opened', n}` (this call opened it), `{'done'}`
+/// (opened before) or `{'early'}`.
 const OPEN: &str = r#"
 local now = clock(ARGV[1])
 local h = redis.call('HMGET', KEYS[1], 'state', 'onsale')
-if h[1] ~= 'scheduled' then return 'done' end
-if now < num(h[2]) then return 'early' end
-local n = tonumber(ARGV[2])
-if redis.call('LLEN', KEYS[3]) ~= n then return 'moved' end
+if h[1] ~= 'scheduled' then return {'done'} end
+if now < num(h[2]) then return {'early'} end
+local n = redis.call('LLEN', KEYS[2])
+redis.call('HSET', KEYS[1], 'state', 'open', 'numbered', n, 'prequeue', n, 'credit', 0,
+  'last', h[2], 'frontier', 0, 'opened_at', fmt(now), 'unnumbered', n,
+  'numbering_at', fmt(now))
+advance(KEYS[1], KEYS[3], now)
+return {'opened', fmt(n)}
+"#;
+
+/// KEYS: cfg, fans, adm, then the admission keys. ARGV: now, first, then fan ids: the
+/// shuffled pre-queue from queue number `first` on.
+/// Writes numbers first, first + 1, ... for the fans, if the pre-queue's numbers up
+/// to first - 1 are written and no more (`prequeue - unnumbered`); a writer that finds
+/// another ahead of it writes nothing. Returns how many of the pre-queue's numbers are
+/// written after the call, so the next slice starts after them. Every writer computes
+/// the same order (the stored seed, the frozen `pre`), so slices written twice agree.
+const NUMBER: &str = r#"
+local now = clock(ARGV[1])
+local h = redis.call('HMGET', KEYS[1], 'prequeue', 'unnumbered')
+local n, left = num(h[1]), num(h[2])
+local written = n - left
+if left <= 0 or tonumber(ARGV[2]) ~= written + 1 then return fmt(written) end
+-- The frontier's limit grows with the numbers written: credit first, at the old one.
+advance(KEYS[1], KEYS[3], now)
+local count = #ARGV - 2
+if count > left then count = left end
 local batch = {}
-for i = 1, n do
+for i = 1, count do
   batch[#batch + 1] = ARGV[2 + i]
-  batch[#batch + 1] = tostring(i)
+  batch[#batch + 1] = fmt(written + i)
   if #batch >= 1000 then
     redis.call('HSET', KEYS[2], unpack(batch))
     batch = {}
   end
 end
 if #batch > 0 then redis.call('HSET', KEYS[2], unpack(batch)) end
-redis.call('HSET', KEYS[1], 'state', 'open', 'numbered', n, 'prequeue', n, 'credit', 0,
-  'last', h[2], 'frontier', 0, 'opened_at', fmt(now))
-advance(KEYS[1], KEYS[4], now)
-return 'done'
+redis.call('HSET', KEYS[1], 'unnumbered', fmt(left - count), 'numbering_at', fmt(now))
+return fmt(written + count)
 "#;
 
 /// KEYS: cfg, adm, then the admission keys. ARGV: requested state
@@ -622,6 +654,8 @@ pub struct Scripts {
     pub join: redis::Script,
     /// See [`OPEN`].
     pub open: redis::Script,
+    /// See [`NUMBER`].
+    pub number: redis::Script,
     /// See [`CONFIGURE`].
     pub configure: redis::Script,
     /// See [`SET_FIELD`].
@@ -659,6 +693,7 @@ impl Scripts {
             snapshot: with(SNAPSHOT),
             join: with(JOIN),
             open: with(OPEN),
+            number: with(NUMBER),
             configure: with(CONFIGURE),
             set_field: with(SET_FIELD),
             issue: with(ISSUE),
@@ -682,6 +717,7 @@ impl Scripts {
             snapshot,
             join,
             open,
+            number,
             configure,
             set_field,
             issue,
@@ -703,6 +739,7 @@ impl Scripts {
             ("SNAPSHOT", snapshot),
             ("JOIN", join),
             ("OPEN", open),
+            ("NUMBER", number),
             ("CONFIGURE", configure),
             ("SET_FIELD", set_field),
             ("ISSUE", issue),

@@ -74,6 +74,7 @@ mod tests {
             scripts: Arc::new(scripts::Scripts::new()),
             clock: Arc::new(ManualClock::starting_now()),
             joins: None,
+            numbering: Default::default(),
         };
         let fan = FanId::parse("fan-1").unwrap();
         let settings = EventSettings {
@@ -127,9 +128,10 @@ mod tests {
                 .is_err()
         );
         assert!(store.waiting_list_stats(event).await.is_err());
-        // Opening reads the seed and the pre-queue first; its script gets the order.
+        assert!(store.open(event).await.is_err());
+        // Numbering reads the seed and the pre-queue first; its script gets the order.
         let fans = vec!["fan-1".to_owned(), "fan-2".to_owned()];
-        assert!(store.open_with(event, &fans).await.is_err());
+        assert!(store.write_slice(event, 1, &fans).await.is_err());
         recorder.sent.lock().unwrap().clone()
     }
 

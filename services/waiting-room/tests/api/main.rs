@@ -10,6 +10,7 @@ mod inventory;
 mod join;
 mod loss;
 mod mode;
+mod numbering;
 mod refusals;
 mod release;
 mod rotation;
