@@ -6,15 +6,18 @@
 //! and a pause on the main database reaches the shard's copy of the catalog.
 
 use holds::catalog_copy::Copies;
-use holds::domain::{EventId, SectionId};
+use holds::domain::{Claim, Claimant, EventId, FanId, SeatSet, SectionId};
 use holds::shards::place_section;
 use stadium_kit::Reason;
 use stadium_proto::holds::v1::{BlockSeatsRequest, ClaimBestAvailableRequest};
+use stadium_testkit::all_at_once;
 use stadium_testkit::grpc::metadata;
 use stadium_tokens::Role;
 use tonic::Code;
 
-use crate::support::{EventSettings, TestApp, assert_invariants, bearer, reason, snapshot};
+use crate::support::{
+    EventSettings, TestApp, active_counts, assert_invariants, bearer, reason, snapshot,
+};
 
 /// Records `state` for (`event`, `section`) in this database's own section record.
 async fn own(app: &TestApp, event: &str, section: u64, state: &str, fenced_ms: i64) {
@@ -108,6 +111,78 @@ async fn a_shard_refuses_claims_for_sections_it_does_not_own_and_writes_nothing(
     own(&app, &event, a.id, "owned", 0).await;
     app.release(&held.hold_key, &fan.session).await.unwrap();
     other.claim(a.id, &[a.seats[0]]).await.unwrap();
+    assert_invariants(app.pool()).await;
+    app.stop().await;
+}
+
+/// Fans of two sections claim at once, one section owned here and the other not (a
+/// stale route). The database refuses a batch that names the stale section whole,
+/// writing nothing; the coalescer, which mixes the two sections' claims in its
+/// batches, then runs each claim of such a batch alone: every claim of the owned
+/// section is held, every claim of the other refused as moved, nothing written for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_mixing_a_stale_route_with_owned_sections_holds_the_owned_claims() {
+    // Sections of 20 seats: 16 fans in each, and one seat each for the direct batch.
+    const FANS: usize = 32;
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    let (a, b) = (app.sections[0].clone(), app.sections[1].clone());
+    sqlx::query("SELECT holds.register_shard('east')")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    own(&app, &event, a.id, "owned", 0).await;
+
+    let claim = |i: usize, section: u64, seat: u64| Claim {
+        event: EventId::try_from(event.as_str()).unwrap(),
+        section: SectionId::try_from(section).unwrap(),
+        seats: SeatSet::from_wire(&[seat]).unwrap(),
+        claimant: Claimant::Fan {
+            fan: FanId::try_from(format!("direct-{i}").as_str()).unwrap(),
+            admission_jti: format!("jti-direct-{i}"),
+        },
+        request: None,
+    };
+    let mixed = [claim(0, a.id, a.seats[19]), claim(1, b.id, b.seats[19])];
+    let refs: Vec<&Claim> = mixed.iter().collect();
+    let error = holds::store::claim_many(app.pool(), &refs)
+        .await
+        .expect_err("a batch naming a section owned elsewhere");
+    assert!(error.is_stale_route(), "{error:?}");
+    assert_eq!(active_counts(app.pool(), &event).await, (0, 0, 0));
+
+    let answers = all_at_once(FANS, |i| {
+        let mut fan = app.fan(&format!("fan-{i}"), &event);
+        let (section, seat) = if i % 2 == 0 {
+            (a.id, a.seats[i / 2])
+        } else {
+            (b.id, b.seats[i / 2])
+        };
+        async move { fan.claim(section, &[seat]).await }
+    })
+    .await;
+    for (i, answer) in answers.iter().enumerate() {
+        match answer {
+            Ok(hold) if i % 2 == 0 => assert_eq!(hold.seat_ids, [a.seats[i / 2]]),
+            Err(status) if i % 2 == 1 => {
+                assert_eq!(reason(status, Code::Unavailable), Reason::SectionMoved);
+            }
+            other => panic!("fan-{i}: {other:?}"),
+        }
+    }
+    let in_b: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM holds.seat_holds WHERE event_id = $1::bigint AND section_id = $2",
+    )
+    .bind(&event)
+    .bind(i64::try_from(b.id).unwrap())
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(in_b, 0);
+    assert_eq!(
+        active_counts(app.pool(), &event).await,
+        (i64::try_from(FANS / 2).unwrap(), 0, 0)
+    );
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
