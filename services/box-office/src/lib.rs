@@ -173,7 +173,7 @@ pub async fn build(config: &Config, shutdown: &CancellationToken) -> Result<Part
     );
     let cancellations = match payments {
         Some(channel) if bearer.is_some() || tls.is_some() => Some(
-            clients::cancellation::Worker::new(pool.clone(), channel, bearer.clone()),
+            clients::cancellation::Worker::new(shards.clone(), channel, bearer.clone()),
         ),
         Some(_) => {
             tracing::warn!(

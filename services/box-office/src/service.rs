@@ -353,7 +353,10 @@ impl BoxOfficeService {
             events::set_status(&mut tx, event_id, CANCELLABLE, EventStatus::Cancelled).await?;
             cancellations::insert(&mut tx, event_id, reason, actor, refunds_per_second).await?;
             // Nothing sold, nothing being paid: done at once, no worker needed.
-            if cancellations::counts(&mut tx, event_id).await?.is_done() {
+            if cancellations::counts(&mut tx, &self.shards, event_id)
+                .await?
+                .is_done()
+            {
                 cancellations::finish(&mut tx, event_id).await?;
             }
             audit::record(
@@ -402,7 +405,7 @@ impl BoxOfficeService {
         let record = cancellations::load(&mut tx, event_id)
             .await?
             .ok_or(Error::NotCancelled(event_id))?;
-        let counts = cancellations::counts(&mut tx, event_id).await?;
+        let counts = cancellations::counts(&mut tx, &self.shards, event_id).await?;
         tx.commit().await?;
         Ok(Cancellation {
             record,

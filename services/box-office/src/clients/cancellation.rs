@@ -8,7 +8,8 @@
 //! with a conditional update and calls the provider under the order's refund
 //! idempotency key, so a pass repeated after a crash (the lease lapses, another replica
 //! carries on) refunds nothing twice. The cancellation is finished once the payments ledger shows nothing
-//! left to refund, void or wait for.
+//! left to refund, void or wait for, and no database holding seats has a hold being
+//! paid for.
 
 use std::time::Duration;
 
@@ -42,7 +43,10 @@ const REFUND_DEADLINE: Duration = Duration::from_secs(15);
 /// Refunds the orders of cancelled events through payments.
 #[derive(Clone)]
 pub struct Worker {
+    /// The main database.
     pool: sqlx::PgPool,
+    /// Every database holding seats, for the holds being paid for.
+    shards: stadium_db::Shards,
     payments: PaymentsClient<Channel>,
     token: Option<Bearer>,
     owner: String,
@@ -78,12 +82,14 @@ pub enum Step {
 }
 
 impl Worker {
-    /// A worker over `pool` calling payments on `channel` with `token` (an admin token
-    /// with role `service`, development only; `None` when the client certificate
-    /// names the box office). Its lease owner name is unique to this process.
-    pub fn new(pool: sqlx::PgPool, channel: Channel, token: Option<Bearer>) -> Self {
+    /// A worker over `shards` (the main database and those holding seats) calling
+    /// payments on `channel` with `token` (an admin token with role `service`,
+    /// development only; `None` when the client certificate names the box office).
+    /// Its lease owner name is unique to this process.
+    pub fn new(shards: stadium_db::Shards, channel: Channel, token: Option<Bearer>) -> Self {
         Self {
-            pool,
+            pool: shards.main().clone(),
+            shards,
             payments: PaymentsClient::new(channel),
             token,
             owner: format!("box-office-{}", Uuid::new_v4()),
@@ -104,7 +110,7 @@ impl Worker {
         let event_id = cancellation.event_id;
         let first = cancellations::work(&mut conn, event_id, Uuid::nil(), BATCH).await?;
         if first.is_empty() {
-            let counts = cancellations::counts(&mut conn, event_id).await?;
+            let counts = cancellations::counts(&mut conn, &self.shards, event_id).await?;
             if counts.is_done() {
                 cancellations::finish(&mut conn, event_id).await?;
                 tracing::info!(

@@ -3,7 +3,8 @@
 //! refunds themselves go through the payments service).
 
 use chrono::{DateTime, Utc};
-use sqlx::PgConnection;
+use sqlx::{PgConnection, PgExecutor};
+use stadium_db::Shards;
 use uuid::Uuid;
 
 use crate::error::Result;
@@ -32,7 +33,8 @@ pub struct CancellationRecord {
     pub last_error_at: Option<DateTime<Utc>>,
 }
 
-/// Where an event's orders stand, counted from `payments` in one statement.
+/// Where an event's orders stand: counted from `payments` in one statement, and the
+/// holds being paid for on every database.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct OrderCounts {
     /// Refunded with reason `event_cancelled`.
@@ -54,7 +56,8 @@ pub struct OrderCounts {
     /// Valid tickets of the event.
     pub tickets_valid: i64,
     /// Holds in their payment window (a payment that started before the cancellation
-    /// may still book them).
+    /// may still book them), on every database holding seats.
+    #[sqlx(default)]
     pub holds_paying: i64,
 }
 
@@ -111,12 +114,16 @@ pub async fn load(conn: &mut PgConnection, event_id: i64) -> Result<Option<Cance
     .await?)
 }
 
-/// Where `event_id`'s orders stand now.
+/// Where `event_id`'s orders stand now; `conn` is on the main database of `shards`.
 ///
 /// # Errors
 /// [`crate::error::Error::Database`].
-pub async fn counts(conn: &mut PgConnection, event_id: i64) -> Result<OrderCounts> {
-    Ok(sqlx::query_as(
+pub async fn counts(
+    conn: &mut PgConnection,
+    shards: &Shards,
+    event_id: i64,
+) -> Result<OrderCounts> {
+    let mut counts: OrderCounts = sqlx::query_as(
         "SELECT
             count(*) FILTER (WHERE p.status = 'refunded' AND p.refund_reason = 'event_cancelled')
                 AS refunded,
@@ -131,10 +138,7 @@ pub async fn counts(conn: &mut PgConnection, event_id: i64) -> Result<OrderCount
             count(*) FILTER (WHERE p.status = 'comp' AND NOT v.valid) AS comps_voided,
             count(*) FILTER (WHERE p.status = 'comp' AND v.valid) AS comps_to_void,
             (SELECT count(*) FROM payments.tickets t
-              WHERE t.event_id = $1 AND t.status = 'valid') AS tickets_valid,
-            (SELECT count(DISTINCT h.hold_key) FROM holds.seat_holds h
-              WHERE h.event_id = $1 AND h.status = 'held'
-                AND h.payment_started_at IS NOT NULL AND h.expires_at > now()) AS holds_paying
+              WHERE t.event_id = $1 AND t.status = 'valid') AS tickets_valid
          FROM payments.payments p
          CROSS JOIN LATERAL (
             SELECT EXISTS (SELECT 1 FROM payments.tickets t
@@ -143,7 +147,26 @@ pub async fn counts(conn: &mut PgConnection, event_id: i64) -> Result<OrderCount
          WHERE p.event_id = $1",
     )
     .bind(event_id)
-    .fetch_one(conn)
+    .fetch_one(&mut *conn)
+    .await?;
+    // Holds are on the database of their section's shard; the main one is read in the
+    // caller's transaction, the others after it.
+    counts.holds_paying = holds_paying(&mut *conn, event_id).await?;
+    for (_, shard) in shards.others() {
+        counts.holds_paying += holds_paying(shard, event_id).await?;
+    }
+    Ok(counts)
+}
+
+/// Holds of `event_id` in their payment window on `db`'s database.
+async fn holds_paying<'e>(db: impl PgExecutor<'e>, event_id: i64) -> Result<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(DISTINCT hold_key) FROM holds.seat_holds
+          WHERE event_id = $1 AND status = 'held'
+            AND payment_started_at IS NOT NULL AND expires_at > now()",
+    )
+    .bind(event_id)
+    .fetch_one(db)
     .await?)
 }
 

@@ -382,6 +382,85 @@ async fn a_cancellation_refunds_every_paid_order_once_and_waits_for_payments_und
     stop.cancel();
 }
 
+/// A hold being paid for on a shard (its section's seats are on another database)
+/// keeps the cancellation open as one on the main database does: the payment under
+/// way may still book it. Once the hold is gone the cancellation finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_being_paid_for_on_a_shard_keeps_the_cancellation_open() {
+    let east = stadium_testkit::fresh_database().await;
+    let flag = format!("east={}", east.url);
+    let (mut office, _fake, stop, _) = office_with_payments(&["--shard", &flag]).await;
+    let event_id = event_on_sale(&mut office).await;
+    let (section, seat): (i64, i64) = sqlx::query_as(
+        "SELECT s.section_id, s.seat_id FROM catalog.seats s
+           JOIN catalog.events e ON e.venue_id = s.venue_id
+          WHERE e.event_id = $1::bigint ORDER BY s.seat_id LIMIT 1",
+    )
+    .bind(&event_id)
+    .fetch_one(office.pool())
+    .await
+    .unwrap();
+    let paying = uuid::Uuid::new_v4();
+    sqlx::query(
+        "INSERT INTO holds.seat_holds (hold_key, event_id, section_id, seat_id, fan_id, status,
+                                       expires_at, payment_started_at)
+         VALUES ($1, $2::bigint, $3, $4, 'fan-1', 'held', now() + interval '10 minutes', now())",
+    )
+    .bind(paying)
+    .bind(&event_id)
+    .bind(section)
+    .bind(seat)
+    .execute(&east.pool)
+    .await
+    .unwrap();
+
+    // Nothing sold: without the shard's hold the cancellation would be done at once.
+    let answer = cancel(&mut office, &event_id, "flooded pitch").await;
+    let first = answer.cancellation.unwrap();
+    assert_eq!(first.holds_paying, 1);
+    assert!(first.finished_at.is_none(), "{first:?}");
+    // The worker takes it, counts again, and still waits.
+    let started = Instant::now();
+    loop {
+        let taken: Option<String> = sqlx::query_scalar(
+            "SELECT lease_owner FROM catalog.event_cancellations WHERE event_id = $1::bigint",
+        )
+        .bind(&event_id)
+        .fetch_one(office.pool())
+        .await
+        .unwrap();
+        if taken.is_some() {
+            break;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "no worker took the cancellation"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let waiting = progress(&mut office, &event_id).await;
+    assert_eq!(waiting.holds_paying, 1);
+    assert!(waiting.finished_at.is_none(), "{waiting:?}");
+
+    // The payment failed and the fan let the hold go: nothing left to wait for.
+    sqlx::query("UPDATE holds.seat_holds SET status = 'released' WHERE hold_key = $1")
+        .bind(paying)
+        .execute(&east.pool)
+        .await
+        .unwrap();
+    let done = loop {
+        let c = progress(&mut office, &event_id).await;
+        if c.finished_at.is_some() {
+            break c;
+        }
+        assert!(started.elapsed() < PATIENCE, "{c:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done.holds_paying, 0);
+    office.stop().await;
+    stop.cancel();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_cancelling_at_once_record_one_cancellation_and_refund_each_order_once() {
     let (mut office, fake, stop, _) = office_with_payments(&[]).await;
