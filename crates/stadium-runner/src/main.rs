@@ -253,9 +253,9 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
     );
     let outcome = if processes.replicas || processes.faults {
         anyhow::ensure!(
-            matches!(stores.shard_stores(), ShardStores::None),
-            "--shards and --shard run with the services in this process, not with \
-             --replicas or --faults yet"
+            !processes.faults || matches!(stores.shard_stores(), ShardStores::None),
+            "--faults restarts the one PostgreSQL of the run: run it without --shards \
+             and --shard"
         );
         anyhow::ensure!(
             stores.dev_issuer_seed.is_none(),
@@ -270,9 +270,11 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
             Some(dir) => dir,
             None => replicas::binaries_beside_this_program()?,
         };
+        let shards = stores.shard_stores();
         let mut stack = ProcessStack::start(ProcessOptions {
             database_url: stores.database_url,
             redis_url: stores.redis_url,
+            shards,
             replicas: ReplicaCounts::default(),
             bin_dir,
         })

@@ -11,6 +11,7 @@ mod arena;
 #[path = "support/replica_sale.rs"]
 mod replica_sale;
 
+use stadium_runner::ShardStores;
 use std::time::{Duration, Instant, SystemTime};
 
 use stadium_kit::Reason;
@@ -51,7 +52,7 @@ async fn cancellation(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_cancellation_killed_halfway_refunds_every_order_exactly_once() {
-    let mut stack = replica_sale::start().await;
+    let mut stack = replica_sale::start(ShardStores::None).await;
     let manifest = arena::arena_csv();
     let config = replica_sale::config(manifest.path(), 17);
     let deployment = stack.deployment();

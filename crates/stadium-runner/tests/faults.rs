@@ -14,12 +14,13 @@ mod arena;
 #[path = "support/replica_sale.rs"]
 mod replica_sale;
 
+use stadium_runner::ShardStores;
 use stadium_runner::faults::Plan;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_sale_recovers_from_every_fault_and_the_ledgers_agree() {
     // The run's own stores: the suite restarts them.
-    let mut stack = replica_sale::start().await;
+    let mut stack = replica_sale::start(ShardStores::None).await;
     let manifest = arena::arena_csv();
     let config = replica_sale::config(manifest.path(), 13);
     let deployment = stack.deployment();

@@ -10,11 +10,12 @@ mod arena;
 #[path = "support/replica_sale.rs"]
 mod replica_sale;
 
+use stadium_runner::ShardStores;
 use stadium_runner::faults::Plan;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_on_sale_through_replicas_ends_clean_with_one_of_each_killed_mid_sale() {
-    let mut stack = replica_sale::start().await;
+    let mut stack = replica_sale::start(ShardStores::None).await;
     let logs = stack.dir.join("logs");
     let manifest = arena::arena_csv();
     let config = replica_sale::config(manifest.path(), 11);

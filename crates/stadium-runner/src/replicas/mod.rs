@@ -106,6 +106,9 @@ pub struct ProcessOptions {
     pub database_url: Option<String>,
     /// Redis URL; `None` starts a private Redis.
     pub redis_url: Option<String>,
+    /// Holds' shards besides the main database, given to holds, the seat map and the
+    /// box office as the manifests' `database-shards`.
+    pub shards: crate::stores::ShardStores,
     /// Replicas per service.
     pub replicas: ReplicaCounts,
     /// The folder holding the service binaries (`waiting-room`, `seat-map`, `holds`,
@@ -166,6 +169,10 @@ pub struct ProcessStack {
     watchdog: Watchdog,
     _dir: tempfile::TempDir,
     local: Option<LocalStack>,
+    /// The shards besides the main database, by name.
+    shards: Vec<stadium_db::ShardUrl>,
+    /// Their private PostgreSQL servers, when started here.
+    shard_stacks: Vec<LocalStack>,
 }
 
 impl std::fmt::Debug for ProcessStack {
@@ -229,6 +236,18 @@ fn material(stores: &Stores, provider_url: &str) -> anyhow::Result<Material> {
         &stores.database_url,
     );
     objects.insert(secret("stadium-stores"), "redis-url", &stores.redis_url);
+    if !stores.shards.is_empty() {
+        let shards: Vec<String> = stores
+            .shards
+            .iter()
+            .map(|shard| format!("{}={}", shard.name, shard.url))
+            .collect();
+        objects.insert(
+            secret("stadium-stores"),
+            "database-shards",
+            shards.join(","),
+        );
+    }
     objects.insert(config_map("stadium-identity"), "jwks", issuer.jwks_json()?);
     objects.insert(config_map("stadium-identity"), "issuer", IDENTITY_ISSUER);
     let admission_key = Ed25519Key::generate("admission")?.to_pkcs8_pem();
@@ -358,13 +377,7 @@ impl ProcessStack {
     /// a replica that exits or does not serve within a minute (its log's last lines are
     /// in the message).
     pub async fn start(options: ProcessOptions) -> anyhow::Result<ProcessStack> {
-        // Shards are not yet spread over replicas: one database.
-        let stores = Stores::open(
-            options.database_url,
-            options.redis_url,
-            crate::stores::ShardStores::None,
-        )
-        .await?;
+        let stores = Stores::open(options.database_url, options.redis_url, options.shards).await?;
         let dir = tempfile::Builder::new()
             .prefix("stadium-replicas-")
             .tempdir()
@@ -534,6 +547,8 @@ impl ProcessStack {
             watchdog: Watchdog::spawn(dir.path())?,
             _dir: dir,
             local: stores.local,
+            shards: stores.shards,
+            shard_stacks: stores.shard_stacks,
         };
         if let Err(error) = stack.start_all().await {
             stack.stop().await;
@@ -587,7 +602,7 @@ impl ProcessStack {
             endpoints: self.endpoints.clone(),
             database_url: self.database_url.clone(),
             redis_url: self.redis_url.clone(),
-            shards: Vec::new(),
+            shards: self.shards.clone(),
             issuer: Arc::clone(&self.issuer),
             payment_timing: self.payment_timing,
             page: None,
@@ -691,6 +706,9 @@ impl ProcessStack {
         futures::future::join_all(self.replicas.iter_mut().map(|r| r.terminate(grace))).await;
         self.provider.terminate(grace).await;
         self.watchdog.dismiss().await;
+        for shard in self.shard_stacks.drain(..) {
+            shard.stop().await;
+        }
         if let Some(local) = self.local.take() {
             local.stop().await;
         }

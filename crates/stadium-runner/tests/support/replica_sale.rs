@@ -3,17 +3,18 @@
 
 use std::time::Duration;
 
-use stadium_runner::OnSaleConfig;
 use stadium_runner::replicas::{self, ProcessOptions, ProcessStack, ReplicaCounts};
+use stadium_runner::{OnSaleConfig, ShardStores};
 
 /// The replicas (default counts) over a private PostgreSQL and Redis of the run's
-/// own, which a fault may restart and which go with the stack.
-pub async fn start() -> ProcessStack {
+/// own, which a fault may restart and which go with the stack, and the holds' `shards`.
+pub async fn start(shards: ShardStores) -> ProcessStack {
     let bin_dir = replicas::binaries_beside_this_program()
         .expect("the service binaries are built with the tests (cargo test --workspace)");
     ProcessStack::start(ProcessOptions {
         database_url: None,
         redis_url: None,
+        shards,
         replicas: ReplicaCounts::default(),
         bin_dir,
     })
