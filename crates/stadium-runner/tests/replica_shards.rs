@@ -8,6 +8,8 @@
 mod arena;
 #[path = "support/replica_sale.rs"]
 mod replica_sale;
+#[path = "support/shard_check.rs"]
+mod shard_check;
 
 use stadium_runner::ShardStores;
 
@@ -26,14 +28,6 @@ async fn an_on_sale_through_replicas_across_two_shards_sells_out_on_them() {
     let (report, check, _, _) = outcome.expect("the on-sale runs");
     println!("{}\n{}", report.to_text(), check.to_text());
 
-    let names: Vec<&str> = check.shards.iter().map(|s| s.shard.as_str()).collect();
-    assert_eq!(names, ["main", "s1", "s2"], "every database checked");
-    for shard in &check.shards[1..] {
-        assert!(shard.sold > 0, "shard {} sold nothing", shard.shard);
-    }
-    assert_eq!(
-        check.shards[0].sold, 0,
-        "the sections left the main database"
-    );
+    shard_check::assert_sold_on_the_two_shards(&check);
     replica_sale::assert_sold_out_clean(&report, &check);
 }
