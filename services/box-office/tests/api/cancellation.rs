@@ -261,6 +261,19 @@ async fn progress(office: &mut Office, event_id: &str) -> pb::Cancellation {
         .expect("a cancellation")
 }
 
+/// The cancellation of `event_id` once finished, asked every 50 ms; fails the test
+/// past [`PATIENCE`] from `started`.
+async fn finished(office: &mut Office, event_id: &str, started: Instant) -> pb::Cancellation {
+    loop {
+        let c = progress(office, event_id).await;
+        if c.finished_at.is_some() {
+            return c;
+        }
+        assert!(started.elapsed() < PATIENCE, "{c:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn cancel(office: &mut Office, event_id: &str, reason: &str) -> pb::CancelEventResponse {
     office
         .client
@@ -324,14 +337,7 @@ async fn a_cancellation_refunds_every_paid_order_once_and_waits_for_payments_und
         .execute(office.pool())
         .await
         .unwrap();
-    let done = loop {
-        let c = progress(&mut office, &event_id).await;
-        if c.finished_at.is_some() {
-            break c;
-        }
-        assert!(started.elapsed() < PATIENCE, "{c:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let done = finished(&mut office, &event_id, started).await;
     assert_eq!(done.orders_refunded as usize, PAID + 1);
     assert_eq!(
         (
@@ -448,14 +454,7 @@ async fn a_hold_being_paid_for_on_a_shard_keeps_the_cancellation_open() {
         .execute(&east.pool)
         .await
         .unwrap();
-    let done = loop {
-        let c = progress(&mut office, &event_id).await;
-        if c.finished_at.is_some() {
-            break c;
-        }
-        assert!(started.elapsed() < PATIENCE, "{c:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let done = finished(&mut office, &event_id, started).await;
     assert_eq!(done.holds_paying, 0);
     office.stop().await;
     stop.cancel();

@@ -36,16 +36,21 @@ async fn own(app: &TestApp, event: &str, section: u64, state: &str, fenced_ms: i
     .unwrap();
 }
 
+/// Names this database shard `east` and records it as owning only `section` of `event`.
+async fn east_owning(app: &TestApp, event: &str, section: u64) {
+    sqlx::query("SELECT holds.register_shard('east')")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    own(app, event, section, "owned", 0).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_refuses_claims_for_sections_it_does_not_own_and_writes_nothing() {
     let app = TestApp::start().await;
     let event = app.event(EventSettings::default()).await;
     let (a, b) = (app.sections[0].clone(), app.sections[1].clone());
-    sqlx::query("SELECT holds.register_shard('east')")
-        .execute(app.pool())
-        .await
-        .unwrap();
-    own(&app, &event, a.id, "owned", 0).await;
+    east_owning(&app, &event, a.id).await;
 
     let mut fan = app.fan("fan-1", &event);
     let held = fan.claim(a.id, &[a.seats[0], a.seats[1]]).await.unwrap();
@@ -127,11 +132,7 @@ async fn a_batch_mixing_a_stale_route_with_owned_sections_holds_the_owned_claims
     let app = TestApp::start().await;
     let event = app.event(EventSettings::default()).await;
     let (a, b) = (app.sections[0].clone(), app.sections[1].clone());
-    sqlx::query("SELECT holds.register_shard('east')")
-        .execute(app.pool())
-        .await
-        .unwrap();
-    own(&app, &event, a.id, "owned", 0).await;
+    east_owning(&app, &event, a.id).await;
 
     let claim = |i: usize, section: u64, seat: u64| Claim {
         event: EventId::try_from(event.as_str()).unwrap(),

@@ -1,6 +1,6 @@
 //! Opening a pre-queue larger than one numbering slice: the sale opens at once, the
 //! numbers are written afterwards in slices, the frontier waits for them, and a
-//! numbering whose writer died is taken over.
+//! numbering whose writer died is taken over, by two replicas at once.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -105,11 +105,15 @@ async fn a_pre_queue_of_several_slices_is_numbered_after_opening_even_when_its_w
     assert_eq!(cfg(&room, "frontier").await, 0);
     assert_eq!(cfg(&room, "unnumbered").await, FANS as u64);
 
-    // Past the stall allowance, the next snapshot takes the numbering over.
+    // Past the stall allowance, both replicas' next snapshots take the numbering over,
+    // at once: two writers race over the same slices.
     room.clock.advance(Duration::from_secs(6));
-    room.status(1, "fan-7", &tickets["fan-7"])
-        .await
-        .expect("status");
+    let (zero, one) = tokio::join!(
+        room.status(0, "fan-7", &tickets["fan-7"]),
+        room.status(1, "fan-8", &tickets["fan-8"]),
+    );
+    zero.expect("status on replica 0");
+    one.expect("status on replica 1");
     let mut waited = 0;
     while cfg(&room, "unnumbered").await > 0 {
         waited += 1;
