@@ -2,8 +2,8 @@
 //! seat blocked the event is sold out and fans join its waiting list; when staff
 //! release a block of two seats, the box office's inventory report makes two offers,
 //! to the first two fans in join order; both claim at once at holds with their offer's
-//! admission, holds reports the claims, and the box office counts two sales made
-//! through the list.
+//! admission, holds reports the claims, the box office counts two offers used, and
+//! once both pay, the sales report counts two seats sold through the list.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,9 +12,10 @@ use futures::future::join_all;
 use loadtest::{Credentials, EventOptions, VenueSource};
 use stadium_kit::Reason;
 use stadium_proto::box_office::v1::{
-    BlockSeatsRequest, GetWaitingListRequest, ReleaseSeatsRequest,
+    BlockSeatsRequest, GetSalesReportRequest, GetWaitingListRequest, ReleaseSeatsRequest,
 };
 use stadium_proto::holds::v1::ClaimSeatsRequest;
+use stadium_proto::payments::v1::{ConfirmRequest, PaymentMethod};
 use stadium_proto::waiting_room::v1::{
     GetWaitingListStatusRequest, JoinWaitingListRequest, QueueState, QueueStatus,
 };
@@ -199,8 +200,10 @@ async fn returned_seats_go_to_the_waiting_list_in_order_and_count_as_its_sales()
             };
             async move { holds.claim_seats(bearer(request, &session)).await }
         });
+    let mut hold_keys = Vec::new();
     for claimed in join_all(claims).await {
-        claimed.expect("an offer claims at holds");
+        let hold = claimed.expect("an offer claims at holds").into_inner().hold;
+        hold_keys.push(hold.expect("hold").hold_key);
     }
     let held: Vec<(String,)> = sqlx::query_as(
         "SELECT fan_id FROM holds.seat_holds WHERE event_id = $1::bigint \
@@ -242,5 +245,44 @@ async fn returned_seats_go_to_the_waiting_list_in_order_and_count_as_its_sales()
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+
+    // Both pay: the sales report counts their seats as sold through the list.
+    for ((_, name), hold_key) in order[..2].iter().zip(hold_keys) {
+        let session = creds.fan_token(name).expect("session");
+        let request = ConfirmRequest {
+            hold_key,
+            payment_method: Some(PaymentMethod {
+                token: "tok_visa".into(),
+            }),
+        };
+        clients
+            .payments
+            .clone()
+            .confirm(bearer(request, &session))
+            .await
+            .expect("confirm");
+    }
+    let report = clients
+        .box_office
+        .clone()
+        .get_sales_report(bearer(
+            GetSalesReportRequest {
+                event_id: event.event_id.clone(),
+                csv: true,
+                ..Default::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect("sales report")
+        .into_inner();
+    let total = report.total.expect("total");
+    assert_eq!((total.sold, total.waiting_list_sold), (2, 2));
+    assert_eq!(
+        report.rows.iter().map(|r| r.waiting_list_sold).sum::<u32>(),
+        2
+    );
+    let header = report.csv.lines().next().expect("csv header");
+    assert!(header.contains(",comps,waiting_list_sold,"), "{header}");
     stack.stop().await.expect("clean stop");
 }

@@ -75,6 +75,11 @@ impl QueueTicketClaims {
     }
 }
 
+/// How the `jti` of an admission given by a waiting-list offer begins (the rest is a
+/// random UUID, as every jti). A hold records its admission's jti, so a sale made through
+/// the waiting list is told from its hold alone (the box office's sales report).
+pub const OFFER_JTI_PREFIX: &str = "offer-";
+
 /// A verified admission token (`typ` `admission`): this fan may claim seats of this event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdmissionClaims {

@@ -266,12 +266,47 @@ impl EdIssuer<Admission> {
         ttl: Duration,
         now: SystemTime,
     ) -> Result<Issued<AdmissionClaims>, TokenError> {
+        self.admission(fan_id, event_id, ttl, now, "")
+    }
+
+    /// As [`EdIssuer::<Admission>::issue_with_ttl`] for the admission a waiting-list
+    /// offer gives: its `jti` begins with [`crate::OFFER_JTI_PREFIX`].
+    ///
+    /// Errors: as `issue_with_ttl`.
+    pub fn issue_offer(
+        &self,
+        fan_id: &str,
+        event_id: &str,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> Result<Issued<AdmissionClaims>, TokenError> {
+        self.admission(fan_id, event_id, ttl, now, crate::OFFER_JTI_PREFIX)
+    }
+
+    /// An admission whose jti is `jti_prefix` followed by the random one.
+    fn admission(
+        &self,
+        fan_id: &str,
+        event_id: &str,
+        ttl: Duration,
+        now: SystemTime,
+        jti_prefix: &str,
+    ) -> Result<Issued<AdmissionClaims>, TokenError> {
         non_empty("fan_id", fan_id)?;
         non_empty("event_id", event_id)?;
         let ttl = ttl_secs(ttl)?;
-        let (token, registered) = self.sign_with(fan_id, now, ttl, |w| {
+        let mut prefixed = None;
+        let (token, mut registered) = self.sign_with(fan_id, now, ttl, |w| {
             w.event_id = Some(event_id.to_owned());
+            if !jti_prefix.is_empty() {
+                let jti = format!("{jti_prefix}{}", w.jti.as_deref().unwrap_or_default());
+                w.jti = Some(jti.clone());
+                prefixed = Some(jti);
+            }
         })?;
+        if let Some(jti) = prefixed {
+            registered.jti = jti;
+        }
         Ok(Issued {
             token,
             claims: AdmissionClaims {

@@ -59,8 +59,8 @@ use std::time::Duration;
 
 pub use access::{Access, AccessRefused};
 pub use claims::{
-    AdminClaims, AdmissionClaims, FanSessionClaims, Issued, MAX_FAN_ID_BYTES, QueueTicketClaims,
-    RegisteredClaims, Role, check_fan_id,
+    AdminClaims, AdmissionClaims, FanSessionClaims, Issued, MAX_FAN_ID_BYTES, OFFER_JTI_PREFIX,
+    QueueTicketClaims, RegisteredClaims, Role, check_fan_id,
 };
 pub use dev::{DEV_ISSUER, DevIssuer};
 pub use ed::{

@@ -10,9 +10,9 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use stadium_tokens::{
     AdminIssuer, AdminVerifier, AdmissionIssuer, AdmissionVerifier, DEV_ISSUER, DevIssuer,
-    Ed25519Key, FanSessionIssuer, FanSessionVerifier, MAX_FAN_ID_BYTES, QueueTicketKeys,
-    QueueTickets, Role, SigningKeyRing, TokenError, VerificationKeys, WAITING_ROOM_ISSUER,
-    audience,
+    Ed25519Key, FanSessionIssuer, FanSessionVerifier, MAX_FAN_ID_BYTES, OFFER_JTI_PREFIX,
+    QueueTicketKeys, QueueTickets, Role, SigningKeyRing, TokenError, VerificationKeys,
+    WAITING_ROOM_ISSUER, audience,
 };
 
 const T0: u64 = 1_800_000_000;
@@ -188,6 +188,22 @@ fn admission_round_trip_for_holds_and_payments() {
         short.claims.registered.expires_in(at(T0 + 20)),
         Duration::from_secs(100)
     );
+}
+
+#[test]
+fn an_offer_admission_verifies_with_its_prefixed_jti() {
+    let ring = ring("wr-1");
+    let (issuer, verifier) = admission_pair(&ring);
+    let offer = issuer
+        .issue_offer("fan-1", "ev-1", Duration::from_secs(300), at(T0))
+        .unwrap();
+    let jti = &offer.claims.registered.jti;
+    let random = jti.strip_prefix(OFFER_JTI_PREFIX).expect("an offer's jti");
+    assert!(uuid::Uuid::parse_str(random).is_ok(), "{jti}");
+    assert_eq!(verifier.verify(&offer.token, at(T0)).unwrap(), offer.claims);
+    assert_eq!(offer.claims.registered.exp, T0 + 300);
+    let plain = issuer.issue("fan-1", "ev-1", at(T0)).unwrap();
+    assert!(!plain.claims.registered.jti.starts_with(OFFER_JTI_PREFIX));
 }
 
 #[test]

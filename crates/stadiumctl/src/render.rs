@@ -227,6 +227,7 @@ pub fn report_row_json(r: &pb::ReportRow) -> Value {
     json!({
         "key": r.key, "seats": r.seats, "available": r.available, "held": r.held,
         "sold": r.sold, "blocked": r.blocked, "comps": r.comps,
+        "waiting_list_sold": r.waiting_list_sold,
         "revenue": money_json(r.revenue.as_ref()), "refunds": r.refunds,
         "refunded": money_json(r.refunded.as_ref()),
     })
@@ -243,6 +244,7 @@ pub fn report_table(rows: &[pb::ReportRow], total: Option<&pb::ReportRow>) -> St
             r.sold.to_string(),
             r.blocked.to_string(),
             r.comps.to_string(),
+            r.waiting_list_sold.to_string(),
             money(r.revenue.as_ref()),
             r.refunds.to_string(),
             money(r.refunded.as_ref()),
@@ -258,6 +260,7 @@ pub fn report_table(rows: &[pb::ReportRow], total: Option<&pb::ReportRow>) -> St
             "SOLD",
             "BLOCKED",
             "COMPS",
+            "WAITLIST",
             "REVENUE",
             "REFUNDS",
             "REFUNDED",

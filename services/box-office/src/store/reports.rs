@@ -36,6 +36,8 @@ pub struct ReportLine {
     pub blocked: i64,
     /// Booked as comps.
     pub comps: i64,
+    /// Booked with a waiting-list offer's admission (sales through the list).
+    pub waiting_list_sold: i64,
     /// Money kept (captured minus refunded).
     pub revenue_minor: i64,
     /// Seats of refunded orders.
@@ -53,6 +55,7 @@ impl ReportLine {
         self.sold += other.sold;
         self.blocked += other.blocked;
         self.comps += other.comps;
+        self.waiting_list_sold += other.waiting_list_sold;
         self.revenue_minor += other.revenue_minor;
         self.refunds += other.refunds;
         self.refunded_minor += other.refunded_minor;

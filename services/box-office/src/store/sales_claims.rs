@@ -31,6 +31,7 @@ pub async fn lines<'e>(
         &orders.hold_keys,
         &orders.kept,
         &orders.refunded,
+        &format!("{}%", stadium_tokens::OFFER_JTI_PREFIX),
     )
     .fetch_all(on)
     .await?;
@@ -44,6 +45,7 @@ pub async fn lines<'e>(
             sold: r.sold,
             blocked: r.blocked,
             comps: r.comps,
+            waiting_list_sold: r.waiting_list_sold,
             revenue_minor: r.revenue_minor,
             refunds: r.refunds,
             refunded_minor: r.refunded_minor,
@@ -59,6 +61,7 @@ struct ClaimsLine {
     sold: i64,
     blocked: i64,
     comps: i64,
+    waiting_list_sold: i64,
     revenue_minor: i64,
     refunds: i64,
     refunded_minor: i64,

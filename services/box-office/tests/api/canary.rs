@@ -293,6 +293,13 @@ async fn the_report_counts_seats_and_splits_money_exactly() {
     )
     .await;
     payment(office.pool(), &l, odd, 1_001, "captured", 0).await;
+    // Its fan was admitted by a waiting-list offer: a sale through the list.
+    sqlx::query("UPDATE holds.seat_holds SET admission_jti = $2 WHERE hold_key = $1")
+        .bind(odd)
+        .bind(format!("{}{}", stadium_tokens::OFFER_JTI_PREFIX, Uuid::new_v4()))
+        .execute(office.pool())
+        .await
+        .unwrap();
 
     let report = office
         .client
@@ -317,6 +324,7 @@ async fn the_report_counts_seats_and_splits_money_exactly() {
         (4, 0, 0, 3, 1, 1)
     );
     assert_eq!(b.revenue.as_ref().unwrap().amount_minor, 1_001);
+    assert_eq!((a.waiting_list_sold, b.waiting_list_sold), (0, 2));
     assert_eq!(b.revenue.unwrap().currency, "EUR");
     assert_eq!((b.refunds, b.refunded.unwrap().amount_minor), (1, 2_500));
     let total = report.total.unwrap();
@@ -325,6 +333,7 @@ async fn the_report_counts_seats_and_splits_money_exactly() {
         total.available + total.held + total.sold + total.blocked
     );
     assert_eq!(total.revenue.as_ref().unwrap().amount_minor, 11_001);
+    assert_eq!(total.waiting_list_sold, 2);
     assert!(
         report.csv.starts_with("key,seats,available"),
         "{}",
@@ -333,7 +342,7 @@ async fn the_report_counts_seats_and_splits_money_exactly() {
     assert!(
         report
             .csv
-            .contains("\ntotal,10,3,1,5,1,1,11001,1,2500,EUR\n"),
+            .contains("\ntotal,10,3,1,5,1,1,2,11001,1,2500,EUR\n"),
         "{}",
         report.csv
     );

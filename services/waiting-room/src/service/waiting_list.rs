@@ -129,7 +129,7 @@ impl WaitingRoomService {
         }
         let fresh = self
             .admission
-            .issue_with_ttl(
+            .issue_offer(
                 fan.as_str(),
                 event.as_str(),
                 Duration::from_secs(left_secs),

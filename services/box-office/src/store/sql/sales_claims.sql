@@ -2,7 +2,8 @@
 -- here, one row per section code, or, when $2 is true, per price category code (in no
 -- particular order; only groups with claims or money). The orders come from the main
 -- database's payments as three columns: hold key $3, money kept $4 and refunded $5
--- (minor units). Run on every database, so the main database's rows plus each shard's
+-- (minor units); $6 is the LIKE pattern of a waiting-list offer's admission jti, whose
+-- booked seats are the sales through the waiting list. Run on every database, so the main database's rows plus each shard's
 -- add up to the report of one database.
 -- Claims and money are grouped on their own and joined to the seats only through
 -- primary-key lookups, so the plan stays cheap even when the planner has no statistics
@@ -15,7 +16,9 @@ WITH claims AS (
            count(*) FILTER (WHERE a.status = 'held') AS held,
            count(*) FILTER (WHERE a.status = 'booked') AS sold,
            count(*) FILTER (WHERE a.status = 'blocked') AS blocked,
-           count(*) FILTER (WHERE a.status = 'booked' AND a.kind = 'comp') AS comps
+           count(*) FILTER (WHERE a.status = 'booked' AND a.kind = 'comp') AS comps,
+           count(*) FILTER (WHERE a.status = 'booked' AND a.admission_jti LIKE $6)
+               AS waiting_list_sold
     FROM holds.unavailable_seats a
     JOIN catalog.seats s ON s.seat_id = a.seat_id
     JOIN catalog.sections sc ON sc.section_id = s.section_id
@@ -44,6 +47,7 @@ SELECT coalesce(c.key, m.key) AS "key!",
        coalesce(c.sold, 0) AS "sold!",
        coalesce(c.blocked, 0) AS "blocked!",
        coalesce(c.comps, 0) AS "comps!",
+       coalesce(c.waiting_list_sold, 0) AS "waiting_list_sold!",
        coalesce(m.kept, 0)::bigint AS "revenue_minor!",
        coalesce(m.refunds, 0)::bigint AS "refunds!",
        coalesce(m.refunded, 0)::bigint AS "refunded_minor!"
