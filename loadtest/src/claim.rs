@@ -632,6 +632,7 @@ async fn claim(
                 request_id: request_id.to_owned(),
                 wait_for_returns: true,
                 also_price_categories: also.clone(),
+                presale_code: String::new(),
             };
             ctx.call(
                 "Holds/ClaimBestAvailable",

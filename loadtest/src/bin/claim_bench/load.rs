@@ -376,6 +376,7 @@ pub async fn run(
                             request_id: String::new(),
                             wait_for_returns: false,
                             also_price_categories: Vec::new(),
+                            presale_code: String::new(),
                         });
                         request.metadata_mut().insert("authorization", bearer);
                         grpc.claim_best_available(request).await.map(|_| ())

@@ -175,6 +175,23 @@ impl EventLayout {
         Some(availability)
     }
 
+    /// The availability of `section` (if it is the event's) where only `free` seats (any
+    /// section's, ascending or not) are available: a channel's seats, for a fan with its
+    /// code.
+    pub fn only_available(&self, section: SectionId, free: &[i64]) -> Option<Availability> {
+        let layout = &self.sections.get(&section)?.layout;
+        let mut availability =
+            Availability::none_available(layout.first_seat_id(), layout.seat_count()).ok()?;
+        for &seat in free {
+            if let Ok(seat) = u64::try_from(seat)
+                && layout.contains(seat)
+            {
+                let _ = availability.set(seat, true);
+            }
+        }
+        Some(availability)
+    }
+
     /// The room of every section, over all its seats and per price category (see
     /// [`section_rooms`]), given the event's `unavailable` seats in ascending order (as
     /// `store::unavailable_seat_ids` reads them).

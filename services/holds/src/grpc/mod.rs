@@ -87,6 +87,16 @@ impl HoldsApi {
     }
 }
 
+/// The optional presale code of a claim (empty: none).
+fn presale_code(typed: &str) -> Result<Option<PresaleCode>, Error> {
+    match typed {
+        "" => Ok(None),
+        typed => PresaleCode::parse(typed)
+            .map(Some)
+            .map_err(|e| Error::invalid("presale_code", e)),
+    }
+}
+
 fn bearer<T>(request: &Request<T>) -> Result<&str, Status> {
     bearer_token(request.metadata())
 }
@@ -106,12 +116,7 @@ impl Holds for HoldsApi {
             EventId::try_from(body.event_id.as_str()).map_err(|e| Error::invalid("event_id", e))?;
         let (section, seats) = seats_of(body.section_id, &body.seat_ids)?;
         let request = request_id(&body.request_id)?;
-        let code = match body.presale_code.as_str() {
-            "" => None,
-            typed => {
-                Some(PresaleCode::parse(typed).map_err(|e| Error::invalid("presale_code", e))?)
-            }
-        };
+        let code = presale_code(&body.presale_code)?;
         if code.is_some() && body.accept_similar {
             return Err(Error::invalid("accept_similar", "not with a presale_code").into());
         }
@@ -153,6 +158,17 @@ impl Holds for HoldsApi {
         let fan = self.auth.fan(bearer(&request)?, now)?;
         let body = request.into_inner();
         let best = best_request(&body)?;
+        let code = presale_code(&body.presale_code)?;
+        if code.is_some() {
+            if body.wait_for_returns {
+                return Err(Error::invalid("wait_for_returns", "not with a presale_code").into());
+            }
+            if !best.also_categories.is_empty() {
+                return Err(
+                    Error::invalid("also_price_categories", "not with a presale_code").into(),
+                );
+            }
+        }
         tracing::Span::current().record("event_id", best.event.get());
         let admitted = self
             .auth
@@ -162,10 +178,18 @@ impl Holds for HoldsApi {
             jti: &admitted.admission_jti,
             expires_at: admitted.admission_expires_at,
         };
-        let answer = self
-            .service
-            .claim_best_or_wait(&best, &admitted.fan, admission, body.wait_for_returns)
-            .await?;
+        let answer = match &code {
+            Some(code) => BestAnswer::Held(
+                self.service
+                    .claim_best(&best, &admitted.fan, admission.jti, Some(code))
+                    .await?,
+            ),
+            None => {
+                self.service
+                    .claim_best_or_wait(&best, &admitted.fan, admission, body.wait_for_returns)
+                    .await?
+            }
+        };
         Ok(Response::new(match answer {
             BestAnswer::Held(hold) => {
                 self.used(best.event, &admitted.admission_jti);

@@ -27,19 +27,19 @@ use stadium_seating::Availability;
 use super::{HoldsService, unshared};
 use crate::domain::best::{BestRequest, Block, EventLayout, Hints, Target};
 use crate::domain::room::Room;
-use crate::domain::{EventId, FanId, Hold, HoldKey, SectionId};
+use crate::domain::{EventId, FanId, Hold, HoldKey, PresaleCode, SectionId};
 use crate::error::Error;
 use crate::store;
 
 /// Blocks sent to the database per round.
-const BLOCKS_PER_CALL: usize = 24;
+pub(super) const BLOCKS_PER_CALL: usize = 24;
 /// Sections of a price category ranked per round (those with room, concurrent requests
 /// starting on different ones): each round's refusal re-reads only their seats, and
 /// requests in flight together claim in different sections instead of waiting on each
 /// other's seats.
 const SECTIONS_PER_ROUND: usize = 1;
 /// Rounds before a request gives up with `ABORTED/CONTENTION` while blocks still fit.
-const MAX_ROUNDS: usize = 8;
+pub(super) const MAX_ROUNDS: usize = 8;
 /// How long an event's layout is kept (it is fixed once the event is on sale; the bound
 /// lets memory go and a corrected plan show).
 const LAYOUT_TTL: Duration = Duration::from_secs(300);
@@ -79,7 +79,7 @@ impl BestState {
 }
 
 /// How the rounds of a request ended without a new hold.
-enum Answer {
+pub(super) enum Answer {
     /// Refused, as the error says.
     Refused(Error),
     /// The request id's hold key already names a hold (a retry).
@@ -120,7 +120,9 @@ impl Drop for InFlight<'_> {
 
 impl HoldsService {
     /// Claims the best block that fits `request` for `fan` (admitted with
-    /// `admission_jti`), all or nothing, as described in the module documentation.
+    /// `admission_jti`), all or nothing, as described in the module documentation; with
+    /// `code` (a presale code or a channel's key), among the seats of its channel only
+    /// (see `channel_best.rs`).
     ///
     /// # Errors
     /// [`Error::EventNotFound`]; [`Error::InvalidField`] for a quantity above the
@@ -129,13 +131,15 @@ impl HoldsService {
     /// [`Error::NoBlockLeft`] when the fresh availability has no fitting block (for a
     /// price category: in none of its sections that had room within the last second;
     /// with further categories: for none of them);
-    /// [`Error::Contention`] after [`MAX_ROUNDS`] lost rounds.
+    /// [`Error::Contention`] after [`MAX_ROUNDS`] lost rounds; with a code, also
+    /// [`Error::PresaleCodeInvalid`] and the code's [`Error::LimitExceeded`].
     #[tracing::instrument(skip_all, fields(event_id = %request.event, quantity = request.quantity))]
     pub async fn claim_best(
         &self,
         request: &BestRequest,
         fan: &FanId,
         admission_jti: &str,
+        code: Option<&PresaleCode>,
     ) -> Result<Hold, Error> {
         let started = Instant::now();
         let quantity = usize::try_from(request.quantity).unwrap_or(usize::MAX);
@@ -146,7 +150,11 @@ impl HoldsService {
                     Target::Category(_) => true,
                 }
         };
-        let result = match self.each_category(request, fan, admission_jti).await {
+        let rounds = match code {
+            None => self.each_category(request, fan, admission_jti).await,
+            Some(code) => self.channel_rounds(request, fan, admission_jti, code).await,
+        };
+        let result = match rounds {
             Err(Answer::Repeated(key)) => self.made_before(key, fan.as_str(), asked).await,
             Err(Answer::Refused(refused @ Error::LimitExceeded { .. })) => {
                 self.answered_before(refused, request.event, fan.as_str(), admission_jti, asked)
@@ -243,26 +251,11 @@ impl HoldsService {
         budget: &mut Rounds,
     ) -> Result<Hold, Answer> {
         let layout = self.event_layout(request.event).await?;
-        let max = layout.max_seats_per_claim();
-        if request.quantity > max {
-            return Err(Answer::Refused(Error::invalid(
-                "quantity",
-                format!("must be at most {max}, the event's seats per claim"),
-            )));
-        }
-        let sections = layout.sections_for(&request.target)?;
+        let sections = within_limits(&layout, request)?;
         let best = &self.best;
         let crowd = best.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
         let _counted = InFlight(&best.in_flight);
         let turn = best.turns.fetch_add(1, Ordering::Relaxed);
-        // Each round claims in one section, under a key that carries it; with a request
-        // id, every round's key is of the request's one family.
-        let key_in = |section: SectionId| {
-            request.request.as_ref().map_or_else(
-                || HoldKey::generate(request.event, section),
-                |id| HoldKey::for_request(request.event, fan, id, section),
-            )
-        };
         // A section target is tried as it is; a price category only in its sections whose
         // seats of that category had room for the request a moment ago, one per round.
         let mut candidates = match request.target {
@@ -321,7 +314,7 @@ impl HoldsService {
             let Some(&section) = round.first() else {
                 break;
             };
-            let key = key_in(section);
+            let key = round_key(request, fan, section);
             budget.rounds += 1;
             spread(&mut blocks, turn, crowd);
             let shard = self
@@ -379,7 +372,7 @@ impl HoldsService {
     /// The event's layout, read once and kept: concurrent requests that miss the
     /// cache wait for one read (a 50,000-seat layout is megabytes; a read per request
     /// in a burst would hold the pool for seconds).
-    async fn event_layout(&self, event: EventId) -> Result<Arc<EventLayout>, Error> {
+    pub(super) async fn event_layout(&self, event: EventId) -> Result<Arc<EventLayout>, Error> {
         self.best
             .layouts
             .try_get_with(event, async {
@@ -492,6 +485,35 @@ impl HoldsService {
             .await
             .map_err(unshared)
     }
+}
+
+/// The sections of `request`'s target, once its quantity is within the event's
+/// per-claim limit.
+///
+/// # Errors
+/// [`Error::InvalidField`] for a quantity above the limit or a target the event does
+/// not have.
+pub(super) fn within_limits(
+    layout: &EventLayout,
+    request: &BestRequest,
+) -> Result<Vec<SectionId>, Error> {
+    let max = layout.max_seats_per_claim();
+    if request.quantity > max {
+        return Err(Error::invalid(
+            "quantity",
+            format!("must be at most {max}, the event's seats per claim"),
+        ));
+    }
+    layout.sections_for(&request.target)
+}
+
+/// The hold key of a round in `section`: each round claims in one section, under a key
+/// that carries it; with a request id, every round's key is of the request's one family.
+pub(super) fn round_key(request: &BestRequest, fan: &FanId, section: SectionId) -> HoldKey {
+    request.request.as_ref().map_or_else(
+        || HoldKey::generate(request.event, section),
+        |id| HoldKey::for_request(request.event, fan, id, section),
+    )
 }
 
 /// Starts this request on a different one of the leading disjoint blocks than the

@@ -5,6 +5,7 @@
 //! network but the database; callers verify tokens before.
 
 mod best;
+mod channel_best;
 mod channels;
 mod coalesce;
 mod gate;

@@ -80,7 +80,7 @@ impl HoldsService {
                 ));
             }
         };
-        match self.claim_best(request, fan, admission.jti).await {
+        match self.claim_best(request, fan, admission.jti, None).await {
             Ok(hold) => Ok(BestAnswer::Held(hold)),
             Err(refused @ Error::NoBlockLeft { .. }) => {
                 let Some(request_id) = request_id else {
@@ -157,7 +157,7 @@ impl HoldsService {
                 continue;
             }
             let answer = self
-                .claim_best(&claim.request, &claim.fan, &claim.admission_jti)
+                .claim_best(&claim.request, &claim.fan, &claim.admission_jti, None)
                 .await;
             match answer {
                 Ok(hold) => {

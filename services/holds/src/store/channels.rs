@@ -6,8 +6,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgExecutor};
 
-use super::claim::{Claimed, claim_row, decide};
-use crate::domain::{Claim, Claimant, EventId, Limit, PresaleCode, SeatId};
+use super::claim::{ClaimRow, Claimed, claim_row, decide};
+use crate::domain::{Claim, Claimant, EventId, HoldKey, Limit, PresaleCode, SeatId, SectionId};
 use crate::error::Error;
 
 /// A channel and its seats by state now.
@@ -298,7 +298,27 @@ pub async fn claim_with_code<'e>(
     )
     .fetch_one(db)
     .await?;
-    let max = record
+    code_outcome(
+        claim_row!(record),
+        key,
+        claim.event,
+        claim.section,
+        claim.seats.as_slice(),
+        fan.as_str(),
+    )
+}
+
+/// What a claim with a code came to: its own refusals (the code, the channel, the
+/// code's limits), else as every claim (`decide`).
+pub(super) fn code_outcome(
+    row: ClaimRow,
+    key: HoldKey,
+    event: EventId,
+    section: SectionId,
+    seats: &[SeatId],
+    fan: &str,
+) -> Result<Claimed, Error> {
+    let max = row
         .limit_max
         .and_then(|m| u64::try_from(m).ok())
         .unwrap_or(0);
@@ -307,23 +327,15 @@ pub async fn claim_with_code<'e>(
         max,
         hold: None,
     };
-    let (outcome, detail) = (record.outcome.clone(), record.detail.clone());
-    match (outcome.as_str(), detail.as_deref()) {
+    match (row.outcome.as_str(), row.detail.as_deref()) {
         ("code_invalid", _) => Err(Error::PresaleCodeInvalid),
-        ("not_in_channel", _) => Err(Error::SeatsNotInChannel(seat_ids(record.seat_ids))),
+        ("not_in_channel", _) => Err(Error::SeatsNotInChannel(seat_ids(row.seat_ids))),
         ("channel_seat_taken", _) => Err(Error::SeatTaken {
-            taken: seat_ids(record.seat_ids),
+            taken: seat_ids(row.seat_ids),
             alternatives: Vec::new(),
         }),
         ("limit_exceeded", Some("code_seats")) => Err(code_limit(Limit::CodeSeats)),
         ("limit_exceeded", Some("code_seats_per_fan")) => Err(code_limit(Limit::CodeSeatsPerFan)),
-        _ => decide(
-            claim_row!(record),
-            key,
-            claim.event,
-            claim.section,
-            claim.seats.as_slice(),
-            fan.as_str(),
-        ),
+        _ => decide(row, key, event, section, seats, fan),
     }
 }

@@ -8,6 +8,7 @@
 //! replicas with skewed clocks agree on what has expired.
 
 mod best;
+mod channel_best;
 pub mod channels;
 mod claim;
 mod claim_many;
@@ -22,6 +23,7 @@ pub mod statements;
 mod sweep;
 
 pub use best::{BestOutcome, claim_best};
+pub use channel_best::{channel_free_seats, claim_best_with_code};
 pub use channels::{Assignment, ChannelState};
 pub use claim::{ClaimOutcome, Claimed, claim};
 pub use claim_many::{Batched, claim_many};

@@ -1,15 +1,16 @@
 //! Channels and presale codes: channel seats are taken to everyone without the key or a
 //! code, a code's limits hold under 50 concurrent claims, a channel fan's lapsed hold
 //! gives the seat back to the channel (swept or noticed by a claim), and a released
-//! channel's seats are for everyone.
+//! channel's seats are for everyone; best available with a code picks among the
+//! channel's seats only, under the code's limits, when fans race for them.
 
 use std::time::Duration;
 
 use stadium_kit::Reason;
 use stadium_proto::holds::v1::{
-    AssignChannelSeatsRequest, Channel, ClaimSeatsRequest, CreateChannelRequest,
-    CreatePresaleCodesRequest, Hold, ListChannelsRequest, ReleaseChannelRequest, SeatList,
-    SweepExpiredRequest, assign_channel_seats_request,
+    AssignChannelSeatsRequest, Channel, ClaimBestAvailableRequest, ClaimSeatsRequest,
+    CreateChannelRequest, CreatePresaleCodesRequest, Hold, ListChannelsRequest,
+    ReleaseChannelRequest, SeatList, SweepExpiredRequest, assign_channel_seats_request,
 };
 use stadium_testkit::all_at_once;
 use stadium_testkit::grpc::metadata;
@@ -479,4 +480,126 @@ async fn channel_without_seats(app: &TestApp, event: &str, name: &str) -> (u64, 
         .unwrap()
         .into_inner();
     (created.channel.unwrap().channel_id, created.key)
+}
+
+/// `fan` (a fresh admission) asks best available for `quantity` seats of section A, not
+/// necessarily together, with `code`.
+fn best_with(
+    app: &TestApp,
+    event: &str,
+    fan: &str,
+    quantity: u32,
+    code: &str,
+) -> impl Future<Output = Result<Hold, Status>> + Send + 'static + use<> {
+    let request = ClaimBestAvailableRequest {
+        admission_token: app.issuers.admission_token(fan, event),
+        event_id: event.to_owned(),
+        target: Some(
+            stadium_proto::holds::v1::claim_best_available_request::Target::SectionId(
+                app.sections[0].id,
+            ),
+        ),
+        quantity,
+        together: false,
+        request_id: String::new(),
+        wait_for_returns: false,
+        also_price_categories: Vec::new(),
+        presale_code: code.to_owned(),
+    };
+    let session = app.issuers.session(fan);
+    let mut client = app.client();
+    async move {
+        client
+            .claim_best_available(bearer(request, &session))
+            .await
+            .map(|r| r.into_inner().hold.expect("a hold"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn best_available_with_a_code_takes_only_the_channels_seats_under_its_limits() {
+    let app = TestApp::start().await;
+    let event = app.event(EventSettings::default()).await;
+    price(&app, &event).await;
+    let a = app.sections[0].clone();
+    let set_aside: Vec<u64> = a.seats[20..28].to_vec();
+    let (created, key) = channel(&app, &event, "Fan club", &set_aside).await;
+    let code = codes(&app, created.channel_id, 1, 6, 2).await.remove(0);
+
+    // Without a code, best available never offers a channel seat.
+    let general = best_with(&app, &event, "general", 8, "").await.unwrap();
+    assert!(general.seat_ids.iter().all(|s| !set_aside.contains(s)));
+
+    // 16 fans race for 2 seats each with one code good for 6 seats: 3 win, each with
+    // channel seats; the others are told the code's limit, though 2 seats are left.
+    let outcomes = all_at_once(16, |i| {
+        best_with(&app, &event, &format!("racer-{i}"), 2, &code)
+    })
+    .await;
+    let won: Vec<&Hold> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
+    assert_eq!(won.len(), 3, "{outcomes:?}");
+    for hold in &won {
+        assert_eq!(hold.seat_ids.len(), 2);
+        assert!(
+            hold.seat_ids.iter().all(|s| set_aside.contains(s)),
+            "{hold:?}"
+        );
+    }
+    for refused in outcomes.iter().filter_map(|o| o.as_ref().err()) {
+        assert_eq!(
+            reason(refused, Code::ResourceExhausted),
+            Reason::LimitExceeded
+        );
+        assert_eq!(metadata(refused, "limit").as_deref(), Some("code_seats"));
+    }
+    // The key has no limit of its own: the last 2 seats, then nothing fits.
+    let last = best_with(&app, &event, "sponsor", 2, &key).await.unwrap();
+    assert!(last.seat_ids.iter().all(|s| set_aside.contains(s)));
+    let status = best_with(&app, &event, "late", 1, &key).await.unwrap_err();
+    assert_eq!(reason(&status, Code::AlreadyExists), Reason::SeatTaken);
+    let held: Vec<i64> = sqlx::query_scalar(
+        "SELECT seat_id FROM holds.seat_holds WHERE event_id = $1::bigint \
+         AND channel_id IS NOT NULL AND status = 'held' ORDER BY seat_id",
+    )
+    .bind(&event)
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    let expected: Vec<i64> = set_aside.iter().map(|&s| s as i64).collect();
+    assert_eq!(held, expected);
+    assert_eq!(state(&app, &event).await.code_seats_in_use, 6);
+
+    // A wrong code is refused; so is a code with a wait in the returns queue.
+    let status = best_with(&app, &event, "guesser", 1, "WRONGCODE123")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&status, Code::PermissionDenied),
+        Reason::PresaleCodeInvalid
+    );
+    let waiting = ClaimBestAvailableRequest {
+        admission_token: app.issuers.admission_token("waiter", &event),
+        event_id: event.clone(),
+        target: Some(
+            stadium_proto::holds::v1::claim_best_available_request::Target::SectionId(a.id),
+        ),
+        quantity: 1,
+        together: false,
+        request_id: "wait-1".into(),
+        wait_for_returns: true,
+        also_price_categories: Vec::new(),
+        presale_code: key.clone(),
+    };
+    let status = app
+        .client()
+        .claim_best_available(bearer(waiting, &app.issuers.session("waiter")))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status, Code::InvalidArgument), Reason::InvalidField);
+    assert_eq!(
+        metadata(&status, "field").as_deref(),
+        Some("wait_for_returns")
+    );
+    assert_invariants(app.pool()).await;
+    app.stop().await;
 }

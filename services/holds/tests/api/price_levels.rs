@@ -29,6 +29,7 @@ async fn ask(
         request_id: request_id.to_owned(),
         wait_for_returns,
         also_price_categories: also.iter().map(|c| (*c).to_owned()).collect(),
+        presale_code: String::new(),
     };
     fan.client
         .claim_best_available(bearer(request, &fan.session))
@@ -248,6 +249,7 @@ async fn bad_category_lists_name_the_field_and_write_nothing() {
             request_id: String::new(),
             wait_for_returns: false,
             also_price_categories: also,
+            presale_code: String::new(),
         };
         let status = fan
             .client

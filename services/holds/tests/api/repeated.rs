@@ -93,6 +93,7 @@ async fn a_repeated_best_available_gets_its_hold() {
             request_id: String::new(),
             wait_for_returns: false,
             also_price_categories: Vec::new(),
+            presale_code: String::new(),
         };
         let session = fan.session.clone();
         async move { client.claim_best_available(bearer(request, &session)).await }

@@ -179,6 +179,7 @@ async fn a_best_available_request_id_makes_one_hold() {
             request_id: "best-1".into(),
             wait_for_returns: false,
             also_price_categories: Vec::new(),
+            presale_code: String::new(),
         };
         let mut client = app.client();
         let session = app.issuers.session("fan-a");

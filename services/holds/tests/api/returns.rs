@@ -29,6 +29,7 @@ pub(crate) async fn ask(
         request_id: request_id.to_owned(),
         wait_for_returns: true,
         also_price_categories: Vec::new(),
+        presale_code: String::new(),
     };
     fan.client
         .claim_best_available(bearer(request, &fan.session))

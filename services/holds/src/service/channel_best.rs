@@ -1,0 +1,86 @@
+//! Best available with a presale code or a channel's key: the rounds of one request
+//! among the seats the code's channel still has free. Each round reads those seats
+//! (on the main database, where channels live), ranks the blocks that fit the request
+//! over them as best available does over a section's free seats, and sends the best
+//! ones of the best block's section to `holds.claim_best_with_code`, which tries them
+//! in order under the code's and the fan's limits in one round trip. A round whose
+//! blocks were all taken by other fans of the channel meanwhile reads again; a request
+//! for which the channel has no fitting block left is answered `SEAT_TAKEN` with what
+//! is still possible among its seats.
+
+use stadium_db::retry_transient;
+
+use super::HoldsService;
+use super::best::{Answer, BLOCKS_PER_CALL, MAX_ROUNDS, round_key, within_limits};
+use crate::domain::best::{BestRequest, Block, Hints};
+use crate::domain::{FanId, Hold, PresaleCode};
+use crate::error::Error;
+use crate::store;
+
+impl HoldsService {
+    /// The rounds of `request` for `fan` (admitted with `admission_jti`) among the
+    /// seats of the channel `code` opens, as described in the module documentation.
+    pub(super) async fn channel_rounds(
+        &self,
+        request: &BestRequest,
+        fan: &FanId,
+        admission_jti: &str,
+        code: &PresaleCode,
+    ) -> Result<Hold, Answer> {
+        let layout = self.event_layout(request.event).await?;
+        let sections = within_limits(&layout, request)?;
+        for _ in 0..MAX_ROUNDS {
+            let free =
+                store::channel_free_seats(self.shards.main(), request.event, code, &sections)
+                    .await?
+                    .ok_or(Error::PresaleCodeInvalid)?;
+            let hints: Hints = sections
+                .iter()
+                .filter_map(|&section| Some((section, layout.only_available(section, &free)?)))
+                .collect();
+            let ranked = layout.blocks(request, &sections, &hints, BLOCKS_PER_CALL);
+            let Some(section) = ranked.first().map(|block| block.section) else {
+                let possible = layout.possible(request, &sections, &hints);
+                return Err(Answer::Refused(Error::NoBlockLeft {
+                    fewer_seats: possible.fewer_seats,
+                    not_together: possible.not_together,
+                    other_sections: Vec::new(),
+                }));
+            };
+            let blocks: Vec<Block> = ranked
+                .into_iter()
+                .filter(|block| block.section == section)
+                .collect();
+            let key = round_key(request, fan, section);
+            let shard = self
+                .shards
+                .shard_of(request.event.get(), section.get())
+                .await
+                .map_err(Error::from)?;
+            let pool = self.shards.named(&shard).map_err(Error::from)?;
+            let _place = self.gate.door(&shard)?.enter().await?;
+            let claimed = retry_transient(
+                self.retry,
+                |failure| self.metrics.retry(failure),
+                || {
+                    store::claim_best_with_code(
+                        pool,
+                        key,
+                        request.event,
+                        &blocks,
+                        fan,
+                        admission_jti,
+                        code,
+                    )
+                },
+            )
+            .await?;
+            match claimed {
+                store::Claimed::Held(held) => return Ok(held.hold),
+                store::Claimed::Repeated(key) => return Err(Answer::Repeated(key)),
+                store::Claimed::Taken { .. } => {}
+            }
+        }
+        Err(Answer::Refused(Error::Contention))
+    }
+}
