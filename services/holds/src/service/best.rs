@@ -276,6 +276,8 @@ impl HoldsService {
         let mut exhausted: Vec<SectionId> = Vec::new();
         // The request's place at the claims gate of the database of its latest round.
         let mut place: Option<(String, OwnedSemaphorePermit)> = None;
+        // Time this request has waited at the doors of the claims gate, all rounds.
+        let mut waited = Duration::ZERO;
         while budget.left() {
             let round: Vec<SectionId> = candidates
                 .iter()
@@ -326,7 +328,8 @@ impl HoldsService {
             // One place at the database's claims gate for every round there.
             if place.as_ref().is_none_or(|(at, _)| *at != shard) {
                 drop(place.take());
-                place = Some((shard.clone(), self.gate.door(&shard)?.enter().await?));
+                let door = self.gate.door(&shard)?;
+                place = Some((shard.clone(), door.enter_after(&mut waited).await?));
             }
             let outcome = retry_transient(
                 self.retry,

@@ -41,7 +41,28 @@ impl Door {
     /// # Errors
     /// [`Error::Overloaded`] (retry after the wait) when no place came free in time.
     pub(super) async fn enter(&self) -> Result<OwnedSemaphorePermit, Error> {
-        match tokio::time::timeout(self.wait, Arc::clone(&self.permits).acquire_owned()).await {
+        let mut waited = Duration::ZERO;
+        self.enter_after(&mut waited).await
+    }
+
+    /// As [`Self::enter`] for a request that has already waited `waited` at doors
+    /// (updated with this wait): it waits at most what is left of one wait, so a
+    /// request whose rounds move between databases (a price category's sections on
+    /// several shards) waits no longer in all than a request on one database, and is
+    /// told to come back before its deadline. With nothing left, a free place is still
+    /// taken at once.
+    ///
+    /// # Errors
+    /// As [`Self::enter`].
+    pub(super) async fn enter_after(
+        &self,
+        waited: &mut Duration,
+    ) -> Result<OwnedSemaphorePermit, Error> {
+        let left = self.wait.saturating_sub(*waited);
+        let started = tokio::time::Instant::now();
+        let entered = tokio::time::timeout(left, Arc::clone(&self.permits).acquire_owned()).await;
+        *waited += started.elapsed();
+        match entered {
             Ok(Ok(permit)) => Ok(permit),
             // The semaphore is never closed; a closed one would be a stopping process.
             Ok(Err(_)) => Err(Error::Database(sqlx::Error::PoolClosed)),
@@ -99,6 +120,31 @@ mod tests {
         );
         drop(inside);
         let _again = door.enter().await.unwrap();
+    }
+
+    /// On the runtime's paused clock, which moves only to the next timer: the waits
+    /// are counted exactly.
+    #[tokio::test(start_paused = true)]
+    async fn a_request_moving_between_doors_waits_one_wait_in_all() {
+        let wait = Duration::from_millis(30);
+        let (east, west) = (Door::new(1, wait), Door::new(1, wait));
+        let _east_taken = east.enter().await.unwrap();
+        let _west_taken = west.enter().await.unwrap();
+        let mut waited = Duration::ZERO;
+        assert!(matches!(
+            east.enter_after(&mut waited).await,
+            Err(Error::Overloaded { .. })
+        ));
+        assert_eq!(waited, wait);
+        // Nothing of the wait is left: the next full door refuses without waiting,
+        // and a door with room still lets the request in.
+        assert!(matches!(
+            west.enter_after(&mut waited).await,
+            Err(Error::Overloaded { .. })
+        ));
+        assert_eq!(waited, wait);
+        let free = Door::new(1, wait);
+        assert!(free.enter_after(&mut waited).await.is_ok());
     }
 
     #[test]
