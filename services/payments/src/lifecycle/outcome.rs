@@ -8,8 +8,14 @@ use super::{Lease, Lifecycle};
 use crate::domain::{Order, Payment, PaymentStatus};
 use crate::error::Error;
 
-/// How often a duplicate looks again while the first request runs.
+/// How soon a duplicate looks again while the first request runs; each later look
+/// waits twice as long as the one before, up to [`DUPLICATE_POLL_MAX`]. A payment
+/// usually finishes within the first looks, and under load — when fans repeat their
+/// Confirms — a duplicate costs its two statements a dozen times in the duplicate wait,
+/// not eighty.
 const DUPLICATE_POLL: Duration = Duration::from_millis(25);
+/// The longest wait between two looks of a duplicate.
+const DUPLICATE_POLL_MAX: Duration = Duration::from_millis(200);
 
 impl Lifecycle {
     /// The final outcome of an existing payment: at once when it is final; else by
@@ -28,6 +34,7 @@ impl Lifecycle {
         method: Option<&str>,
     ) -> Result<Order, Error> {
         let deadline = Instant::now() + self.settings.duplicate_wait;
+        let mut poll = DUPLICATE_POLL;
         loop {
             match payment.status {
                 PaymentStatus::Pending | PaymentStatus::RefundPending => {
@@ -46,7 +53,8 @@ impl Lifecycle {
             if Instant::now() >= deadline {
                 return Err(Error::InProgress);
             }
-            tokio::time::sleep(DUPLICATE_POLL).await;
+            tokio::time::sleep(poll.min(deadline.saturating_duration_since(Instant::now()))).await;
+            poll = (poll * 2).min(DUPLICATE_POLL_MAX);
             payment = self
                 .payment_by_id(payment.id)
                 .await?
