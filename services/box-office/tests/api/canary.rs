@@ -296,7 +296,11 @@ async fn the_report_counts_seats_and_splits_money_exactly() {
     // Its fan was admitted by a waiting-list offer: a sale through the list.
     sqlx::query("UPDATE holds.seat_holds SET admission_jti = $2 WHERE hold_key = $1")
         .bind(odd)
-        .bind(format!("{}{}", stadium_tokens::OFFER_JTI_PREFIX, Uuid::new_v4()))
+        .bind(format!(
+            "{}{}",
+            stadium_tokens::OFFER_JTI_PREFIX,
+            Uuid::new_v4()
+        ))
         .execute(office.pool())
         .await
         .unwrap();
