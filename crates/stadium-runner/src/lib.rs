@@ -9,6 +9,7 @@ pub mod memory;
 pub mod onsale;
 pub mod page;
 pub mod replicas;
+mod service_threads;
 pub mod shards;
 pub mod stack;
 mod stores;

@@ -10,6 +10,7 @@ use stadium_kit::dev_pki::DevPki;
 use stadium_localstack::LocalStack;
 
 use crate::page::{PageListener, PageMode, PageServices, PageState};
+use crate::service_threads::{Finished, ServiceThreads};
 use crate::stores::{ShardStores, Stores};
 use stadium_tokens::DevIssuer;
 use tokio::net::TcpListener;
@@ -120,7 +121,10 @@ pub struct Stack {
     /// The services' certificates and keys, removed with the stack.
     _certificates: tempfile::TempDir,
     shutdown: CancellationToken,
-    tasks: JoinSet<(&'static str, anyhow::Result<()>)>,
+    tasks: JoinSet<Finished>,
+    /// The services' own runtimes (see [`crate::service_threads`]); after `tasks` so
+    /// that they outlive the tasks waiting on them.
+    _threads: ServiceThreads,
     local: Option<LocalStack>,
     shard_stacks: Vec<LocalStack>,
 }
@@ -251,6 +255,7 @@ impl Stack {
 
         let shutdown = CancellationToken::new();
         let mut tasks = JoinSet::new();
+        let mut threads = ServiceThreads::default();
 
         let wr: waiting_room::config::Config = parse(
             &pki,
@@ -268,10 +273,12 @@ impl Stack {
         )?;
         let wr = wr.into_settings()?;
         let token = shutdown.clone();
-        tasks.spawn(async move {
-            let result = waiting_room::serve(wr, wr_listener, token).await;
-            ("waiting-room", result.map_err(anyhow::Error::from))
-        });
+        threads.spawn(
+            &mut tasks,
+            "waiting-room",
+            wr_listener,
+            move |listener| async move { Ok(waiting_room::serve(wr, listener, token).await?) },
+        )?;
 
         let sm: seat_map::Config = parse(
             &pki,
@@ -290,10 +297,12 @@ impl Stack {
             .concat(),
         )?;
         let token = shutdown.clone();
-        tasks.spawn(async move {
-            let result = seat_map::serve(sm, sm_listener, token).await;
-            ("seat-map", result.map_err(anyhow::Error::from))
-        });
+        threads.spawn(
+            &mut tasks,
+            "seat-map",
+            sm_listener,
+            move |listener| async move { Ok(seat_map::serve(sm, listener, token).await?) },
+        )?;
 
         let holds: holds::Config = parse(
             &pki,
@@ -314,10 +323,12 @@ impl Stack {
             .concat(),
         )?;
         let token = shutdown.clone();
-        tasks.spawn(async move {
-            let result = holds::serve(holds, holds_listener, token).await;
-            ("holds", result.map_err(anyhow::Error::from))
-        });
+        threads.spawn(
+            &mut tasks,
+            "holds",
+            holds_listener,
+            move |listener| async move { Ok(holds::serve(holds, listener, token).await?) },
+        )?;
 
         let payments: payments::Config = parse(
             &pki,
@@ -342,10 +353,12 @@ impl Stack {
             lease_ms: payments.lease_ms,
         };
         let token = shutdown.clone();
-        tasks.spawn(async move {
-            let result = payments::serve(payments, pay_listener, token).await;
-            ("payments", result.map_err(anyhow::Error::from))
-        });
+        threads.spawn(
+            &mut tasks,
+            "payments",
+            pay_listener,
+            move |listener| async move { Ok(payments::serve(payments, listener, token).await?) },
+        )?;
 
         let box_office: box_office::Config = parse(
             &pki,
@@ -370,10 +383,9 @@ impl Stack {
             .concat(),
         )?;
         let token = shutdown.clone();
-        tasks.spawn(async move {
-            let result = box_office::serve(box_office, bo_listener, token).await;
-            ("box-office", result.map_err(anyhow::Error::from))
-        });
+        threads.spawn(&mut tasks, "box-office", bo_listener, move |listener| async move {
+            Ok(box_office::serve(box_office, listener, token).await?)
+        })?;
 
         let page_state = PageState::new(
             PageServices {
@@ -413,6 +425,7 @@ impl Stack {
             _certificates: certificates,
             shutdown,
             tasks,
+            _threads: threads,
             local,
             shard_stacks,
         })
