@@ -24,6 +24,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use stadium_db::retry_transient;
 use stadium_seating::Availability;
 
+use super::gate::ClaimGate;
 use super::{HoldsService, unshared};
 use crate::domain::best::{BestRequest, Block, EventLayout, Hints, Target};
 use crate::domain::room::Room;
@@ -274,10 +275,7 @@ impl HoldsService {
         let mut fresh: HashSet<SectionId> = HashSet::new();
         // Sections tried and found without a fitting block, for what is still possible.
         let mut exhausted: Vec<SectionId> = Vec::new();
-        // The request's place at the claims gate of the database of its latest round.
-        let mut place: Option<(String, OwnedSemaphorePermit)> = None;
-        // Time this request has waited at the doors of the claims gate, all rounds.
-        let mut waited = Duration::ZERO;
+        let mut place = GatePlace::default();
         while budget.left() {
             let round: Vec<SectionId> = candidates
                 .iter()
@@ -325,12 +323,7 @@ impl HoldsService {
                 .await
                 .map_err(Error::from)?;
             let pool = self.shards.named(&shard).map_err(Error::from)?;
-            // One place at the database's claims gate for every round there.
-            if place.as_ref().is_none_or(|(at, _)| *at != shard) {
-                drop(place.take());
-                let door = self.gate.door(&shard)?;
-                place = Some((shard.clone(), door.enter_after(&mut waited).await?));
-            }
+            place.enter(&self.gate, &shard).await?;
             let outcome = retry_transient(
                 self.retry,
                 |failure| self.metrics.retry(failure),
@@ -487,6 +480,32 @@ impl HoldsService {
             })
             .await
             .map_err(unshared)
+    }
+}
+
+/// A best-available request's place at the claims gate: one place at a database's door
+/// for every round there, and the time waited at doors over all rounds, which stays
+/// within one wait (see `Door::enter_after`).
+#[derive(Default)]
+pub(super) struct GatePlace {
+    /// The database of the latest round and the place held at its door.
+    held: Option<(String, OwnedSemaphorePermit)>,
+    waited: Duration,
+}
+
+impl GatePlace {
+    /// Holds a place at `shard`'s door of `gate`, keeping the one held when the
+    /// previous round was on the same database.
+    ///
+    /// # Errors
+    /// As `Door::enter_after`; [`Error::CorruptRow`] for a shard without a door.
+    pub(super) async fn enter(&mut self, gate: &ClaimGate, shard: &str) -> Result<(), Error> {
+        if self.held.as_ref().is_none_or(|(at, _)| at != shard) {
+            self.held = None;
+            let permit = gate.door(shard)?.enter_after(&mut self.waited).await?;
+            self.held = Some((shard.to_owned(), permit));
+        }
+        Ok(())
     }
 }
 

@@ -11,7 +11,7 @@
 use stadium_db::retry_transient;
 
 use super::HoldsService;
-use super::best::{Answer, BLOCKS_PER_CALL, MAX_ROUNDS, round_key, within_limits};
+use super::best::{Answer, BLOCKS_PER_CALL, GatePlace, MAX_ROUNDS, round_key, within_limits};
 use crate::domain::best::{BestRequest, Block, Hints};
 use crate::domain::{FanId, Hold, PresaleCode};
 use crate::error::Error;
@@ -29,6 +29,7 @@ impl HoldsService {
     ) -> Result<Hold, Answer> {
         let layout = self.event_layout(request.event).await?;
         let sections = within_limits(&layout, request)?;
+        let mut place = GatePlace::default();
         for _ in 0..MAX_ROUNDS {
             let free =
                 store::channel_free_seats(self.shards.main(), request.event, code, &sections)
@@ -58,7 +59,7 @@ impl HoldsService {
                 .await
                 .map_err(Error::from)?;
             let pool = self.shards.named(&shard).map_err(Error::from)?;
-            let _place = self.gate.door(&shard)?.enter().await?;
+            place.enter(&self.gate, &shard).await?;
             let claimed = retry_transient(
                 self.retry,
                 |failure| self.metrics.retry(failure),
