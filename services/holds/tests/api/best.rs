@@ -106,13 +106,7 @@ fn adjacent(seats: &[u64], places: &BTreeMap<u64, (i32, i32)>) -> bool {
 /// none came while a block of 2 was still free.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_concurrent_fans_fill_a_section_in_adjacent_pairs() {
-    // Every fan waits its turn, however slow a shared machine makes it: this is about
-    // where the seats go, not about shedding (the gate's own tests shed).
-    let app = TestApp::start_with(
-        &["--claim-wait-ms", "20000", "--request-timeout-ms", "30000"],
-        None,
-    )
-    .await;
+    let app = TestApp::start().await;
     let section = catalog::section(app.pool(), app.venue, "C", 3, 10, 10).await;
     let event = app.event(EventSettings::default()).await;
     let results = all_at_once_best(&app, &event, 200, Target::SectionId(section.id)).await;

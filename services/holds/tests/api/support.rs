@@ -65,6 +65,11 @@ impl TestApp {
             // A loaded CI machine may take seconds to run 300 claims on 16 connections.
             "--database-acquire-timeout-ms",
             "60000",
+            // And as long for a claim's turn at the claims gate: the tests fire hundreds
+            // of claims at once to check where seats go, not to be shed (the gate's own
+            // tests set a short wait and shed).
+            "--claim-wait-ms",
+            "30000",
         ];
         args.extend_from_slice(extra);
         let config =
