@@ -488,12 +488,16 @@ pub enum SaleCommand {
         /// Event id.
         event_id: String,
     },
-    /// Set the admission rate.
+    /// Set the admission rate, and with `--active-fan-cap` the cap on admitted fans
+    /// shopping at once.
     Rate {
         /// Event id.
         event_id: String,
         /// Fans per minute.
         fans_per_minute: u32,
+        /// Admitted fans not yet done at most (0 = no cap); unset keeps the event's.
+        #[arg(long)]
+        active_fan_cap: Option<u32>,
     },
 }
 

@@ -647,10 +647,12 @@ async fn sale(c: &mut Client, cmd: SaleCommand) -> Result<Outcome, CliError> {
         SaleCommand::Rate {
             event_id,
             fans_per_minute,
+            active_fan_cap,
         } => {
             let req = c.request(pb::SetAdmissionRateRequest {
                 event_id,
                 fans_per_minute,
+                active_fan_cap,
             })?;
             let r = c.inner.set_admission_rate(req).await?.into_inner();
             (r.event, r.waiting_room)

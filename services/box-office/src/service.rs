@@ -414,7 +414,9 @@ impl BoxOfficeService {
         })
     }
 
-    /// Sets the admission rate, then tells the waiting room.
+    /// Sets the admission rate (fans per minute) and, when `active_fan_cap` is given,
+    /// the cap on active admitted fans (0 = none), then tells the waiting room: the
+    /// rate alone, or with a cap the whole configuration.
     ///
     /// # Errors
     /// [`Error::EventNotFound`]; [`Error::Database`].
@@ -423,28 +425,35 @@ impl BoxOfficeService {
         actor: &str,
         event_id: i64,
         fans_per_minute: u32,
+        active_fan_cap: Option<u32>,
     ) -> Result<(Event, PushReport)> {
         let mut tx = self.pool.begin().await?;
         let before = events::load(&mut tx, event_id, true).await?;
-        events::set_rate(&mut tx, event_id, fans_per_minute).await?;
+        events::set_admission(&mut tx, event_id, fans_per_minute, active_fan_cap).await?;
         let after = events::load(&mut tx, event_id, false).await?;
+        let admission = |event: &Event| {
+            json!({
+                "admission_rate_per_min": event.settings.admission_rate_per_min,
+                "active_fan_cap": event.settings.active_fan_cap,
+            })
+        };
         audit::record(
             &mut tx,
             AuditEntry {
                 actor,
                 action: "set_admission_rate",
                 target: event_target(event_id),
-                before: Some(
-                    json!({ "admission_rate_per_min": before.settings.admission_rate_per_min }),
-                ),
-                after: Some(
-                    json!({ "admission_rate_per_min": after.settings.admission_rate_per_min }),
-                ),
+                before: Some(admission(&before)),
+                after: Some(admission(&after)),
             },
         )
         .await?;
         tx.commit().await?;
-        let push = self.pusher.push(event_id, PushKind::Rate).await;
+        let kind = match active_fan_cap {
+            Some(_) => PushKind::Configure,
+            None => PushKind::Rate,
+        };
+        let push = self.pusher.push(event_id, kind).await;
         Ok((after, push))
     }
 

@@ -98,6 +98,14 @@ fn within(field: &str, value: u64, min: u64, max: u64) -> Result<u32> {
     u32::try_from(value).map_err(|_| Error::invalid(field, "too large"))
 }
 
+/// A cap on active admitted fans (0 = none) as the catalog stores it, in `field`.
+///
+/// # Errors
+/// [`Error::InvalidField`] naming `field` above `i32::MAX`.
+pub fn active_fan_cap(field: &str, cap: u32) -> Result<u32> {
+    within(field, cap.into(), 0, i32::MAX as u64)
+}
+
 /// Checks an event's settings; the currency may come from the price categories.
 ///
 /// # Errors
@@ -150,12 +158,7 @@ pub fn settings(
         1,
         MAX_ADMISSION_RATE.into(),
     )?;
-    let active_fan_cap = within(
-        "settings.active_fan_cap",
-        s.active_fan_cap.into(),
-        0,
-        i32::MAX as u64,
-    )?;
+    let active_fan_cap = active_fan_cap("settings.active_fan_cap", s.active_fan_cap)?;
     let admission_ttl_ms = match s.admission_ttl_ms {
         0 => DEFAULT_ADMISSION_TTL_MS,
         ms => ms,

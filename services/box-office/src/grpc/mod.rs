@@ -394,9 +394,13 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
                         format!("must be 1 to {max}"),
                     ));
                 }
+                let cap = req
+                    .active_fan_cap
+                    .map(|cap| convert::active_fan_cap("active_fan_cap", cap))
+                    .transpose()?;
                 let (event, push) = self
                     .office
-                    .set_admission_rate(&caller.actor, event_id, req.fans_per_minute)
+                    .set_admission_rate(&caller.actor, event_id, req.fans_per_minute, cap)
                     .await?;
                 Ok(pb::SetAdmissionRateResponse {
                     event: Some(convert::event(&event)),

@@ -319,16 +319,26 @@ pub async fn set_status(
     .rows_affected())
 }
 
-/// Sets the admission rate of `event_id` (fans per minute).
+/// Sets the admission rate of `event_id` (fans per minute) and, when `active_fan_cap`
+/// is given, its cap on active admitted fans (0 = none); the rows changed.
 ///
 /// # Errors
 /// [`Error::Database`].
-pub async fn set_rate(conn: &mut PgConnection, event_id: i64, fans_per_minute: u32) -> Result<u64> {
+pub async fn set_admission(
+    conn: &mut PgConnection,
+    event_id: i64,
+    fans_per_minute: u32,
+    active_fan_cap: Option<u32>,
+) -> Result<u64> {
+    let signed = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
     Ok(sqlx::query!(
-        "UPDATE catalog.events SET admission_rate_per_min = $2, updated_at = now()
+        "UPDATE catalog.events
+         SET admission_rate_per_min = $2, active_fan_cap = COALESCE($3, active_fan_cap),
+             updated_at = now()
          WHERE event_id = $1",
         event_id,
-        i32::try_from(fans_per_minute).unwrap_or(i32::MAX)
+        signed(fans_per_minute),
+        active_fan_cap.map(signed)
     )
     .execute(conn)
     .await?

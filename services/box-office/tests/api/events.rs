@@ -343,18 +343,15 @@ async fn prices_and_rate_change_with_audit_and_closed_events_keep_their_prices()
         .set_admission_rate(office.sre(pb::SetAdmissionRateRequest {
             event_id: id.clone(),
             fans_per_minute: 1200,
+            active_fan_cap: Some(300),
         }))
         .await
         .unwrap()
         .into_inner();
+    let settings = answer.event.unwrap().settings.unwrap();
     assert_eq!(
-        answer
-            .event
-            .unwrap()
-            .settings
-            .unwrap()
-            .admission_rate_per_min,
-        1200
+        (settings.admission_rate_per_min, settings.active_fan_cap),
+        (1200, 300)
     );
     assert_eq!(
         answer.waiting_room.unwrap().outcome,
@@ -367,10 +364,21 @@ async fn prices_and_rate_change_with_audit_and_closed_events_keep_their_prices()
         .set_admission_rate(office.sre(pb::SetAdmissionRateRequest {
             event_id: id.clone(),
             fans_per_minute: 0,
+            active_fan_cap: None,
         }))
         .await
         .unwrap_err();
     assert_eq!(reason(&status).2.as_deref(), Some("fans_per_minute"));
+    let status = office
+        .client
+        .set_admission_rate(office.sre(pb::SetAdmissionRateRequest {
+            event_id: id.clone(),
+            fans_per_minute: 60,
+            active_fan_cap: Some(u32::MAX),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).2.as_deref(), Some("active_fan_cap"));
     let status = office
         .client
         .set_price_categories(office.sre(pb::SetPriceCategoriesRequest {

@@ -22,6 +22,8 @@ pub struct Call {
     pub event_id: String,
     pub state: i32,
     pub fans_per_minute: u32,
+    /// The cap a ConfigureEvent carried (0 for every other call).
+    pub active_fan_cap: u32,
     pub bearer: String,
     pub inventory: Option<wr::InventoryReport>,
 }
@@ -74,6 +76,7 @@ impl FakeWaitingRoom {
             event_id: event_id.to_owned(),
             state,
             fans_per_minute: rate,
+            active_fan_cap: 0,
             bearer,
             inventory: None,
         });
@@ -214,6 +217,9 @@ impl WaitingRoom for FakeWaitingRoom {
             r.state,
             r.fans_per_minute,
         )?;
+        if let Some(last) = self.calls.lock().unwrap().last_mut() {
+            last.active_fan_cap = r.active_fan_cap;
+        }
         self.floors
             .lock()
             .unwrap()

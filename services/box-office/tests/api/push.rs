@@ -44,6 +44,17 @@ async fn every_sale_change_is_pushed_with_the_service_token() {
         .set_admission_rate(office.sre(pb::SetAdmissionRateRequest {
             event_id: id.clone(),
             fans_per_minute: 90,
+            active_fan_cap: None,
+        }))
+        .await
+        .unwrap();
+    // A cap changes the whole configuration: sent as such, rate and all.
+    office
+        .client
+        .set_admission_rate(office.sre(pb::SetAdmissionRateRequest {
+            event_id: id.clone(),
+            fans_per_minute: 120,
+            active_fan_cap: Some(40),
         }))
         .await
         .unwrap();
@@ -56,17 +67,23 @@ async fn every_sale_change_is_pushed_with_the_service_token() {
         .unwrap();
 
     let calls = fake.calls();
-    let seen: Vec<(&str, i32, u32)> = calls
+    let seen: Vec<(&str, i32, u32, u32)> = calls
         .iter()
-        .map(|c| (c.method, c.state, c.fans_per_minute))
+        .map(|c| (c.method, c.state, c.fans_per_minute, c.active_fan_cap))
         .collect();
+    let (scheduled, paused, closed) = (
+        wr::SaleState::Scheduled as i32,
+        wr::SaleState::Paused as i32,
+        wr::SaleState::Closed as i32,
+    );
     assert_eq!(
         seen,
         [
-            ("ConfigureEvent", wr::SaleState::Scheduled as i32, 600),
-            ("ConfigureEvent", wr::SaleState::Paused as i32, 600),
-            ("SetAdmissionRate", 0, 90),
-            ("ConfigureEvent", wr::SaleState::Closed as i32, 90),
+            ("ConfigureEvent", scheduled, 600, 0),
+            ("ConfigureEvent", paused, 600, 0),
+            ("SetAdmissionRate", 0, 90, 0),
+            ("ConfigureEvent", paused, 120, 40),
+            ("ConfigureEvent", closed, 120, 40),
         ]
     );
     for call in &calls {

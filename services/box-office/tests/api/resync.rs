@@ -64,6 +64,7 @@ async fn every_live_event_is_sent_again_every_interval_until_shutdown() {
     let request = office.sre(pb::SetAdmissionRateRequest {
         event_id: on_sale.clone(),
         fans_per_minute: 90,
+        active_fan_cap: None,
     });
     office
         .client
