@@ -60,6 +60,30 @@ fn bearer<T>(request: &Request<T>) -> Result<&str, Status> {
     bearer_token(request.metadata())
 }
 
+/// Whose orders a ListOrders caller reads: a fan their own (`fan_id` empty or theirs),
+/// staff the fan they name.
+///
+/// # Errors
+/// [`Error::InvalidField`] naming `fan_id`: missing from staff, another fan's from a
+/// fan, or not a fan id (`stadium_tokens::check_fan_id`).
+fn orders_of(caller: Caller, fan_id: String) -> Result<String, Error> {
+    match caller {
+        Caller::Fan(fan) if fan_id.is_empty() || fan_id == fan => Ok(fan),
+        Caller::Fan(_) => Err(Error::invalid(
+            "fan_id",
+            "a fan lists only their own orders",
+        )),
+        Caller::Admin(_) if fan_id.is_empty() => Err(Error::invalid(
+            "fan_id",
+            "staff name the fan whose orders to list",
+        )),
+        Caller::Admin(_) => {
+            stadium_tokens::check_fan_id(&fan_id).map_err(|why| Error::invalid("fan_id", why))?;
+            Ok(fan_id)
+        }
+    }
+}
+
 /// Runs a payment flow on a task of its own and waits for it. A caller who gives up
 /// (its deadline, a dropped connection) drops only the wait: the flow still books or
 /// refunds and hands its lease back, and a retry finds that outcome instead of a lease
@@ -130,8 +154,11 @@ impl Payments for PaymentsApi {
         &self,
         request: Request<ListOrdersRequest>,
     ) -> Result<Response<ListOrdersResponse>, Status> {
-        let fan = self.auth.fan(bearer(&request)?, SystemTime::now())?;
+        let caller = self
+            .auth
+            .fan_or_staff(bearer(&request)?, SystemTime::now())?;
         let body = request.into_inner();
+        let fan = orders_of(caller, body.fan_id)?;
         let page = body.page.unwrap_or_default();
         let after = match page.page_token.as_str() {
             "" => None,

@@ -5,9 +5,11 @@ use stadium_kit::Reason;
 use stadium_proto::common::v1::PageRequest;
 use stadium_proto::holds::v1::ReleaseHoldRequest;
 use stadium_proto::payments::v1::{
-    ConfirmRequest, GetOrderRequest, ListOrdersRequest, OrderStatus, VerifyTicketRequest,
-    get_order_request,
+    ConfirmRequest, GetOrderRequest, ListOrdersRequest, ListOrdersResponse, OrderStatus,
+    VerifyTicketRequest, get_order_request,
 };
+use stadium_testkit::grpc::metadata;
+use stadium_tokens::Role;
 use tonic::Code;
 
 use crate::support::{SEAT_PRICE, Stack, bearer, reason};
@@ -144,6 +146,7 @@ async fn list_orders_pages_through_the_fans_own_orders_newest_first() {
                         page_token: token.clone(),
                     }),
                     event_id: event.clone(),
+                    fan_id: String::new(),
                 },
                 &stack.issuers.session("fan-a"),
             ))
@@ -168,12 +171,63 @@ async fn list_orders_pages_through_the_fans_own_orders_newest_first() {
                     page_token: "garbage".into(),
                 }),
                 event_id: String::new(),
+                fan_id: String::new(),
             },
             &stack.issuers.session("fan-a"),
         ))
         .await
         .unwrap_err();
     assert_eq!(reason(&bad, Code::InvalidArgument), Reason::InvalidField);
+    stack.stop().await;
+}
+
+#[tokio::test]
+async fn staff_list_the_orders_of_the_fan_they_name_and_fans_only_their_own() {
+    let stack = Stack::start().await;
+    let event = stack.event().await;
+    let mine = stack.claim("fan-a", &event, &[stack.seats[0]]).await;
+    stack.confirm("fan-a", &mine, "tok_visa").await.unwrap();
+    let theirs = stack.claim("fan-b", &event, &[stack.seats[1]]).await;
+    stack.confirm("fan-b", &theirs, "tok_visa").await.unwrap();
+    let list = |token: String, fan_id: &str| {
+        let request = ListOrdersRequest {
+            page: None,
+            event_id: event.clone(),
+            fan_id: fan_id.to_owned(),
+        };
+        let mut client = stack.client();
+        async move { client.list_orders(bearer(request, &token)).await }
+    };
+    let keys = |answer: Result<tonic::Response<ListOrdersResponse>, tonic::Status>| {
+        let orders = answer.expect("listed").into_inner().orders;
+        orders
+            .into_iter()
+            .map(|o| (o.fan_id, o.hold_key))
+            .collect::<Vec<_>>()
+    };
+
+    for role in [Role::BoxOffice, Role::Sre] {
+        let staff = stack.issuers.admin(&[role]);
+        let listed = keys(list(staff.clone(), "fan-b").await);
+        assert_eq!(listed, [("fan-b".to_owned(), theirs.clone())], "{role:?}");
+        let unnamed = list(staff, "").await.unwrap_err();
+        assert_eq!(
+            reason(&unnamed, Code::InvalidArgument),
+            Reason::InvalidField
+        );
+        assert_eq!(metadata(&unnamed, "field").as_deref(), Some("fan_id"));
+    }
+    let own = keys(list(stack.issuers.session("fan-a"), "fan-a").await);
+    assert_eq!(own, [("fan-a".to_owned(), mine)]);
+    let prying = list(stack.issuers.session("fan-a"), "fan-b")
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&prying, Code::InvalidArgument), Reason::InvalidField);
+    assert_eq!(metadata(&prying, "field").as_deref(), Some("fan_id"));
+    let bad = list(stack.issuers.admin(&[Role::BoxOffice]), "a\u{7}b")
+        .await
+        .unwrap_err();
+    assert_eq!(metadata(&bad, "field").as_deref(), Some("fan_id"));
     stack.stop().await;
 }
 
