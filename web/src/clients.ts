@@ -1,6 +1,7 @@
-// The generated v1 clients over gRPC-web, each carrying the fan's session token.
+// The generated v1 clients over gRPC-web, each carrying the fan's session token; the
+// bearer transport is the staff console's too (console/clients.ts).
 
-import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { WaitingRoom } from "./gen/stadium/waiting_room/v1/waiting_room_pb.js";
 import { SeatMap } from "./gen/stadium/seat_map/v1/seat_map_pb.js";
@@ -16,14 +17,18 @@ export interface Clients {
   payments: Client<typeof Payments>;
 }
 
-/** Clients for the configured services, authenticated as the session's fan. */
-export function clients(config: PageConfig, sessionToken: string): Clients {
+/** gRPC-web transports to a service's base URL, each call carrying `token` as bearer. */
+export function bearerTransport(token: string): (baseUrl: string) => Transport {
   const bearer: Interceptor = (next) => async (request) => {
-    request.header.set("authorization", `Bearer ${sessionToken}`);
+    request.header.set("authorization", `Bearer ${token}`);
     return next(request);
   };
-  const transport = (baseUrl: string) =>
-    createGrpcWebTransport({ baseUrl, interceptors: [bearer] });
+  return (baseUrl) => createGrpcWebTransport({ baseUrl, interceptors: [bearer] });
+}
+
+/** Clients for the configured services, authenticated as the session's fan. */
+export function clients(config: PageConfig, sessionToken: string): Clients {
+  const transport = bearerTransport(sessionToken);
   return {
     waitingRoom: createClient(WaitingRoom, transport(config.services.waiting_room)),
     seatMap: createClient(SeatMap, transport(config.services.seat_map)),

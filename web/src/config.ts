@@ -1,5 +1,5 @@
-// What the page learns from the server that serves it: the services' addresses, the
-// event on sale, and how fans sign in (GET /config.json).
+// What the pages learn from the server that serves them: the services' addresses, the
+// event on sale, and how fans and staff sign in (GET /config.json).
 
 /** The runner's page configuration, as served at `/config.json`. */
 export interface PageConfig {
@@ -7,15 +7,22 @@ export interface PageConfig {
   mode: string;
   /** The event the page sells, unless the address names one (`?event=`). */
   event_id: string | null;
-  /** gRPC-web base URLs of the services the page calls. */
+  /** gRPC-web base URLs of the services the pages call. */
   services: {
     waiting_room: string;
     seat_map: string;
     holds: string;
     payments: string;
+    /** The box office: the staff console's. */
+    box_office: string;
   };
   /** Development only: where a name buys a fan session (POST, JSON `{ "name" }`). */
   dev_sign_in: string | null;
+  /**
+   * Development only: where a name and a role buy a staff member's admin token
+   * (POST, JSON `{ "name", "role" }`; the console's sign-in).
+   */
+  dev_staff_sign_in: string | null;
 }
 
 /** Reads `/config.json`; throws when the server does not answer with one. */

@@ -26,11 +26,12 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return el;
 }
 
-/** Replaces the main view with `nodes`, moves focus to its heading, sets the title. */
+/** Replaces the main view with `nodes`, moves focus to its heading, sets the title
+ * (followed by the page's own name, its body's `data-site`: the console's differs). */
 export function show(title: string, ...nodes: Node[]): void {
   const main = document.getElementById("main")!;
   main.replaceChildren(...nodes);
-  document.title = `${title} · Tickets`;
+  document.title = `${title} · ${document.body.dataset["site"] ?? "Tickets"}`;
   const heading = main.querySelector<HTMLElement>("h2");
   if (heading) {
     heading.tabIndex = -1;

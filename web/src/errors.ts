@@ -34,7 +34,7 @@ export function seatIds(value: string | undefined): bigint[] {
     .map((s) => BigInt(s));
 }
 
-/** Words a fan can act on for a failure. */
+/** Words a fan (or a staff member, for the console's calls) can act on for a failure. */
 export function explain(f: Failure): string {
   switch (f.reason) {
     case "TOKEN_EXPIRED":
@@ -60,6 +60,16 @@ export function explain(f: Failure): string {
     case "ADMISSION_EXPIRED":
     case "ADMISSION_REVOKED":
       return "Your turn has ended. Join the queue again.";
+    case "ROLE_REQUIRED":
+      return `Your role does not allow this: it takes ${f.metadata["roles"] ? `the role ${f.metadata["roles"]}` : "another role"}.`;
+    case "INVALID_TRANSITION":
+      return `The sale cannot go from ${f.metadata["from"] ?? "its state"} to ${f.metadata["to"] ?? "that state"}.`;
+    case "PRICES_MISSING":
+      return `Some seats have no price yet (${f.metadata["categories"] ?? "their categories"}).`;
+    case "ORDER_NOT_FOUND":
+      return "There is no such order.";
+    case "NOT_REFUNDABLE":
+      return "This order cannot be refunded.";
     default:
       return f.message || "Something went wrong. Try again.";
   }

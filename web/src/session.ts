@@ -1,10 +1,11 @@
 // Signing in. Development: a name buys a fan session from the runner's development
 // issuer. Production: the site that signs fans in opens this page with its session
 // token in the address fragment (`#session=<token>`, never sent to any server); the
-// page keeps it for the tab and removes it from the address.
+// page keeps it for the tab and removes it from the address (token.ts).
 
 import type { PageConfig } from "./config.js";
 import { h, show } from "./dom.js";
+import { claims, dropToken, keepToken, tabToken } from "./token.js";
 
 /** A signed-in fan. */
 export interface Session {
@@ -14,39 +15,20 @@ export interface Session {
 
 const STORE = "stadium.session";
 
-/** The `sub` of a JWT, read without verifying (the services verify it). */
-function subject(token: string): string {
-  try {
-    const payload = token.split(".")[1] ?? "";
-    const binary = atob(payload.replace(/-/g, "+").replace(/_/g, "/"));
-    const json = new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
-    const sub = (JSON.parse(json) as { sub?: unknown }).sub;
-    return typeof sub === "string" ? sub : "";
-  } catch {
-    return "";
-  }
-}
-
 function remember(token: string): Session {
-  sessionStorage.setItem(STORE, token);
-  return { token, fanId: subject(token) };
+  keepToken(STORE, token);
+  return { token, fanId: claims(token).sub };
 }
 
 /** Forgets the tab's session (an expired or refused token). */
 export function forget(): void {
-  sessionStorage.removeItem(STORE);
+  dropToken(STORE);
 }
 
 /** The tab's session, from the address fragment or the tab's storage. */
 function existing(): Session | null {
-  const fragment = new URLSearchParams(window.location.hash.slice(1));
-  const fromSite = fragment.get("session");
-  if (fromSite) {
-    history.replaceState(null, "", window.location.pathname + window.location.search);
-    return remember(fromSite);
-  }
-  const stored = sessionStorage.getItem(STORE);
-  return stored ? { token: stored, fanId: subject(stored) } : null;
+  const token = tabToken(STORE);
+  return token ? { token, fanId: claims(token).sub } : null;
 }
 
 /** Resolves once the fan is signed in. */

@@ -1,8 +1,9 @@
 // @ts-check
 // What every browser story shares: Debian's Chromium launched by playwright-core on a
-// fresh profile (nothing fetched from the internet), a line-by-line JSON conversation
-// with the Rust test that drives the stack (stdout out, stdin in), and numbered
-// screenshots in the folder the test names.
+// fresh profile (nothing fetched from the internet), one tab or more, a line-by-line
+// JSON conversation with the Rust test that drives the stack (stdout out, stdin in),
+// numbered screenshots in the folder the test names, and signing in as a fan or as
+// staff.
 
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -36,12 +37,27 @@ export async function ask(value) {
   return JSON.parse(next.value);
 }
 
+/** Logs a tab's errors and warnings, and gives its steps the story's timeout.
+ * @param {import("playwright-core").Page} page @param {string} name */
+function watch(page, name) {
+  page.setDefaultTimeout(STEP_TIMEOUT_MS);
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning") console.error(`${name} ${m.type()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => console.error(`${name} error: ${e.message}`));
+}
+
 /**
  * Launches the browser at a phone's width, says {"ready":true}, reads the test's
- * {"page_url","event_id","screenshots"}, runs `story`, and always closes the browser.
- * A failing story leaves a `failure` screenshot and sets the exit status.
+ * {"page_url","event_id","screenshots", …}, runs `story`, and always closes the browser.
+ * The story gets the first tab (`page`), `newTab()` for more tabs of the same browser
+ * (one profile: tabs share cookies, each has its own sessionStorage), the test's whole
+ * answer (`setup`, for fields a story needs beyond the three), and `shot(name, tab?)`,
+ * numbered screenshots of `page` or of another tab. A failing story leaves a `failure`
+ * screenshot of every open tab and sets the exit status.
  * @param {(s: { page: import("playwright-core").Page, pageUrl: string, eventId: string,
- *   shot: (name: string) => Promise<void> }) => Promise<void>} story
+ *   setup: Record<string, any>, newTab: () => Promise<import("playwright-core").Page>,
+ *   shot: (name: string, tab?: import("playwright-core").Page) => Promise<void> }) => Promise<void>} story
  */
 export async function run(story) {
   const profile = mkdtempSync(join(tmpdir(), "stadium-chromium-"));
@@ -56,25 +72,34 @@ export async function run(story) {
     locale: "en-GB",
   });
   const page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(STEP_TIMEOUT_MS);
-  page.on("console", (m) => {
-    if (m.type() === "error" || m.type() === "warning") console.error(`page ${m.type()}: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => console.error(`page error: ${e.message}`));
+  watch(page, "page");
+  let tabs = 1;
+  const newTab = async () => {
+    const tab = await context.newPage();
+    tabs += 1;
+    watch(tab, `tab ${tabs}`);
+    return tab;
+  };
   let step = 0;
   let folder = "";
-  /** @param {string} name */
-  const shot = async (name) => {
+  /** @param {string} name @param {import("playwright-core").Page} [tab] */
+  const shot = async (name, tab = page) => {
     step += 1;
-    await page.screenshot({ path: join(folder, `${String(step).padStart(2, "0")}-${name}.png`), fullPage: true });
+    await tab.screenshot({ path: join(folder, `${String(step).padStart(2, "0")}-${name}.png`), fullPage: true });
   };
   try {
-    const { page_url: pageUrl, event_id: eventId, screenshots } = await ask({ ready: true });
+    const setup = await ask({ ready: true });
+    const { page_url: pageUrl, event_id: eventId, screenshots } = setup;
     folder = screenshots;
     mkdirSync(folder, { recursive: true });
-    await story({ page, pageUrl, eventId, shot });
+    await story({ page, pageUrl, eventId, setup, newTab, shot });
   } catch (error) {
-    if (folder) await shot("failure").catch(() => undefined);
+    if (folder) {
+      const open = context.pages();
+      for (const [i, tab] of open.entries()) {
+        await shot(open.length > 1 ? `failure-tab${i + 1}` : "failure", tab).catch(() => undefined);
+      }
+    }
     console.error(`story failed: ${error instanceof Error ? error.stack : String(error)}`);
     process.exitCode = 1;
   } finally {
@@ -91,6 +116,21 @@ export async function run(story) {
  */
 export async function signIn(page, pageUrl, eventId, name) {
   await page.goto(`${pageUrl}/?event=${encodeURIComponent(eventId)}`);
+  await page.getByLabel("Your name").focus();
+  await page.keyboard.type(name);
+  await page.keyboard.press("Enter");
+}
+
+/**
+ * Opens the staff console for the event and signs in by keyboard as `name` with
+ * `role` (the role select's value or label: "box_office" or "Box office", "sre" or
+ * "SRE"; development mode).
+ * @param {import("playwright-core").Page} page @param {string} pageUrl
+ * @param {string} eventId @param {string} name @param {string} role
+ */
+export async function signInStaff(page, pageUrl, eventId, name, role) {
+  await page.goto(`${pageUrl}/console?event=${encodeURIComponent(eventId)}`);
+  await page.getByLabel("Role").selectOption(role);
   await page.getByLabel("Your name").focus();
   await page.keyboard.type(name);
   await page.keyboard.press("Enter");

@@ -301,7 +301,10 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
         outcome
     } else {
         let mut stack = Stack::start(options(stores, None, None)?).await?;
-        println!("fan's page: {}/ (while the sale runs)", stack.page_url);
+        println!(
+            "fan's page: {0}/ and staff console: {0}/console (while the sale runs)",
+            stack.page_url
+        );
         let deployment = stack.deployment();
         // A service that stops during the sale ends the run with its error, rather
         // than leaving the fans to wait on it.
@@ -376,8 +379,9 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             println!("  dev issuer seed  {}", hex::encode(stack.dev_issuer_seed));
             println!("  admin token (1 h, box_office + sre)  {admin}");
             println!("  fan's page    {}/", stack.page_url);
+            println!("  staff console {}/console", stack.page_url);
             println!(
-                "    (the page calls the services over TLS: the browser must trust the authority above)"
+                "    (the pages call the services over TLS: the browser must trust the authority above)"
             );
             println!("Ctrl-C stops it.");
             let result = stack.run_until(stop).await;

@@ -393,6 +393,7 @@ impl Stack {
                 seat_map: sm_url.clone(),
                 holds: holds_url.clone(),
                 payments: pay_url.clone(),
+                box_office: bo_url.clone(),
             },
             PageMode::Development(Arc::clone(&issuer)),
         );

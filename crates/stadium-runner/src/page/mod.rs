@@ -1,8 +1,10 @@
-//! The fan's page over HTTP: the embedded build of `web/` (`/`, `/assets/…`), the
-//! page's configuration (`GET /config.json`: the services' gRPC-web addresses, the
-//! event, how fans sign in) and, in development mode only, the development sign-in
-//! (`POST /dev/session`). The page calls the services itself over gRPC-web; their
-//! `--cors-allowed-origins` lists this server's origin ([`PageListener::origin`]).
+//! The fan's page and the staff's live console over HTTP: the embedded build of `web/`
+//! (`/`, `/console`, `/assets/…`), the pages' configuration (`GET /config.json`: the
+//! services' gRPC-web addresses, the event, how fans and staff sign in) and, in
+//! development mode only, the development sign-ins (`POST /dev/session` for fans,
+//! `POST /dev/staff-session` for staff). The pages call the services themselves over
+//! gRPC-web; their `--cors-allowed-origins` lists this server's origin
+//! ([`PageListener::origin`]).
 
 mod assets;
 mod sign_in;
@@ -22,6 +24,10 @@ use tokio_util::sync::CancellationToken;
 
 /// Where the page's sign-in endpoint is (development mode only).
 pub const DEV_SIGN_IN_PATH: &str = "/dev/session";
+/// Where the console's staff sign-in endpoint is (development mode only).
+pub const DEV_STAFF_SIGN_IN_PATH: &str = "/dev/staff-session";
+/// Where the staff's live console is served.
+pub const CONSOLE_PATH: &str = "/console";
 
 /// How fans sign in to the page.
 #[derive(Clone)]
@@ -33,7 +39,7 @@ pub enum PageMode {
     Production,
 }
 
-/// The gRPC-web base URLs (`https://host:port`) of the services a fan calls.
+/// The gRPC-web base URLs (`https://host:port`) of the services the pages call.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PageServices {
     /// The waiting room.
@@ -44,6 +50,8 @@ pub struct PageServices {
     pub holds: String,
     /// Payments.
     pub payments: String,
+    /// The box office (the console's).
+    pub box_office: String,
 }
 
 impl std::fmt::Debug for PageMode {
@@ -123,6 +131,7 @@ pub fn router(state: PageState) -> Router {
     Router::new()
         .route("/config.json", get(config))
         .route(DEV_SIGN_IN_PATH, post(sign_in::sign_in))
+        .route(DEV_STAFF_SIGN_IN_PATH, post(sign_in::staff_sign_in))
         .fallback(get(asset))
         .with_state(state)
 }
@@ -149,6 +158,7 @@ struct PageConfig<'a> {
     event_id: Option<String>,
     services: &'a PageServices,
     dev_sign_in: Option<&'static str>,
+    dev_staff_sign_in: Option<&'static str>,
 }
 
 async fn config(State(state): State<PageState>) -> Response {
@@ -162,6 +172,7 @@ async fn config(State(state): State<PageState>) -> Response {
         event_id: state.event(),
         services: &state.services,
         dev_sign_in: development.then_some(DEV_SIGN_IN_PATH),
+        dev_staff_sign_in: development.then_some(DEV_STAFF_SIGN_IN_PATH),
     };
     json(StatusCode::OK, &body)
 }
@@ -183,6 +194,7 @@ pub(crate) fn json(status: StatusCode, value: &impl serde::Serialize) -> Respons
 async fn asset(State(state): State<PageState>, request: Request) -> Response {
     let path = match request.uri().path() {
         "/" => "/index.html",
+        path if is_console(path) => "/console.html",
         path => path,
     };
     // Unknown paths get the page itself, so an address with a path still opens it.
@@ -216,12 +228,23 @@ async fn asset(State(state): State<PageState>, request: Request) -> Response {
     response
 }
 
+/// `/console` and the addresses under it.
+fn is_console(path: &str) -> bool {
+    path.strip_prefix(CONSOLE_PATH)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 /// The page may run only its own scripts and talk only to its server and the services.
 fn content_security_policy(services: &PageServices) -> String {
     format!(
-        "default-src 'self'; connect-src 'self' {} {} {} {}; style-src 'self' 'unsafe-inline'; \
-         img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-        services.waiting_room, services.seat_map, services.holds, services.payments
+        "default-src 'self'; connect-src 'self' {} {} {} {} {}; \
+         style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; \
+         base-uri 'none'; form-action 'none'",
+        services.waiting_room,
+        services.seat_map,
+        services.holds,
+        services.payments,
+        services.box_office
     )
 }
 
@@ -239,6 +262,7 @@ mod tests {
                 seat_map: "https://127.0.0.1:2".into(),
                 holds: "https://127.0.0.1:3".into(),
                 payments: "https://127.0.0.1:4".into(),
+                box_office: "https://127.0.0.1:5".into(),
             },
             mode,
         )
@@ -272,6 +296,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_console_is_served_at_its_address_and_below_it() {
+        let page = state(PageMode::Production);
+        let console = assets::find("/console.html").expect("console.html embedded");
+        let fan_page = assets::find("/index.html").expect("index.html embedded");
+        assert_ne!(console, fan_page);
+        for path in ["/console", "/console/", "/console/events/7"] {
+            let response = get(&page, path).await;
+            assert_eq!(response.status(), StatusCode::OK, "{path}");
+            let policy = response.headers()[header::CONTENT_SECURITY_POLICY]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            assert!(policy.contains(" https://127.0.0.1:5;"), "{policy}");
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(&bytes[..], console, "{path}");
+        }
+        // Only the console's own addresses.
+        let other = get(&page, "/consoles").await;
+        let bytes = other.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&bytes[..], fan_page);
+    }
+
+    #[tokio::test]
     async fn the_configuration_names_the_services_the_event_and_the_sign_in_of_its_mode() {
         let issuer = Arc::new(DevIssuer::generate().unwrap());
         let development = state(PageMode::Development(issuer));
@@ -285,10 +332,13 @@ mod tests {
         assert_eq!(dev["mode"], "development");
         assert_eq!(dev["event_id"], "7");
         assert_eq!(dev["dev_sign_in"], DEV_SIGN_IN_PATH);
+        assert_eq!(dev["dev_staff_sign_in"], DEV_STAFF_SIGN_IN_PATH);
         assert_eq!(dev["services"]["holds"], "https://127.0.0.1:3");
+        assert_eq!(dev["services"]["box_office"], "https://127.0.0.1:5");
         let prod = read(config(State(production)).await).await;
         assert_eq!(prod["mode"], "production");
         assert!(prod["dev_sign_in"].is_null());
+        assert!(prod["dev_staff_sign_in"].is_null());
         assert!(prod["event_id"].is_null());
     }
 }

@@ -1,0 +1,87 @@
+// The queue, live: fans waiting, the frontier (`admitted`), active admitted fans
+// against the cap, paused and sold out (the waiting room's GetQueueStats); and the
+// admitted per second measured from successive samples (`#admitted-per-second`)
+// next to the configured rate (`#configured-per-second`), both with one decimal.
+
+import { SaleState, type GetQueueStatsResponse } from "../gen/stadium/waiting_room/v1/waiting_room_pb.js";
+import { h } from "../dom.js";
+import type { StaffClients } from "./clients.js";
+import { clock, count, enumName, ms, oneDecimal, words } from "./format.js";
+import { Panel } from "./panel.js";
+import { RateMeter } from "./rate-meter.js";
+
+/** A term and its value for the panel's list. */
+function item(term: string, value: HTMLElement): HTMLElement[] {
+  return [h("dt", {}, term), h("dd", {}, value)];
+}
+
+export class QueuePanel {
+  readonly panel = new Panel("queue", "Queue");
+  private readonly meter = new RateMeter(5000);
+  private readonly perSecond = h("span", { id: "admitted-per-second" }, "…");
+  private readonly configured = h("span", { id: "configured-per-second" }, "…");
+  private readonly gauge = h("meter", { id: "admission-gauge", min: 0, max: 1, value: 0, "aria-labelledby": "admission-gauge-label" });
+  private readonly waiting = h("span", { id: "queue-waiting" }, "…");
+  private readonly admitted = h("span", { id: "queue-admitted" }, "…");
+  private readonly active = h("span", { id: "queue-active" }, "…");
+  private readonly state = h("span", { id: "queue-sale-state", "data-queue-sale-state": "UNSPECIFIED" }, "…");
+  private readonly flags = h("span", { id: "queue-flags" }, "…");
+  private readonly asOf = h("p", { class: "muted as-of" });
+
+  constructor(
+    private readonly api: StaffClients,
+    private readonly eventId: string,
+  ) {
+    this.panel.body.append(
+      h(
+        "p",
+        { class: "big rate-line" },
+        this.perSecond,
+        " admitted per second",
+        h("span", { class: "muted" }, " · configured ", this.configured),
+      ),
+      h("label", { id: "admission-gauge-label", for: "admission-gauge", class: "muted" }, "Admitted against the configured rate"),
+      this.gauge,
+      h(
+        "dl",
+        { class: "facts" },
+        ...item("Waiting in the queue", this.waiting),
+        ...item("Admitted so far", this.admitted),
+        ...item("Active admitted / cap", this.active),
+        ...item("Waiting room", this.state),
+        ...item("Admission", this.flags),
+      ),
+      this.asOf,
+    );
+  }
+
+  /** Reads the queue's counters and shows them. */
+  refresh(): Promise<void> {
+    return this.panel.refresh(async () => {
+      this.show(await this.api.waitingRoom.getQueueStats({ eventId: this.eventId }));
+    });
+  }
+
+  private show(stats: GetQueueStatsResponse): void {
+    const at = ms(stats.asOf) ?? Date.now();
+    this.meter.add(at, Number(stats.admitted));
+    const measured = this.meter.perSecond();
+    const configured = stats.fansPerMinute / 60;
+    this.perSecond.textContent = measured === null ? "…" : oneDecimal(measured);
+    this.configured.textContent = oneDecimal(configured);
+    this.gauge.max = Math.max(configured, measured ?? 0, 0.1) * 1.25;
+    this.gauge.optimum = configured;
+    this.gauge.value = measured ?? 0;
+    this.gauge.title = `${measured === null ? "not measured yet" : oneDecimal(measured)} of ${oneDecimal(configured)} per second`;
+    this.waiting.textContent = count(stats.waiting);
+    this.admitted.textContent = count(stats.admitted);
+    this.active.textContent = `${count(stats.activeAdmitted)} / ${stats.activeFanCap === 0 ? "no cap" : count(stats.activeFanCap)}`;
+    const state = enumName(SaleState, stats.state) || "UNSPECIFIED";
+    this.state.dataset["queueSaleState"] = state;
+    this.state.textContent = words(state);
+    const flags = [stats.paused ? "paused" : "running"];
+    if (stats.soldOut) flags.push("sold out");
+    this.flags.textContent = words(flags.join(", "));
+    this.asOf.textContent = `As of ${clock(at)}`;
+  }
+}
