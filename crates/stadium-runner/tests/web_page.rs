@@ -8,11 +8,19 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use loadtest::{Clients, Credentials, EventOptions, EventSetup, VenueSource};
-use stadium_proto::box_office::v1::{CloseSaleRequest, PauseSaleRequest};
-use stadium_proto::holds::v1::ClaimSeatsRequest;
-use stadium_proto::payments::v1::VerifyTicketRequest;
-use stadium_proto::waiting_room::v1::{GetStatusRequest, JoinRequest};
+use stadium_proto::box_office::v1::{
+    CloseSaleRequest, EventStatus, GetEventRequest, GetSalesReportRequest, PauseSaleRequest,
+};
+use stadium_proto::holds::v1::{
+    ClaimBestAvailableRequest, ClaimSeatsRequest, claim_best_available_request,
+};
+use stadium_proto::payments::v1::{
+    ConfirmRequest, GetOrderRequest, OrderStatus, PaymentMethod, VerifyTicketRequest,
+    get_order_request,
+};
+use stadium_proto::waiting_room::v1::{GetQueueStatsRequest, GetStatusRequest, JoinRequest};
 use stadium_runner::Stack;
 use stadium_testkit::grpc::bearer;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -78,11 +86,19 @@ impl Story {
 
     /// Sends the page's address, the event and the screenshots' folder.
     async fn begin(&mut self, stack: &Stack, event: &EventSetup) {
-        let value = serde_json::json!({
+        self.begin_with(stack, event, serde_json::json!({})).await;
+    }
+
+    /// As [`Story::begin`], with the story's own fields from `extra` (an object).
+    async fn begin_with(&mut self, stack: &Stack, event: &EventSetup, extra: serde_json::Value) {
+        let mut value = serde_json::json!({
             "page_url": stack.page_url,
             "event_id": event.event_id,
             "screenshots": self.screenshots,
         });
+        if let (Some(value), Some(extra)) = (value.as_object_mut(), extra.as_object()) {
+            value.extend(extra.clone());
+        }
         self.send(value).await;
     }
 
@@ -108,8 +124,13 @@ async fn event(stack: &Stack, lead: Duration) -> EventSetup {
 
 /// An on-sale of a generated 1,000-seat venue with these options.
 async fn event_with(stack: &Stack, options: EventOptions) -> EventSetup {
+    event_of(stack, 1_000, options).await
+}
+
+/// An on-sale of a generated venue of `seats` seats in four sections.
+async fn event_of(stack: &Stack, seats: u32, options: EventOptions) -> EventSetup {
     let creds = Credentials::new(Arc::clone(&stack.issuer));
-    let venue = VenueSource::generated(1_000, 4).expect("venue");
+    let venue = VenueSource::generated(seats, 4).expect("venue");
     loadtest::setup_event(&stack.endpoints.targets(), &creds, venue, &options)
         .await
         .expect("event set up")
@@ -287,5 +308,198 @@ async fn a_waiting_fan_sees_position_then_a_paused_and_a_closed_sale() {
 
     assert_eq!(story.next().await["closed"], true);
     story.finish().await;
+    stack.stop().await.expect("clean stop");
+}
+
+#[tokio::test]
+async fn a_hold_lapses_on_screen_at_the_servers_time_and_its_seats_return() {
+    let (stack, _db) = support::stack_on_fresh_database().await;
+    let mut story = Story::start("fan-hold-lapses").await;
+    let event = event_with(
+        &stack,
+        EventOptions {
+            onsale_lead: Duration::from_secs(1),
+            hold_ttl: Duration::from_secs(6),
+            ..EventOptions::default()
+        },
+    )
+    .await;
+    story.begin(&stack, &event).await;
+
+    let answer = story.next().await;
+    assert_eq!(answer["lapsed"], true, "{answer}");
+    assert_eq!(answer["free_after"], answer["free_before"], "{answer}");
+    println!(
+        "the page left the hold {} ms after showing it",
+        answer["lapsed_after_ms"]
+    );
+    story.finish().await;
+    // As the page showed it: no seat of the event is held any more.
+    let admin = Credentials::new(Arc::clone(&stack.issuer))
+        .admin_token()
+        .expect("admin token");
+    let request = GetSalesReportRequest {
+        event_id: event.event_id.clone(),
+        ..GetSalesReportRequest::default()
+    };
+    let clients = stack.endpoints.targets().clients().unwrap();
+    let total = clients
+        .box_office
+        .clone()
+        .get_sales_report(bearer(request, &admin))
+        .await
+        .expect("report")
+        .into_inner()
+        .total
+        .expect("total");
+    assert_eq!((total.held, total.sold), (0, 0));
+    assert_eq!(u64::from(total.available), event.seats);
+    stack.stop().await.expect("clean stop");
+}
+
+/// A fan, admitted, who buys two seats of the best category: the order's id.
+async fn fan_buys_two(
+    clients: &Clients,
+    creds: &Credentials,
+    event: &EventSetup,
+    name: &str,
+) -> String {
+    let (session, admission) = admitted_fan(clients, creds, &event.event_id, name).await;
+    let claim = ClaimBestAvailableRequest {
+        admission_token: admission,
+        event_id: event.event_id.clone(),
+        target: Some(claim_best_available_request::Target::PriceCategory(
+            event.categories[0].code.clone(),
+        )),
+        quantity: 2,
+        ..ClaimBestAvailableRequest::default()
+    };
+    let hold = clients
+        .holds
+        .clone()
+        .claim_best_available(bearer(claim, &session))
+        .await
+        .expect("best available")
+        .into_inner()
+        .hold
+        .expect("a hold");
+    let confirm = ConfirmRequest {
+        hold_key: hold.hold_key,
+        payment_method: Some(PaymentMethod {
+            token: "tok_visa".to_owned(),
+        }),
+    };
+    let order = clients
+        .payments
+        .clone()
+        .confirm(bearer(confirm, &session))
+        .await
+        .expect("paid")
+        .into_inner()
+        .order
+        .expect("an order");
+    assert_eq!(order.status, OrderStatus::Paid as i32);
+    order.order_id
+}
+
+/// `count` fans join the queue at once, so admissions keep flowing for minutes.
+async fn queue_fans(clients: &Clients, creds: &Credentials, event: &str, count: usize) {
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let session = creds
+                .fan_token(&format!("queued-fan-{i}"))
+                .expect("session");
+            let mut room = clients.waiting_room.clone();
+            let request = JoinRequest {
+                event_id: event.to_owned(),
+            };
+            async move { room.join(bearer(request, &session)).await.expect("join") }
+        })
+        .buffer_unordered(32)
+        .for_each(|_| async {})
+        .await;
+}
+
+#[tokio::test]
+async fn staff_watch_the_sale_change_its_rate_pause_it_and_refund_a_fans_order() {
+    let (stack, _db) = support::stack_on_fresh_database().await;
+    let mut story = Story::start("staff-console").await;
+    // Seats enough that the inventory never caps the admitted fans while the story
+    // watches the frontier (about one active fan per claim's worth of seats).
+    let event = event_of(
+        &stack,
+        20_000,
+        EventOptions {
+            onsale_lead: Duration::from_secs(1),
+            admission_rate_per_min: 60,
+            active_fan_cap: 0,
+            ..EventOptions::default()
+        },
+    )
+    .await;
+    let clients = stack.endpoints.targets().clients().unwrap();
+    let creds = Credentials::new(Arc::clone(&stack.issuer));
+    let order_id = fan_buys_two(&clients, &creds, &event, "Grace Hopper").await;
+    queue_fans(&clients, &creds, &event.event_id, 3_000).await;
+    let extra = serde_json::json!({ "fan_with_order": "Grace Hopper", "order_id": order_id });
+    story.begin_with(&stack, &event, extra).await;
+
+    // The console set 600 fans a minute and its dashboard saw the frontier speed up.
+    let answer = story.next().await;
+    let followed = answer["rate_followed"].as_f64().unwrap_or(0.0);
+    assert!(
+        followed >= 5.0,
+        "admitted per second after the change: {answer}"
+    );
+    let admin = creds.admin_token().expect("admin token");
+    let request = GetQueueStatsRequest {
+        event_id: event.event_id.clone(),
+    };
+    let stats = clients
+        .waiting_room
+        .clone()
+        .get_queue_stats(bearer(request, &admin))
+        .await
+        .expect("queue stats")
+        .into_inner();
+    assert_eq!(stats.fans_per_minute, 600);
+
+    // The console paused the sale and the fan's page showed it.
+    let answer = story.next().await;
+    println!(
+        "the fan's page showed the pause {} ms after the click",
+        answer["paused_after_ms"]
+    );
+    let request = GetEventRequest {
+        event_id: event.event_id.clone(),
+    };
+    let paused = clients
+        .box_office
+        .clone()
+        .get_event(bearer(request, &admin))
+        .await
+        .expect("GetEvent")
+        .into_inner()
+        .event
+        .expect("event");
+    assert_eq!(paused.status, EventStatus::Paused as i32);
+
+    // The console found the fan's order and refunded it.
+    let answer = story.next().await;
+    assert_eq!(answer["refunded"], order_id.as_str(), "{answer}");
+    story.finish().await;
+    let request = GetOrderRequest {
+        key: Some(get_order_request::Key::OrderId(order_id)),
+    };
+    let order = clients
+        .payments
+        .clone()
+        .get_order(bearer(request, &admin))
+        .await
+        .expect("GetOrder")
+        .into_inner()
+        .order
+        .expect("order");
+    assert_eq!(order.status, OrderStatus::Refunded as i32);
     stack.stop().await.expect("clean stop");
 }
