@@ -47,23 +47,12 @@ function watch(page, name) {
   page.on("pageerror", (e) => console.error(`${name} error: ${e.message}`));
 }
 
-/**
- * Launches the browser at a phone's width, says {"ready":true}, reads the test's
- * {"page_url","event_id","screenshots", …}, runs `story`, and always closes the browser.
- * The story gets the first tab (`page`), `newTab()` for more tabs of the same browser
- * (one profile: tabs share cookies, each has its own sessionStorage), the test's whole
- * answer (`setup`, for fields a story needs beyond the three), and `shot(name, tab?)`,
- * numbered screenshots of `page` or of another tab. A failing story leaves a `failure`
- * screenshot of every open tab and sets the exit status.
- * @param {(s: { page: import("playwright-core").Page, pageUrl: string, eventId: string,
- *   setup: Record<string, any>, newTab: () => Promise<import("playwright-core").Page>,
- *   shot: (name: string, tab?: import("playwright-core").Page) => Promise<void> }) => Promise<void>} story
- */
-export async function run(story) {
-  const profile = mkdtempSync(join(tmpdir(), "stadium-chromium-"));
+/** Chromium at a phone's width on the fresh profile in `profile`.
+ * @param {string} profile */
+function launch(profile) {
   // The services' certificates come from the run's own development authority, which
-  // this fresh profile cannot know; the page's own origin is plain loopback HTTP.
-  const context = await chromium.launchPersistentContext(profile, {
+  // a fresh profile cannot know; the page's own origin is plain loopback HTTP.
+  return chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: ARGS,
@@ -71,6 +60,26 @@ export async function run(story) {
     viewport: { width: 390, height: 844 },
     locale: "en-GB",
   });
+}
+
+/**
+ * Launches the browser at a phone's width, says {"ready":true}, reads the test's
+ * {"page_url","event_id","screenshots", …}, runs `story`, and always closes the browser.
+ * The story gets the first tab (`page`), `newTab()` for more tabs of the same browser
+ * (one profile: tabs share cookies, each has its own sessionStorage), the test's whole
+ * answer (`setup`, for fields a story needs beyond the three), `newBrowser()` for a tab
+ * of another person's browser (a second browser context on a profile of its own: its
+ * own cookies and storage), and `shot(name, tab?)`,
+ * numbered screenshots of `page` or of another tab. A failing story leaves a `failure`
+ * screenshot of every open tab and sets the exit status.
+ * @param {(s: { page: import("playwright-core").Page, pageUrl: string, eventId: string,
+ *   setup: Record<string, any>, newTab: () => Promise<import("playwright-core").Page>,
+ *   newBrowser: () => Promise<import("playwright-core").Page>,
+ *   shot: (name: string, tab?: import("playwright-core").Page) => Promise<void> }) => Promise<void>} story
+ */
+export async function run(story) {
+  const profile = mkdtempSync(join(tmpdir(), "stadium-chromium-"));
+  const context = await launch(profile);
   const page = context.pages()[0] ?? (await context.newPage());
   watch(page, "page");
   let tabs = 1;
@@ -78,6 +87,18 @@ export async function run(story) {
     const tab = await context.newPage();
     tabs += 1;
     watch(tab, `tab ${tabs}`);
+    return tab;
+  };
+  /** Other people's browsers: each its own profile, cookies and storage.
+   * @type {{ browser: import("playwright-core").BrowserContext, profile: string }[]} */
+  const others = [];
+  const newBrowser = async () => {
+    const other = mkdtempSync(join(tmpdir(), "stadium-chromium-"));
+    const browser = await launch(other);
+    others.push({ browser, profile: other });
+    const tab = browser.pages()[0] ?? (await browser.newPage());
+    tabs += 1;
+    watch(tab, `browser ${others.length + 1}`);
     return tab;
   };
   let step = 0;
@@ -92,10 +113,10 @@ export async function run(story) {
     const { page_url: pageUrl, event_id: eventId, screenshots } = setup;
     folder = screenshots;
     mkdirSync(folder, { recursive: true });
-    await story({ page, pageUrl, eventId, setup, newTab, shot });
+    await story({ page, pageUrl, eventId, setup, newTab, newBrowser, shot });
   } catch (error) {
     if (folder) {
-      const open = context.pages();
+      const open = [...context.pages(), ...others.flatMap((o) => o.browser.pages())];
       for (const [i, tab] of open.entries()) {
         await shot(open.length > 1 ? `failure-tab${i + 1}` : "failure", tab).catch(() => undefined);
       }
@@ -103,6 +124,10 @@ export async function run(story) {
     console.error(`story failed: ${error instanceof Error ? error.stack : String(error)}`);
     process.exitCode = 1;
   } finally {
+    for (const other of others) {
+      await other.browser.close();
+      rmSync(other.profile, { recursive: true, force: true });
+    }
     await context.close();
     rmSync(profile, { recursive: true, force: true });
     process.stdin.destroy();

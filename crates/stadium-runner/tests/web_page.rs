@@ -270,6 +270,51 @@ async fn seats_taken_meanwhile_are_answered_with_alternatives_on_the_map() {
 }
 
 #[tokio::test]
+async fn two_fans_in_two_browsers_click_the_same_seat_and_one_holds_it() {
+    let (stack, _db) = support::stack_on_fresh_database().await;
+    let mut story = Story::start("two-fans-click-the-same-seat").await;
+    let event = event(&stack, Duration::from_secs(1)).await;
+    story.begin(&stack, &event).await;
+
+    let answer = story.next().await;
+    assert!(answer["seat_id"].is_string(), "{answer}");
+    assert!(
+        answer["alternatives"].as_u64().unwrap_or(0) >= 1,
+        "{answer}"
+    );
+    story.finish().await;
+    // One seat held, by one of them: the second press took nothing.
+    let admin = Credentials::new(Arc::clone(&stack.issuer))
+        .admin_token()
+        .expect("admin token");
+    let total = sales_total(&stack, &event, &admin).await;
+    assert_eq!((total.held, total.sold), (1, 0));
+    stack.stop().await.expect("clean stop");
+}
+
+/// The event's sales report's total line.
+async fn sales_total(
+    stack: &Stack,
+    event: &EventSetup,
+    admin: &str,
+) -> stadium_proto::box_office::v1::ReportRow {
+    let request = GetSalesReportRequest {
+        event_id: event.event_id.clone(),
+        ..GetSalesReportRequest::default()
+    };
+    let clients = stack.endpoints.targets().clients().unwrap();
+    clients
+        .box_office
+        .clone()
+        .get_sales_report(bearer(request, admin))
+        .await
+        .expect("report")
+        .into_inner()
+        .total
+        .expect("total")
+}
+
+#[tokio::test]
 async fn a_waiting_fan_sees_position_then_a_paused_and_a_closed_sale() {
     let (stack, _db) = support::stack_on_fresh_database().await;
     let mut story = Story::start("fan-waits-through-pause-and-close").await;
@@ -338,20 +383,7 @@ async fn a_hold_lapses_on_screen_at_the_servers_time_and_its_seats_return() {
     let admin = Credentials::new(Arc::clone(&stack.issuer))
         .admin_token()
         .expect("admin token");
-    let request = GetSalesReportRequest {
-        event_id: event.event_id.clone(),
-        ..GetSalesReportRequest::default()
-    };
-    let clients = stack.endpoints.targets().clients().unwrap();
-    let total = clients
-        .box_office
-        .clone()
-        .get_sales_report(bearer(request, &admin))
-        .await
-        .expect("report")
-        .into_inner()
-        .total
-        .expect("total");
+    let total = sales_total(&stack, &event, &admin).await;
     assert_eq!((total.held, total.sold), (0, 0));
     assert_eq!(u64::from(total.available), event.seats);
     stack.stop().await.expect("clean stop");
