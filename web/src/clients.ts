@@ -1,5 +1,6 @@
 // The generated v1 clients over gRPC-web, each carrying the fan's session token; the
-// bearer transport is the staff console's too (console/clients.ts).
+// bearer transport is the staff console's too (console/clients.ts), which adds a
+// deadline to every call (the fan's calls have none: the queue's stream stays open).
 
 import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
@@ -17,13 +18,22 @@ export interface Clients {
   payments: Client<typeof Payments>;
 }
 
+/** What a page may add to its transports: a deadline for every call, more interceptors. */
+export interface TransportOptions {
+  /** Each call's deadline unless the call sets its own; none when unset. */
+  defaultTimeoutMs?: number;
+  /** Interceptors run after the bearer's (e.g. watching every answer). */
+  interceptors?: Interceptor[];
+}
+
 /** gRPC-web transports to a service's base URL, each call carrying `token` as bearer. */
-export function bearerTransport(token: string): (baseUrl: string) => Transport {
+export function bearerTransport(token: string, options: TransportOptions = {}): (baseUrl: string) => Transport {
   const bearer: Interceptor = (next) => async (request) => {
     request.header.set("authorization", `Bearer ${token}`);
     return next(request);
   };
-  return (baseUrl) => createGrpcWebTransport({ baseUrl, interceptors: [bearer] });
+  const interceptors = [bearer, ...(options.interceptors ?? [])];
+  return (baseUrl) => createGrpcWebTransport({ baseUrl, interceptors, defaultTimeoutMs: options.defaultTimeoutMs });
 }
 
 /** Clients for the configured services, authenticated as the session's fan. */

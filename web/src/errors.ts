@@ -34,6 +34,21 @@ export function seatIds(value: string | undefined): bigint[] {
     .map((s) => BigInt(s));
 }
 
+/** "the role sre", "one of the roles box_office or sre": a `roles` list (comma-separated). */
+function roles(list: string | undefined): string {
+  const names = (list ?? "").split(",").map((r) => r.trim()).filter((r) => r !== "");
+  const last = names[names.length - 1];
+  if (last === undefined) return "another role";
+  if (names.length === 1) return `the role ${last}`;
+  return `one of the roles ${names.slice(0, -1).join(", ")} or ${last}`;
+}
+
+/** "On sale" of "on_sale" (or "ON_SALE"): an event status as the pages write it. */
+function statusLabel(name: string): string {
+  const lower = name.toLowerCase().replace(/_/g, " ");
+  return lower.charAt(0).toUpperCase() + lower.slice(1);
+}
+
 /** Words a fan (or a staff member, for the console's calls) can act on for a failure. */
 export function explain(f: Failure): string {
   switch (f.reason) {
@@ -61,9 +76,12 @@ export function explain(f: Failure): string {
     case "ADMISSION_REVOKED":
       return "Your turn has ended. Join the queue again.";
     case "ROLE_REQUIRED":
-      return `Your role does not allow this: it takes ${f.metadata["roles"] ? `the role ${f.metadata["roles"]}` : "another role"}.`;
-    case "INVALID_TRANSITION":
-      return `The sale cannot go from ${f.metadata["from"] ?? "its state"} to ${f.metadata["to"] ?? "that state"}.`;
+      return `Your role does not allow this: it takes ${roles(f.metadata["roles"])}.`;
+    case "INVALID_TRANSITION": {
+      const from = f.metadata["from"];
+      const to = f.metadata["to"];
+      return `The sale cannot go from ${from ? statusLabel(from) : "its state"} to ${to ? statusLabel(to) : "that state"}.`;
+    }
     case "PRICES_MISSING":
       return `Some seats have no price yet (${f.metadata["categories"] ?? "their categories"}).`;
     case "ORDER_NOT_FOUND":

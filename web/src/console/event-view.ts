@@ -1,12 +1,14 @@
 // One event's live view: its state and sale control, the admission rate and cap, the
 // dashboard (queue, holds and sales over time, sections, SEAT_TAKEN rate: every second;
-// the invariant canary: every 5 s) and a fan's orders with refund.
+// the invariant canary: every 5 s) and a fan's orders with refund. Each panel refreshes
+// on its own, its calls under a deadline, so one slow or failing service holds up only
+// its own panel; everything stops when the view goes or the staff session ends.
 
 import { ReportGrouping, type Event } from "../gen/stadium/box_office/v1/box_office_pb.js";
 import { h, show } from "../dom.js";
 import { CanaryPanel, CANARY_PERIOD_MS } from "./canary.js";
 import { ChartPanel } from "./chart.js";
-import type { StaffClients } from "./clients.js";
+import { READ_TIMEOUT_MS, type StaffClients } from "./clients.js";
 import { ms } from "./format.js";
 import { HeatMapPanel } from "./heatmap.js";
 import { OrdersPanel } from "./orders.js";
@@ -24,13 +26,17 @@ function eventName(event: Event): string {
   return event.settings?.name || `Event ${event.eventId}`;
 }
 
-/** Shows the event's live view and keeps it refreshing while the tab is visible. */
-export async function showEvent(api: StaffClients, eventId: string): Promise<void> {
+/**
+ * Shows the event's live view and keeps it refreshing while the tab is visible, until
+ * `ended` (the staff session's end) aborts.
+ */
+export async function showEvent(api: StaffClients, eventId: string, ended: AbortSignal): Promise<void> {
   let event: Event | undefined;
   try {
     event = (await api.boxOffice.getEvent({ eventId })).event;
     if (!event) throw new Error("the box office answered without the event");
   } catch (e) {
+    if (ended.aborted) return; // the sign-in has taken the page over
     show(
       "Event unavailable",
       h("h2", {}, `Event ${eventId}`),
@@ -46,11 +52,12 @@ export async function showEvent(api: StaffClients, eventId: string): Promise<voi
     title.textContent = eventName(e);
     sale.update(e);
     rate.update(e);
+    queue.update(e);
   };
   const sale = new SaleControl(api, eventId, onEvent);
   const rate = new RateForm(api, eventId, onEvent);
   const queue = new QueuePanel(api, eventId);
-  const chart = new ChartPanel();
+  const chart = new ChartPanel(api, eventId);
   const heat = new HeatMapPanel();
   const seatTaken = new SeatTakenPanel(api, eventId);
   const canary = new CanaryPanel(api, eventId);
@@ -80,33 +87,47 @@ export async function showEvent(api: StaffClients, eventId: string): Promise<voi
     orders.element,
   );
 
+  const read = { timeoutMs: READ_TIMEOUT_MS };
   const refreshEvent = async () => {
     try {
-      const now = (await api.boxOffice.getEvent({ eventId })).event;
+      const now = (await api.boxOffice.getEvent({ eventId }, read)).event;
       if (now) onEvent(now);
       clearProblem(eventProblem);
     } catch (e) {
       showProblem(eventProblem, e);
     }
   };
-  const dashboard = new Ticker(DASHBOARD_PERIOD_MS, async () => {
-    const report = api.boxOffice.getSalesReport({ eventId, groupBy: ReportGrouping.SECTION });
+  // One report a second feeds the heat map and the chart; each says on its own when it failed.
+  const refreshReport = async () => {
+    const report = api.boxOffice.getSalesReport({ eventId, groupBy: ReportGrouping.SECTION }, read);
     await Promise.all([
-      refreshEvent(),
-      queue.refresh(),
-      heat.panel.refresh(async () => heat.show(await report)),
+      heat.panel.refresh(async () => {
+        const r = await report;
+        heat.show(r);
+        return ms(r.asOf) ?? Date.now();
+      }),
       chart.panel.refresh(async () => {
         const r = await report;
-        chart.add(ms(r.asOf) ?? Date.now(), r.total?.held ?? 0, r.total?.sold ?? 0);
+        const at = ms(r.asOf) ?? Date.now();
+        chart.add(at, r.total?.held ?? 0, r.total?.sold ?? 0);
+        return at;
       }),
-      seatTaken.refresh(),
     ]);
-  });
-  const invariants = new Ticker(CANARY_PERIOD_MS, () => canary.refresh());
-  dashboard.start();
-  invariants.start();
-  window.addEventListener("pagehide", () => {
-    dashboard.stop();
-    invariants.stop();
-  });
+  };
+  // Each its own loop: a run still waiting for its answer holds up no other.
+  const tickers = [
+    new Ticker(DASHBOARD_PERIOD_MS, refreshEvent),
+    new Ticker(DASHBOARD_PERIOD_MS, () => queue.refresh()),
+    new Ticker(DASHBOARD_PERIOD_MS, refreshReport),
+    new Ticker(DASHBOARD_PERIOD_MS, () => seatTaken.refresh()),
+    new Ticker(CANARY_PERIOD_MS, () => canary.refresh()),
+  ];
+  const stop = () => {
+    for (const ticker of tickers) ticker.stop();
+  };
+  window.addEventListener("pagehide", stop);
+  ended.addEventListener("abort", stop);
+  if (ended.aborted) return;
+  void chart.loadHistory();
+  for (const ticker of tickers) ticker.start();
 }

@@ -1,7 +1,9 @@
 // A fan's orders for the event (payments' ListOrders, naming the fan), each row with
 // `data-order-id` and `data-order-status` (the status's enum name: PAID, REFUNDED, …);
 // a paid order has a Refund button that asks in the page, then refunds through the box
-// office (RefundOrder) and shows the order as payments has it afterwards.
+// office (RefundOrder) and shows the order as payments has it afterwards. A new search
+// or a failed one clears the last fan's rows; the fan id is checked first (not blank,
+// at most 128 bytes in UTF-8, as the services count it).
 
 import { OrderStatus, type Order } from "../gen/stadium/payments/v1/payments_pb.js";
 import { announce, h, money } from "../dom.js";
@@ -11,6 +13,8 @@ import { dateTime, enumName, words } from "./format.js";
 import { clearProblem, showProblem } from "./problem.js";
 
 const PAGES = 5;
+/** The longest fan id the services take, in UTF-8 bytes. */
+const FAN_ID_MAX_BYTES = 128;
 /** How many times a refund under way is looked at again, a second apart. */
 const SETTLE_TRIES = 30;
 
@@ -20,7 +24,16 @@ function cell(label: string, ...children: (Node | string)[]): HTMLTableCellEleme
 
 export class OrdersPanel {
   readonly element: HTMLElement;
-  private readonly fan = h("input", { id: "orders-fan", name: "fan_id", type: "text", required: true, maxlength: 128, autocomplete: "off" });
+  private readonly fan = h("input", {
+    id: "orders-fan",
+    name: "fan_id",
+    type: "text",
+    required: true,
+    maxlength: FAN_ID_MAX_BYTES,
+    autocomplete: "off",
+    "aria-describedby": "orders-fan-error",
+  });
+  private readonly fanError = h("p", { id: "orders-fan-error", class: "field-error" });
   private readonly find = h("button", { type: "submit", id: "orders-find" }, "Find orders");
   private readonly rows = h("tbody", {});
   private readonly table = h(
@@ -50,14 +63,15 @@ export class OrdersPanel {
   ) {
     const form = h(
       "form",
-      { id: "orders-search", class: "inline-form" },
-      h("div", { class: "field" }, h("label", { for: "orders-fan" }, "Fan id"), this.fan),
+      { id: "orders-search", class: "inline-form", novalidate: true },
+      h("div", { class: "field" }, h("label", { for: "orders-fan" }, "Fan id"), this.fan, this.fanError),
       this.find,
     );
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       void this.search(this.fan.value.trim());
     });
+    this.fan.addEventListener("input", () => this.invalid(""));
     this.element = h(
       "section",
       { id: "orders", class: "card", "aria-labelledby": "orders-title" },
@@ -71,11 +85,43 @@ export class OrdersPanel {
     );
   }
 
-  private async search(fanId: string): Promise<void> {
-    if (fanId === "") return;
-    this.find.disabled = true;
-    clearProblem(this.problem);
+  /** Marks the fan id invalid with `text` (said at once when the field has focus), or valid with "". */
+  private invalid(text: string): void {
+    this.fanError.textContent = text;
+    if (!text) {
+      this.fan.removeAttribute("aria-invalid");
+      return;
+    }
+    this.fan.setAttribute("aria-invalid", "true");
+    if (document.activeElement === this.fan) announce(text);
+    else this.fan.focus();
+  }
+
+  /** Empties the table, its caption, the summary and any refund question of the last search. */
+  private clear(): void {
+    this.rows.replaceChildren();
+    this.table.hidden = true;
+    this.table.querySelector("caption")!.textContent = "Orders";
+    this.summary.textContent = "";
     this.message.textContent = "";
+    this.confirmSlot.replaceChildren();
+    clearProblem(this.problem);
+  }
+
+  private async search(fanId: string): Promise<void> {
+    this.clear();
+    if (fanId === "") {
+      this.invalid("Enter a fan id.");
+      return;
+    }
+    const bytes = new TextEncoder().encode(fanId).length;
+    if (bytes > FAN_ID_MAX_BYTES) {
+      this.invalid(`That fan id is too long: at most ${FAN_ID_MAX_BYTES} bytes in UTF-8, and it has ${bytes}.`);
+      return;
+    }
+    this.invalid("");
+    this.find.disabled = true;
+    this.summary.textContent = `Finding the orders of ${fanId}…`;
     try {
       const orders: Order[] = [];
       let pageToken = "";
@@ -93,8 +139,8 @@ export class OrdersPanel {
           ? `${fanId} has no orders for this event.`
           : `${orders.length} order${orders.length === 1 ? "" : "s"} of ${fanId}${pageToken ? " (the newest; there are more)" : ""}.`;
     } catch (e) {
+      this.clear();
       showProblem(this.problem, e);
-      this.summary.textContent = "";
     } finally {
       this.find.disabled = false;
     }
@@ -135,10 +181,13 @@ export class OrdersPanel {
     if (!sure) return;
     button.disabled = true;
     clearProblem(this.problem);
+    this.message.textContent = "";
     try {
       const answer = await this.api.boxOffice.refundOrder({ orderId: order.orderId, reason: reason.value.trim() });
-      const paid = answer.amount ? ` ${money(answer.amount.amountMinor, answer.amount.currency)} back.` : "";
-      const text = answer.newlyRefunded ? `Order ${order.orderId} refunded.${paid}` : `Order ${order.orderId} was refunded before.${paid}`;
+      const paid = answer.amount ? money(answer.amount.amountMinor, answer.amount.currency) : "";
+      const text = answer.newlyRefunded
+        ? `Order ${order.orderId} refunded.${paid ? ` ${paid} back.` : ""}`
+        : `Order ${order.orderId} had already been refunded${paid ? ` (${paid})` : ""}.`;
       this.message.textContent = text;
       announce(text);
       const row = await this.settle(order);
@@ -148,6 +197,9 @@ export class OrdersPanel {
     } catch (e) {
       button.disabled = false;
       showProblem(this.problem, e);
+      // The button had focus and was disabled meanwhile: focus goes to what happened.
+      this.problem.tabIndex = -1;
+      this.problem.focus();
     }
   }
 

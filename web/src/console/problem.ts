@@ -12,9 +12,19 @@ function codeName(code: string): string {
   return name.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
 }
 
-/** A call that never reached its service: most often a certificate the browser does not trust. */
+/** A call that never reached its service (the service is down, or the browser refused its certificate). */
 function unreachable(f: Failure): boolean {
   return f.reason === "" && /fetch|network/i.test(f.message);
+}
+
+/** A call whose deadline passed before its service answered. */
+function timedOut(f: Failure): boolean {
+  return f.reason === "" && Number(f.code) === Code.DeadlineExceeded;
+}
+
+/** `UNAUTHENTICATED/TOKEN_EXPIRED`: the code and reason staff can quote ("" when neither). */
+export function tag(f: Failure): string {
+  return [codeName(f.code), f.reason].filter((s) => s !== "").join("/");
 }
 
 /** The words for a failed call: what happened, then code/reason. */
@@ -22,13 +32,17 @@ export function describe(error: unknown): { text: string; reason: string } {
   const f = failure(error);
   if (unreachable(f)) {
     return {
-      text: "The service cannot be reached: check that this browser trusts its certificate, then reload.",
+      text:
+        "The service cannot be reached: it may be down, or this browser may not trust its certificate " +
+        "(open its address once to check).",
       reason: "UNREACHABLE",
     };
   }
-  const code = codeName(f.code);
-  const tag = [code, f.reason].filter((s) => s !== "").join("/");
-  return { text: tag ? `${explain(f)} (${tag})` : explain(f), reason: f.reason };
+  if (timedOut(f)) {
+    return { text: "The service did not answer in time. (DEADLINE_EXCEEDED)", reason: "DEADLINE_EXCEEDED" };
+  }
+  const t = tag(f);
+  return { text: t ? `${explain(f)} (${t})` : explain(f), reason: f.reason };
 }
 
 /**

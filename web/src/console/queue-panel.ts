@@ -1,12 +1,15 @@
 // The queue, live: fans waiting, the frontier (`admitted`), active admitted fans
 // against the cap, paused and sold out (the waiting room's GetQueueStats); and the
 // admitted per second measured from successive samples (`#admitted-per-second`)
-// next to the configured rate (`#configured-per-second`), both with one decimal.
+// next to the configured rate (`#configured-per-second`), both with one decimal. The
+// waiting room learns of an event when its sale opens: a DRAFT event's queue is not
+// asked for, and the panel says when it starts (`#queue-note`).
 
+import { EventStatus, type Event } from "../gen/stadium/box_office/v1/box_office_pb.js";
 import { SaleState, type GetQueueStatsResponse } from "../gen/stadium/waiting_room/v1/waiting_room_pb.js";
 import { h } from "../dom.js";
-import type { StaffClients } from "./clients.js";
-import { clock, count, enumName, ms, oneDecimal, words } from "./format.js";
+import { READ_TIMEOUT_MS, type StaffClients } from "./clients.js";
+import { count, enumName, ms, oneDecimal, words } from "./format.js";
 import { Panel } from "./panel.js";
 import { RateMeter } from "./rate-meter.js";
 
@@ -26,13 +29,15 @@ export class QueuePanel {
   private readonly active = h("span", { id: "queue-active" }, "…");
   private readonly state = h("span", { id: "queue-sale-state", "data-queue-sale-state": "UNSPECIFIED" }, "…");
   private readonly flags = h("span", { id: "queue-flags" }, "…");
-  private readonly asOf = h("p", { class: "muted as-of" });
+  private readonly stats = h("div", {});
+  private readonly note = h("p", { id: "queue-note", hidden: true }, "The queue starts when the sale opens.");
+  private draft = false;
 
   constructor(
     private readonly api: StaffClients,
     private readonly eventId: string,
   ) {
-    this.panel.body.append(
+    this.stats.append(
       h(
         "p",
         { class: "big rate-line" },
@@ -51,18 +56,31 @@ export class QueuePanel {
         ...item("Waiting room", this.state),
         ...item("Admission", this.flags),
       ),
-      this.asOf,
     );
+    this.panel.body.append(this.note, this.stats);
   }
 
-  /** Reads the queue's counters and shows them. */
+  /** Follows the event's status: no queue to read while it is a draft. */
+  update(event: Event): void {
+    this.draft = event.status === EventStatus.DRAFT;
+  }
+
+  /** Reads the queue's counters and shows them (a draft's: says when the queue starts). */
   refresh(): Promise<void> {
+    this.note.hidden = !this.draft;
+    this.stats.hidden = this.draft;
+    if (this.draft) {
+      this.panel.idle();
+      return Promise.resolve();
+    }
     return this.panel.refresh(async () => {
-      this.show(await this.api.waitingRoom.getQueueStats({ eventId: this.eventId }));
+      const stats = await this.api.waitingRoom.getQueueStats({ eventId: this.eventId }, { timeoutMs: READ_TIMEOUT_MS });
+      return this.show(stats);
     });
   }
 
-  private show(stats: GetQueueStatsResponse): void {
+  /** Shows `stats`; returns when they are as of. */
+  private show(stats: GetQueueStatsResponse): number {
     const at = ms(stats.asOf) ?? Date.now();
     this.meter.add(at, Number(stats.admitted));
     const measured = this.meter.perSecond();
@@ -82,6 +100,6 @@ export class QueuePanel {
     const flags = [stats.paused ? "paused" : "running"];
     if (stats.soldOut) flags.push("sold out");
     this.flags.textContent = words(flags.join(", "));
-    this.asOf.textContent = `As of ${clock(at)}`;
+    return at;
   }
 }

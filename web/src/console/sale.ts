@@ -100,6 +100,7 @@ export class SaleControl {
     this.busy = true;
     this.enable();
     clearProblem(this.problem);
+    this.message.textContent = "";
     try {
       const request = { eventId: this.eventId };
       const answer =

@@ -1,11 +1,14 @@
 // Staff sign-in. Development: a name and a role buy an admin token from the runner's
 // development issuer (POST `dev_staff_sign_in`). Production: the site's staff sign-in
 // opens the console with the admin token in the address fragment (`#session=<token>`),
-// kept for the tab only, as the fan's page keeps the fan's session (token.ts).
+// kept for the tab only, as the fan's page keeps the fan's session (token.ts). A
+// session the services refused (session.ts) comes back here with one notice saying so.
 
 import type { PageConfig } from "../config.js";
 import { h, show } from "../dom.js";
 import { claims, dropToken, keepToken, tabToken } from "../token.js";
+import { CALL_TIMEOUT_MS } from "./clients.js";
+import type { Ended } from "./session.js";
 
 /** A signed-in staff member. */
 export interface Staff {
@@ -39,21 +42,44 @@ export function signOut(): void {
   dropToken(STORE);
 }
 
-/** Resolves once a staff member is signed in. */
-export function signInStaff(config: PageConfig): Promise<Staff> {
+/** Why the last session ended, above the sign-in: the one notice of a refused token. */
+function endedNotice(ended: Ended | undefined): HTMLElement | null {
+  if (!ended) return null;
+  return h(
+    "div",
+    { id: "staff-session-ended", class: "card error", role: "alert", "data-reason": ended.reason },
+    h("p", {}, ended.text, ended.tag ? h("span", { class: "muted" }, ` (${ended.tag})`) : null),
+  );
+}
+
+/**
+ * Resolves once a staff member is signed in: with the tab's token when there is one,
+ * else through the sign-in, headed by `ended` when a refused session led there.
+ */
+export function signInStaff(config: PageConfig, ended?: Ended): Promise<Staff> {
   const current = tabToken(STORE);
   if (current) return Promise.resolve(staff(current));
+  const notice = endedNotice(ended);
   return new Promise((resolve) => {
     if (!config.dev_staff_sign_in) {
       show(
         "Sign in",
         h("h2", {}, "Staff sign-in"),
+        ...(notice ? [notice] : []),
         h(
           "p",
           { id: "staff-token-needed" },
           "The console needs a staff token: sign in on the site's staff sign-in, which opens the console for you.",
         ),
       );
+      // The staff sign-in may send this tab back with a token in the fragment (no reload).
+      const arrived = () => {
+        const token = tabToken(STORE);
+        if (!token) return;
+        window.removeEventListener("hashchange", arrived);
+        resolve(staff(token));
+      };
+      window.addEventListener("hashchange", arrived);
       return;
     }
     const endpoint = config.dev_staff_sign_in;
@@ -96,6 +122,7 @@ export function signInStaff(config: PageConfig): Promise<Staff> {
             method: "POST",
             headers: { "content-type": "application/json" },
             body: JSON.stringify({ name: name.value, role: role.value }),
+            signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
           });
           const body = (await response.json().catch(() => ({}))) as { token?: string; error?: string };
           if (!response.ok || !body.token) {
@@ -105,12 +132,15 @@ export function signInStaff(config: PageConfig): Promise<Staff> {
           keepToken(STORE, body.token);
           resolve(staff(body.token));
         } catch (e) {
-          error.textContent = `Sign-in failed: ${e instanceof Error ? e.message : String(e)}.`;
+          const late = e instanceof DOMException && e.name === "TimeoutError";
+          error.textContent = late
+            ? "Sign-in failed: the sign-in service did not answer in time."
+            : `Sign-in failed: ${e instanceof Error ? e.message : String(e)}.`;
         } finally {
           submit.disabled = false;
         }
       })();
     });
-    show("Sign in", h("h2", {}, "Staff sign-in"), form);
+    show("Sign in", h("h2", {}, "Staff sign-in"), ...(notice ? [notice] : []), form);
   });
 }

@@ -1,6 +1,8 @@
 // A refresh loop: runs its work every period while the tab is visible, one run at a
 // time (a tick that comes while the previous run is still going is skipped); stops
-// while the tab is hidden and starts again, at once, when it is shown.
+// while the tab is hidden and starts again, at once, when it is shown. Each panel has
+// its own, and its calls a deadline, so a skipped tick waits on that panel alone and
+// for no longer than the deadline.
 
 export class Ticker {
   private timer: number | undefined;
