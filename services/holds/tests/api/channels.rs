@@ -590,6 +590,17 @@ async fn best_available_with_a_code_takes_only_the_channels_seats_under_its_limi
         also_price_categories: Vec::new(),
         presale_code: key.clone(),
     };
+    let widening = ClaimBestAvailableRequest {
+        target: Some(
+            stadium_proto::holds::v1::claim_best_available_request::Target::PriceCategory(
+                "front".into(),
+            ),
+        ),
+        request_id: "wide-1".into(),
+        wait_for_returns: false,
+        also_price_categories: vec!["back".into()],
+        ..waiting.clone()
+    };
     let status = app
         .client()
         .claim_best_available(bearer(waiting, &app.issuers.session("waiter")))
@@ -600,6 +611,19 @@ async fn best_available_with_a_code_takes_only_the_channels_seats_under_its_limi
         metadata(&status, "field").as_deref(),
         Some("wait_for_returns")
     );
+    // Nor may a code's claim spill into further price categories: the code's limits are
+    // counted in its channel's seats only.
+    let status = app
+        .client()
+        .claim_best_available(bearer(widening, &app.issuers.session("waiter")))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status, Code::InvalidArgument), Reason::InvalidField);
+    assert_eq!(
+        metadata(&status, "field").as_deref(),
+        Some("also_price_categories")
+    );
+    assert_eq!(state(&app, &event).await.code_seats_in_use, 6);
     assert_invariants(app.pool()).await;
     app.stop().await;
 }
