@@ -57,7 +57,9 @@ export function explain(f: Failure): string {
     case "TOKEN_MISSING":
       return "Your session has ended. Sign in again.";
     case "EVENT_NOT_ON_SALE":
-      return "This event is not on sale right now.";
+      return f.metadata["status"] === "presale"
+        ? "Only presale code holders can buy right now; the general sale has not begun."
+        : "This event is not on sale right now.";
     case "EVENT_NOT_FOUND":
       return "There is no such event.";
     case "SEAT_TAKEN":

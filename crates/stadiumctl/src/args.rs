@@ -468,17 +468,24 @@ pub struct CreateEvent {
 /// `sale` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum SaleCommand {
+    /// Start the presale: until the on-sale time only fans with a presale code or a
+    /// channel's key claim, and only that channel's seats; the general on-sale then
+    /// begins by itself.
+    Presale {
+        /// Event id.
+        event_id: String,
+    },
     /// Open the sale (the queue starts at the on-sale time).
     Open {
         /// Event id.
         event_id: String,
     },
-    /// Pause admission and new claims.
+    /// Pause admission and new claims (of a sale or a presale).
     Pause {
         /// Event id.
         event_id: String,
     },
-    /// Resume a paused sale.
+    /// Resume a paused sale (a paused presale resumes as a presale).
     Resume {
         /// Event id.
         event_id: String,

@@ -612,6 +612,14 @@ async fn event(c: &mut Client, cmd: EventCommand) -> Result<Outcome, CliError> {
 
 async fn sale(c: &mut Client, cmd: SaleCommand) -> Result<Outcome, CliError> {
     let (event, push) = match cmd {
+        SaleCommand::Presale { event_id } => {
+            let r = c
+                .inner
+                .start_presale(c.request(pb::StartPresaleRequest { event_id })?)
+                .await?
+                .into_inner();
+            (r.event, r.waiting_room)
+        }
         SaleCommand::Open { event_id } => {
             let r = c
                 .inner

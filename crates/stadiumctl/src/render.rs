@@ -351,6 +351,7 @@ mod tests {
     #[test]
     fn statuses_and_times_read_well() {
         assert_eq!(status(pb::EventStatus::OnSale as i32), "on_sale");
+        assert_eq!(status(pb::EventStatus::Presale as i32), "presale");
         assert_eq!(
             time(Some(&Timestamp {
                 seconds: 0,

@@ -413,6 +413,7 @@ service!(BoxOffice {
     get_event(bo::GetEventRequest) -> bo::GetEventResponse;
     list_events(bo::ListEventsRequest) -> bo::ListEventsResponse;
     set_price_categories(bo::SetPriceCategoriesRequest) -> bo::SetPriceCategoriesResponse;
+    start_presale(bo::StartPresaleRequest) -> bo::StartPresaleResponse;
     pause_sale(bo::PauseSaleRequest) -> bo::PauseSaleResponse;
     resume_sale(bo::ResumeSaleRequest) -> bo::ResumeSaleResponse;
     close_sale(bo::CloseSaleRequest) -> bo::CloseSaleResponse;

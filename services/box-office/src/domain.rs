@@ -28,6 +28,11 @@ pub const DEFAULT_WAITING_LIST_OFFER_MS: u64 = 600_000;
 pub enum EventStatus {
     /// Being set up; fans see nothing.
     Draft,
+    /// The presale before the general on-sale: only fans with a presale code or a
+    /// channel's key claim, and only that channel's seats. From `onsale_at` every claim
+    /// is accepted (holds decides by the time), and the box office records the event
+    /// as on sale within its resync period.
+    Presale,
     /// Open: the queue admits fans at the configured rate.
     OnSale,
     /// Admission and new claims stop; existing holds may still pay.
@@ -40,10 +45,12 @@ pub enum EventStatus {
 }
 
 impl EventStatus {
-    /// The database spelling: `draft`, `on_sale`, `paused`, `closed`, `cancelled`.
+    /// The database spelling: `draft`, `presale`, `on_sale`, `paused`, `closed`,
+    /// `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Draft => "draft",
+            Self::Presale => "presale",
             Self::OnSale => "on_sale",
             Self::Paused => "paused",
             Self::Closed => "closed",
@@ -55,6 +62,7 @@ impl EventStatus {
     pub fn from_db(s: &str) -> Option<Self> {
         match s {
             "draft" => Some(Self::Draft),
+            "presale" => Some(Self::Presale),
             "on_sale" => Some(Self::OnSale),
             "paused" => Some(Self::Paused),
             "closed" => Some(Self::Closed),
@@ -67,13 +75,15 @@ impl EventStatus {
 /// A sale control change; each is one conditional update from its allowed statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transition {
-    /// draft → on_sale.
+    /// draft → presale.
+    StartPresale,
+    /// draft or presale → on_sale.
     Open,
-    /// on_sale → paused.
+    /// on_sale or presale → paused (the event remembers which).
     Pause,
-    /// paused → on_sale.
+    /// paused → what was paused: presale or on_sale.
     Resume,
-    /// draft, on_sale or paused → closed.
+    /// draft, presale, on_sale or paused → closed.
     Close,
 }
 
@@ -81,16 +91,24 @@ impl Transition {
     /// The statuses this change may start from.
     pub fn from(self) -> &'static [EventStatus] {
         match self {
-            Self::Open => &[EventStatus::Draft],
-            Self::Pause => &[EventStatus::OnSale],
+            Self::StartPresale => &[EventStatus::Draft],
+            Self::Open => &[EventStatus::Draft, EventStatus::Presale],
+            Self::Pause => &[EventStatus::OnSale, EventStatus::Presale],
             Self::Resume => &[EventStatus::Paused],
-            Self::Close => &[EventStatus::Draft, EventStatus::OnSale, EventStatus::Paused],
+            Self::Close => &[
+                EventStatus::Draft,
+                EventStatus::Presale,
+                EventStatus::OnSale,
+                EventStatus::Paused,
+            ],
         }
     }
 
-    /// The status it leads to.
+    /// The status it leads to; for `Resume`, on_sale unless the event paused a presale
+    /// ([`crate::store::events::set_status`] resumes what was paused).
     pub fn to(self) -> EventStatus {
         match self {
+            Self::StartPresale => EventStatus::Presale,
             Self::Open | Self::Resume => EventStatus::OnSale,
             Self::Pause => EventStatus::Paused,
             Self::Close => EventStatus::Closed,
@@ -100,6 +118,7 @@ impl Transition {
     /// The audit action name, e.g. `open_sale`.
     pub fn action(self) -> &'static str {
         match self {
+            Self::StartPresale => "start_presale",
             Self::Open => "open_sale",
             Self::Pause => "pause_sale",
             Self::Resume => "resume_sale",
@@ -185,9 +204,11 @@ mod tests {
     fn statuses_round_trip() {
         for s in [
             EventStatus::Draft,
+            EventStatus::Presale,
             EventStatus::OnSale,
             EventStatus::Paused,
             EventStatus::Closed,
+            EventStatus::Cancelled,
         ] {
             assert_eq!(EventStatus::from_db(s.as_str()), Some(s));
         }
@@ -197,6 +218,7 @@ mod tests {
     #[test]
     fn transitions_never_leave_closed() {
         for t in [
+            Transition::StartPresale,
             Transition::Open,
             Transition::Pause,
             Transition::Resume,

@@ -66,6 +66,7 @@ pub struct Cancellation {
 /// Statuses an event may be cancelled from: any but cancelled.
 const CANCELLABLE: &[EventStatus] = &[
     EventStatus::Draft,
+    EventStatus::Presale,
     EventStatus::OnSale,
     EventStatus::Paused,
     EventStatus::Closed,
@@ -287,7 +288,7 @@ impl BoxOfficeService {
     /// # Errors
     /// [`Error::EventNotFound`]; [`Error::InvalidTransition`] when the event is not in
     /// a status the transition starts from; [`Error::PricesMissing`] when opening a
-    /// sale with unpriced seats; [`Error::Database`].
+    /// sale or a presale with unpriced seats; [`Error::Database`].
     pub async fn transition(
         &self,
         actor: &str,
@@ -296,7 +297,9 @@ impl BoxOfficeService {
     ) -> Result<(Event, PushReport)> {
         let mut tx = self.pool.begin().await?;
         let before = events::load(&mut tx, event_id, true).await?;
-        if t == Transition::Open && t.from().contains(&before.status) {
+        if matches!(t, Transition::Open | Transition::StartPresale)
+            && t.from().contains(&before.status)
+        {
             let missing = events::unpriced_categories(&mut tx, event_id).await?;
             if !missing.is_empty() {
                 return Err(Error::PricesMissing(missing));
@@ -330,6 +333,35 @@ impl BoxOfficeService {
         );
         let push = self.pusher.push(event_id, PushKind::Configure).await;
         Ok((after, push))
+    }
+
+    /// Records as on sale every presale whose general on-sale time has come, each with
+    /// its audit record (actor `schedule`, action `open_sale`), in one transaction; the
+    /// events moved.
+    ///
+    /// # Errors
+    /// [`Error::Database`].
+    pub async fn open_due_presales(&self) -> Result<Vec<i64>> {
+        let mut tx = self.pool.begin().await?;
+        let opened = events::open_due_presales(&mut tx).await?;
+        for &event_id in &opened {
+            audit::record(
+                &mut tx,
+                AuditEntry {
+                    actor: "schedule",
+                    action: Transition::Open.action(),
+                    target: event_target(event_id),
+                    before: Some(json!({ "status": EventStatus::Presale })),
+                    after: Some(json!({ "status": EventStatus::OnSale })),
+                },
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        for &event_id in &opened {
+            tracing::info!(event_id, "presale over: the general on-sale has begun");
+        }
+        Ok(opened)
     }
 
     /// Cancels `event_id` (any status but cancelled → cancelled) and records the
@@ -631,7 +663,7 @@ impl BoxOfficeService {
         Ok(found)
     }
 
-    /// The ids of events whose sale runs (on sale or paused).
+    /// The ids of events whose sale runs (presale, on sale or paused).
     ///
     /// # Errors
     /// [`Error::Database`].

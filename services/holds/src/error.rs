@@ -54,7 +54,8 @@ pub enum Error {
     /// No such event.
     #[error("event not found")]
     EventNotFound,
-    /// The event's sale is not open (status `draft`, `paused` or `closed`).
+    /// The event's sale is not open (status `draft`, `paused` or `closed`; `presale` for a
+    /// claim without a presale code before the general on-sale).
     #[error("the event is not on sale (status {0})")]
     EventNotOnSale(String),
     /// The event is cancelled: no payment starts (nothing charged).

@@ -1,7 +1,7 @@
 // Sale control: the event's state (`#sale-state`, its `data-sale-state` the status's
-// enum name: DRAFT, ON_SALE, PAUSED, CLOSED, CANCELLED) and the buttons that open,
-// pause, resume and close the sale, each enabled only where the box office allows
-// that transition; closing asks first, in the page.
+// enum name: DRAFT, PRESALE, ON_SALE, PAUSED, CLOSED, CANCELLED) and the buttons that
+// start the presale, open, pause, resume and close the sale, each enabled only where
+// the box office allows that transition; closing asks first, in the page.
 
 import { EventStatus, type Event } from "../gen/stadium/box_office/v1/box_office_pb.js";
 import { announce, h } from "../dom.js";
@@ -11,18 +11,20 @@ import { enumName, words } from "./format.js";
 import { clearProblem, showProblem } from "./problem.js";
 import { pushNote } from "./push.js";
 
-type Action = "open" | "pause" | "resume" | "close";
+type Action = "presale" | "open" | "pause" | "resume" | "close";
 
 /** The statuses each action starts from (the box office's transitions). */
 const FROM: Record<Action, EventStatus[]> = {
-  open: [EventStatus.DRAFT],
-  pause: [EventStatus.ON_SALE],
+  presale: [EventStatus.DRAFT],
+  open: [EventStatus.DRAFT, EventStatus.PRESALE],
+  pause: [EventStatus.ON_SALE, EventStatus.PRESALE],
   resume: [EventStatus.PAUSED],
-  close: [EventStatus.DRAFT, EventStatus.ON_SALE, EventStatus.PAUSED],
+  close: [EventStatus.DRAFT, EventStatus.PRESALE, EventStatus.ON_SALE, EventStatus.PAUSED],
 };
 
 /** What the console says once an action is done. */
 const DONE: Record<Action, string> = {
+  presale: "The presale has started: only presale codes and channel keys buy until the on-sale time.",
   open: "The sale is open.",
   pause: "The sale is paused.",
   resume: "The sale runs again.",
@@ -30,6 +32,7 @@ const DONE: Record<Action, string> = {
 };
 
 const LABEL: Record<Action, string> = {
+  presale: "Start presale",
   open: "Open sale",
   pause: "Pause sale",
   resume: "Resume sale",
@@ -104,13 +107,15 @@ export class SaleControl {
     try {
       const request = { eventId: this.eventId };
       const answer =
-        action === "open"
-          ? await this.api.boxOffice.openSale(request)
-          : action === "pause"
-            ? await this.api.boxOffice.pauseSale(request)
-            : action === "resume"
-              ? await this.api.boxOffice.resumeSale(request)
-              : await this.api.boxOffice.closeSale(request);
+        action === "presale"
+          ? await this.api.boxOffice.startPresale(request)
+          : action === "open"
+            ? await this.api.boxOffice.openSale(request)
+            : action === "pause"
+              ? await this.api.boxOffice.pauseSale(request)
+              : action === "resume"
+                ? await this.api.boxOffice.resumeSale(request)
+                : await this.api.boxOffice.closeSale(request);
       this.busy = false;
       if (answer.event) this.onEvent(answer.event);
       const text = `${DONE[action]}${pushNote(answer.waitingRoom)}`;

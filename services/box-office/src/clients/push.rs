@@ -324,13 +324,16 @@ impl Pusher {
 }
 
 /// What the waiting room should be told about `event` at `now`: nothing for a draft;
-/// an on-sale event whose on-sale time is still ahead is SCHEDULED (its pre-queue is
-/// shuffled then), otherwise OPEN; PAUSED; CLOSED; CANCELLED.
+/// an on-sale or presale event whose on-sale time is still ahead is SCHEDULED (its
+/// pre-queue is shuffled then: the queue is the general on-sale's, which the presale
+/// precedes), otherwise OPEN; PAUSED; CLOSED; CANCELLED.
 pub fn sale_state(event: &Event, now: chrono::DateTime<chrono::Utc>) -> Option<SaleState> {
     match event.status {
         EventStatus::Draft => None,
-        EventStatus::OnSale if event.settings.onsale_at > now => Some(SaleState::Scheduled),
-        EventStatus::OnSale => Some(SaleState::Open),
+        EventStatus::OnSale | EventStatus::Presale if event.settings.onsale_at > now => {
+            Some(SaleState::Scheduled)
+        }
+        EventStatus::OnSale | EventStatus::Presale => Some(SaleState::Open),
         EventStatus::Paused => Some(SaleState::Paused),
         EventStatus::Closed => Some(SaleState::Closed),
         EventStatus::Cancelled => Some(SaleState::Cancelled),
@@ -398,6 +401,15 @@ mod tests {
         );
         assert_eq!(
             sale_state(&event(EventStatus::OnSale, past), now),
+            Some(SaleState::Open)
+        );
+        // A presale precedes the general on-sale, whose queue fans join meanwhile.
+        assert_eq!(
+            sale_state(&event(EventStatus::Presale, ahead), now),
+            Some(SaleState::Scheduled)
+        );
+        assert_eq!(
+            sale_state(&event(EventStatus::Presale, past), now),
             Some(SaleState::Open)
         );
         assert_eq!(

@@ -299,6 +299,7 @@ pub fn price_categories(
 pub fn status(s: EventStatus) -> pb::EventStatus {
     match s {
         EventStatus::Draft => pb::EventStatus::Draft,
+        EventStatus::Presale => pb::EventStatus::Presale,
         EventStatus::OnSale => pb::EventStatus::OnSale,
         EventStatus::Paused => pb::EventStatus::Paused,
         EventStatus::Closed => pb::EventStatus::Closed,

@@ -314,6 +314,22 @@ impl box_office_server::BoxOffice for BoxOfficeApi {
     }
 
     #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
+    async fn start_presale(
+        &self,
+        request: Request<pb::StartPresaleRequest>,
+    ) -> Reply<pb::StartPresaleResponse> {
+        let request = request.map(|r| r.event_id);
+        reply(
+            self.transition(request, Transition::StartPresale)
+                .await
+                .map(|(event, push)| pb::StartPresaleResponse {
+                    event: Some(event),
+                    waiting_room: Some(push),
+                }),
+        )
+    }
+
+    #[tracing::instrument(skip_all, fields(event_id = %request.get_ref().event_id))]
     async fn open_sale(
         &self,
         request: Request<pb::OpenSaleRequest>,

@@ -281,13 +281,16 @@ pub async fn list(
     assemble(conn, rows).await
 }
 
-/// Events whose sale is running (on sale or paused), by id: what the canary watches.
+/// Events whose sale is running (presale, on sale or paused), by id: what the canary
+/// watches and the resync sends.
 ///
 /// # Errors
 /// [`Error::Database`].
 pub async fn live_ids(conn: &mut PgConnection) -> Result<Vec<i64>> {
     Ok(sqlx::query_scalar!(
-        "SELECT event_id FROM catalog.events WHERE status IN ($1::text, $2::text) ORDER BY event_id",
+        "SELECT event_id FROM catalog.events WHERE status IN ($1::text, $2::text, $3::text)
+         ORDER BY event_id",
+        EventStatus::Presale as _,
         EventStatus::OnSale as _,
         EventStatus::Paused as _
     )
@@ -296,7 +299,9 @@ pub async fn live_ids(conn: &mut PgConnection) -> Result<Vec<i64>> {
 }
 
 /// Moves `event_id` to `to` only if its status is one of `from`; the number of rows
-/// changed (0 or 1) says whether it did.
+/// changed (0 or 1) says whether it did. Pausing records what was paused
+/// (`paused_from`), and `to` on_sale from paused resumes that instead: a paused presale
+/// resumes as a presale.
 ///
 /// # Errors
 /// [`Error::Database`].
@@ -308,7 +313,11 @@ pub async fn set_status(
 ) -> Result<u64> {
     let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
     Ok(sqlx::query!(
-        "UPDATE catalog.events SET status = $2, updated_at = now()
+        "UPDATE catalog.events
+         SET status = CASE WHEN status = 'paused' AND $2 = 'on_sale'
+                           THEN COALESCE(paused_from, 'on_sale') ELSE $2 END,
+             paused_from = CASE WHEN $2 = 'paused' THEN status END,
+             updated_at = now()
          WHERE event_id = $1 AND status = ANY($3::text[])",
         event_id,
         to as _,
@@ -317,6 +326,23 @@ pub async fn set_status(
     .execute(conn)
     .await?
     .rows_affected())
+}
+
+/// Moves every presale whose general on-sale time has come to on sale (claims no
+/// longer wait for this: holds reads the time itself); the events moved.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn open_due_presales(conn: &mut PgConnection) -> Result<Vec<i64>> {
+    Ok(sqlx::query_scalar!(
+        "UPDATE catalog.events SET status = $1, updated_at = now()
+         WHERE status = $2 AND onsale_at <= now()
+         RETURNING event_id",
+        EventStatus::OnSale as _,
+        EventStatus::Presale as _
+    )
+    .fetch_all(conn)
+    .await?)
 }
 
 /// Sets the admission rate of `event_id` (fans per minute) and, when `active_fan_cap`

@@ -218,6 +218,10 @@ async fn transition(
         .unwrap()
         .token;
     let answer = match which {
+        "presale" => client
+            .start_presale(bearer(pb::StartPresaleRequest { event_id: id }, &token))
+            .await
+            .map(|r| (r.get_ref().event.clone(), r.into_inner().waiting_room)),
         "open" => client
             .open_sale(bearer(pb::OpenSaleRequest { event_id: id }, &token))
             .await
@@ -242,6 +246,17 @@ async fn transition(
         "no waiting room configured"
     );
     Ok(answer.0.expect("an event"))
+}
+
+/// The audit actions on event `id`, oldest first.
+async fn event_actions(office: &Office, id: &str) -> Vec<String> {
+    office
+        .audit()
+        .await
+        .into_iter()
+        .filter(|(_, _, target)| *target == format!("event:{id}"))
+        .map(|(_, action, _)| action)
+        .collect()
 }
 
 #[tokio::test]
@@ -279,13 +294,7 @@ async fn sale_transitions_follow_the_state_machine_and_are_audited() {
             "{which} after close"
         );
     }
-    let actions: Vec<String> = office
-        .audit()
-        .await
-        .into_iter()
-        .filter(|(_, _, target)| *target == format!("event:{id}"))
-        .map(|(_, action, _)| action)
-        .collect();
+    let actions = event_actions(&office, &id).await;
     assert_eq!(
         actions,
         [
@@ -308,6 +317,67 @@ async fn sale_transitions_follow_the_state_machine_and_are_audited() {
 
     let status = transition(&mut office, "424242", "open").await.unwrap_err();
     assert_eq!(reason(&status).1, Some(Reason::EventNotFound));
+    office.stop().await;
+}
+
+#[tokio::test]
+async fn a_presale_comes_before_the_sale_and_resumes_as_a_presale() {
+    let mut office = Office::start(&[]).await;
+    let venue = office.venue().await;
+    let id = office.event(&venue.venue_id).await.event_id;
+
+    let steps = [
+        ("presale", pb::EventStatus::Presale),
+        ("pause", pb::EventStatus::Paused),
+        ("resume", pb::EventStatus::Presale),
+        ("open", pb::EventStatus::OnSale),
+        ("pause", pb::EventStatus::Paused),
+        ("resume", pb::EventStatus::OnSale),
+    ];
+    for (which, expected) in steps {
+        let event = transition(&mut office, &id, which).await.unwrap();
+        assert_eq!(event.status, expected as i32, "{which}");
+    }
+    // No presale once the sale has opened.
+    let before = office.counts().await;
+    let status = transition(&mut office, &id, "presale").await.unwrap_err();
+    assert_eq!(reason(&status).1, Some(Reason::InvalidTransition));
+    let info = stadium_kit::status::error_info(&status).unwrap();
+    assert_eq!(
+        (info.metadata["from"].as_str(), info.metadata["to"].as_str()),
+        ("on_sale", "presale")
+    );
+    assert_eq!(office.counts().await, before);
+    let actions = event_actions(&office, &id).await;
+    assert_eq!(
+        actions,
+        [
+            "create_event",
+            "start_presale",
+            "pause_sale",
+            "resume_sale",
+            "open_sale",
+            "pause_sale",
+            "resume_sale"
+        ]
+    );
+
+    // A presale may be closed, and needs every seat priced as a sale does.
+    let second = office.event(&venue.venue_id).await.event_id;
+    transition(&mut office, &second, "presale").await.unwrap();
+    let closed = transition(&mut office, &second, "close").await.unwrap();
+    assert_eq!(closed.status, pb::EventStatus::Closed as i32);
+    let mut request = create_request(&venue.venue_id);
+    request.price_categories.truncate(1);
+    let unpriced = office.create_event(request).await.event_id;
+    let before = office.counts().await;
+    let status = office
+        .client
+        .start_presale(office.office(pb::StartPresaleRequest { event_id: unpriced }))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).1, Some(Reason::PricesMissing));
+    assert_eq!(office.counts().await, before);
     office.stop().await;
 }
 

@@ -1,4 +1,4 @@
-//! The waiting room resync: every interval, every event on sale or paused is sent
+//! The waiting room resync: every interval, every event in presale, on sale or paused is sent
 //! again as the database has it (drafts and closed sales never), with the service
 //! token; it stops with the service; a sale change committed while a resync call is in
 //! flight is sent after it, so the waiting room never keeps the older state; and each
@@ -207,6 +207,73 @@ async fn each_resync_carries_where_the_queue_last_stood_never_lower() {
         "{:?}",
         fake.floors(&on_sale)
     );
+    office.stop().await;
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_presale_is_sent_as_the_general_queue_and_becomes_the_sale_at_its_time() {
+    let (mut office, fake, _, stop) =
+        office_with_fake_and(0, "3", &["--waiting-room-resync-ms", "50"]).await;
+    let venue = office.venue().await.venue_id;
+    let id = event(&mut office, &venue, 2).await;
+    let request = office.office(pb::StartPresaleRequest {
+        event_id: id.clone(),
+    });
+    let started = office
+        .client
+        .start_presale(request)
+        .await
+        .expect("presale")
+        .into_inner();
+    assert_eq!(
+        started.event.map(|e| e.status),
+        Some(pb::EventStatus::Presale as i32)
+    );
+    // Fans meanwhile join the general on-sale's pre-queue.
+    assert_eq!(
+        configures(&fake, &id).first().map(|c| c.state),
+        Some(wr::SaleState::Scheduled as i32)
+    );
+
+    // The on-sale time passes: a resync round records the sale as open, on its own.
+    let status = |office: &mut Office| {
+        let request = office.office(pb::GetEventRequest {
+            event_id: id.clone(),
+        });
+        let mut client = office.client.clone();
+        async move {
+            client
+                .get_event(request)
+                .await
+                .expect("event")
+                .into_inner()
+                .event
+                .map(|e| e.status)
+        }
+    };
+    tokio::time::timeout(PATIENCE, async {
+        while status(&mut office).await != Some(pb::EventStatus::OnSale as i32) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the presale ends at the on-sale time");
+    tokio::time::timeout(PATIENCE, async {
+        while configures(&fake, &id).last().map(|c| c.state) != Some(wr::SaleState::Open as i32) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the queue is sent open");
+    let opened: Vec<(String, String, String)> = office
+        .audit()
+        .await
+        .into_iter()
+        .filter(|(_, action, target)| action == "open_sale" && *target == format!("event:{id}"))
+        .collect();
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    assert_eq!(opened[0].0, "schedule");
     office.stop().await;
     stop.cancel();
 }

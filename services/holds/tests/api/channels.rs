@@ -19,7 +19,7 @@ use tonic::{Code, Status};
 
 use crate::support::{EventSettings, TestApp, assert_invariants, bearer, lapse, reason, seat_list};
 
-async fn price(app: &TestApp, event: &str) {
+pub(crate) async fn price(app: &TestApp, event: &str) {
     sqlx::query(
         "INSERT INTO catalog.price_categories (event_id, category_code, name, price_minor, currency) \
          VALUES ($1::bigint, 'std', 'Standard', 4500, 'EUR')",
@@ -31,7 +31,12 @@ async fn price(app: &TestApp, event: &str) {
 }
 
 /// A channel of `event` named `name` holding `seats`; returns it and its key.
-async fn channel(app: &TestApp, event: &str, name: &str, seats: &[u64]) -> (Channel, String) {
+pub(crate) async fn channel(
+    app: &TestApp,
+    event: &str,
+    name: &str,
+    seats: &[u64],
+) -> (Channel, String) {
     let clerk = app.issuers.admin(&[Role::BoxOffice]);
     let created = app
         .client()
@@ -64,7 +69,7 @@ async fn channel(app: &TestApp, event: &str, name: &str, seats: &[u64]) -> (Chan
     (assigned.channel.unwrap(), created.key)
 }
 
-async fn codes(
+pub(crate) async fn codes(
     app: &TestApp,
     channel: u64,
     count: u32,
@@ -88,7 +93,7 @@ async fn codes(
 }
 
 /// `fan` (a fresh admission each call) claims `seats` of section A with `code`.
-async fn claim(
+pub(crate) async fn claim(
     app: &TestApp,
     event: &str,
     fan: &str,
@@ -484,7 +489,7 @@ async fn channel_without_seats(app: &TestApp, event: &str, name: &str) -> (u64, 
 
 /// `fan` (a fresh admission) asks best available for `quantity` seats of section A, not
 /// necessarily together, with `code`.
-fn best_with(
+pub(crate) fn best_with(
     app: &TestApp,
     event: &str,
     fan: &str,

@@ -14,6 +14,7 @@ mod lifecycle;
 mod mode;
 mod payment_window;
 mod plans;
+mod presale;
 mod price_levels;
 mod readmission;
 mod refusals;
