@@ -12,14 +12,17 @@
 -- its end, PostgreSQL "CREATE FUNCTION", SET clause). No claim function's body changes.
 --
 -- A paused sale remembers what it paused (`paused_from`), so resuming a paused presale
--- resumes the presale, not the general sale.
+-- resumes the presale, not the general sale. `presale_started_at` says the event has a
+-- presale and when it began: the waiting room's presale queue (`<event>-presale`) is
+-- open from then while the presale runs, closed after.
 
 ALTER TABLE catalog.events DROP CONSTRAINT events_status_check;
 ALTER TABLE catalog.events ADD CONSTRAINT events_status_check
     CHECK (status IN ('draft', 'presale', 'on_sale', 'paused', 'closed', 'cancelled'));
 
 ALTER TABLE catalog.events
-    ADD COLUMN paused_from text CHECK (paused_from IN ('presale', 'on_sale'));
+    ADD COLUMN paused_from text CHECK (paused_from IN ('presale', 'on_sale')),
+    ADD COLUMN presale_started_at timestamptz;
 
 CREATE OR REPLACE VIEW catalog.event_settings AS
 SELECT event_id, venue_id,

@@ -278,6 +278,10 @@ pub struct EventOptions {
     /// Price of the best category in minor units; each next category (in the venue's
     /// order) costs 20 % less, never below 10 % of this.
     pub top_price_minor: i64,
+    /// Start a presale (StartPresale) rather than open the sale: until the on-sale time
+    /// only fans with a presale code claim, admitted from the event's presale queue; the
+    /// general on-sale then begins by itself.
+    pub presale: bool,
 }
 
 impl Default for EventOptions {
@@ -294,6 +298,7 @@ impl Default for EventOptions {
             admission_no_show: Duration::ZERO,
             currency: "EUR".into(),
             top_price_minor: 15_000,
+            presale: false,
         }
     }
 }

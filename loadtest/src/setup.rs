@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use stadium_proto::box_office::v1::{
     CreateEventRequest, EventSettings, GetVenueRequest, ImportVenueRequest, OpenSaleRequest,
-    PriceCategory, PushOutcome, Venue,
+    PriceCategory, PushOutcome, StartPresaleRequest, Venue,
 };
 use stadium_proto::common::v1::Money;
 
@@ -62,7 +62,8 @@ pub struct EventSetup {
 }
 
 /// Imports or finds the venue, creates the event with prices for each of the venue's
-/// categories, and opens its sale with `onsale_at = now + settings.onsale_lead`.
+/// categories, and opens its sale (or, with `settings.presale`, starts its presale) with
+/// `onsale_at = now + settings.onsale_lead`.
 ///
 /// Errors: [`LoadtestError::Rpc`] naming the box office RPC that failed (e.g.
 /// `PLAN_INVALID` on import); [`LoadtestError::MissingField`] for a response without
@@ -167,17 +168,26 @@ pub async fn setup_event(
             rpc: "BoxOffice/CreateEvent",
             field: "event",
         })?;
-    let opened = office
-        .open_sale(authed(
-            OpenSaleRequest {
-                event_id: event.event_id.clone(),
-            },
-            &creds.admin_token()?,
-        ))
-        .await
-        .map_err(|s| LoadtestError::rpc("BoxOffice/OpenSale", &s))?
-        .into_inner();
-    let waiting_room_push = match opened.waiting_room {
+    let event_id = event.event_id.clone();
+    let push = if settings.presale {
+        office
+            .start_presale(authed(
+                StartPresaleRequest { event_id },
+                &creds.admin_token()?,
+            ))
+            .await
+            .map_err(|s| LoadtestError::rpc("BoxOffice/StartPresale", &s))?
+            .into_inner()
+            .waiting_room
+    } else {
+        office
+            .open_sale(authed(OpenSaleRequest { event_id }, &creds.admin_token()?))
+            .await
+            .map_err(|s| LoadtestError::rpc("BoxOffice/OpenSale", &s))?
+            .into_inner()
+            .waiting_room
+    };
+    let waiting_room_push = match push {
         Some(push) => {
             let outcome = PushOutcome::try_from(push.outcome)
                 .map(|o| {

@@ -178,6 +178,9 @@ reasons! {
     SeatNotInChannel = "SEAT_NOT_IN_CHANNEL",
     /// A presale code or channel key unknown for the event, or its channel was released.
     PresaleCodeInvalid = "PRESALE_CODE_INVALID",
+    /// An admission from an event's presale queue used without a presale code (field
+    /// `presale_code`).
+    PresaleCodeRequired = "PRESALE_CODE_REQUIRED",
     /// Fewer free seats than asked for (metadata `available`).
     NotEnoughSeats = "NOT_ENOUGH_SEATS",
 

@@ -80,6 +80,24 @@ impl QueueTicketClaims {
 /// the waiting list is told from its hold alone (the box office's sales report).
 pub const OFFER_JTI_PREFIX: &str = "offer-";
 
+/// How the waiting room's queue of an event's presale is named: the event id followed
+/// by this (`42-presale`). Its admission tokens carry that name as `event_id`; holds
+/// takes them for claims of the event made with a presale code or a channel's key only.
+pub const PRESALE_QUEUE_SUFFIX: &str = "-presale";
+
+/// The name of `event_id`'s presale queue (`42` → `42-presale`).
+pub fn presale_queue(event_id: &str) -> String {
+    format!("{event_id}{PRESALE_QUEUE_SUFFIX}")
+}
+
+/// The event of a presale queue's name (`42-presale` → `42`); `None` for any other
+/// name.
+pub fn presale_queue_event(queue: &str) -> Option<&str> {
+    queue
+        .strip_suffix(PRESALE_QUEUE_SUFFIX)
+        .filter(|event| !event.is_empty())
+}
+
 /// A verified admission token (`typ` `admission`): this fan may claim seats of this event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdmissionClaims {
@@ -387,5 +405,14 @@ mod tests {
             assert_eq!(Role::parse(r.as_str()), Some(r));
         }
         assert_eq!(Role::parse("root"), None);
+    }
+
+    #[test]
+    fn a_presale_queue_is_named_after_its_event() {
+        assert_eq!(presale_queue("42"), "42-presale");
+        assert_eq!(presale_queue_event("42-presale"), Some("42"));
+        for other in ["42", "-presale", "42-presale-presale-x", "42-Presale", ""] {
+            assert_eq!(presale_queue_event(other), None, "{other:?}");
+        }
     }
 }

@@ -60,7 +60,8 @@ use std::time::Duration;
 pub use access::{Access, AccessRefused};
 pub use claims::{
     AdminClaims, AdmissionClaims, FanSessionClaims, Issued, MAX_FAN_ID_BYTES, OFFER_JTI_PREFIX,
-    QueueTicketClaims, RegisteredClaims, Role, check_fan_id,
+    PRESALE_QUEUE_SUFFIX, QueueTicketClaims, RegisteredClaims, Role, check_fan_id, presale_queue,
+    presale_queue_event,
 };
 pub use dev::{DEV_ISSUER, DevIssuer};
 pub use ed::{

@@ -183,6 +183,10 @@ pub struct Event {
     pub venue_id: i64,
     /// Sale status.
     pub status: EventStatus,
+    /// While paused: what was paused, a presale or the sale (`None` otherwise).
+    pub paused_from: Option<EventStatus>,
+    /// When the event's presale began (`None`: it has had none).
+    pub presale_started_at: Option<DateTime<Utc>>,
     /// Settings.
     pub settings: EventSettings,
     /// Prices, by category code.

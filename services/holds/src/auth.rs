@@ -20,7 +20,7 @@ use stadium_tokens::{
 };
 use tonic::{Request, Status};
 
-use crate::domain::{EventId, FanId};
+use crate::domain::{EventId, FanId, Queue};
 use crate::error::Error;
 use crate::revocations::Revocations;
 
@@ -159,6 +159,9 @@ pub struct AdmittedFan {
     pub admission_jti: String,
     /// The admission token's `exp`, Unix seconds.
     pub admission_expires_at: u64,
+    /// The queue that admitted the fan: the event's own or its presale's (whose
+    /// admissions claim only with a presale code).
+    pub queue: Queue,
 }
 
 impl Authenticator {
@@ -227,8 +230,9 @@ impl Authenticator {
         })
     }
 
-    /// Checks that `admission` admits `fan` (same `sub`) to `event` and was not
-    /// revoked (given back, taken back, a no-show: see [`Revocations`]).
+    /// Checks that `admission` admits `fan` (same `sub`) to `event`, from its queue or
+    /// its presale's, and was not revoked (given back, taken back, a no-show: see
+    /// [`Revocations`]).
     ///
     /// # Errors
     /// [`Error::MissingToken`] for an empty admission token; as
@@ -248,16 +252,15 @@ impl Authenticator {
         if claims.fan_id() != fan.as_str() {
             return Err(Error::WrongFan);
         }
-        if EventId::try_from(claims.event_id.as_str()).ok() != Some(event) {
-            return Err(Error::WrongEvent);
-        }
+        let queue = Queue::of_admission(event, &claims.event_id).ok_or(Error::WrongEvent)?;
         self.revocations
-            .check(event, &claims.registered.jti)
+            .check(queue, &claims.registered.jti)
             .await?;
         Ok(AdmittedFan {
             fan,
             admission_jti: claims.registered.jti,
             admission_expires_at: claims.registered.exp,
+            queue,
         })
     }
 

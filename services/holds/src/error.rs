@@ -152,6 +152,10 @@ pub enum Error {
     /// A presale code or channel key unknown for the event, or its channel was released.
     #[error("presale code not valid for this event")]
     PresaleCodeInvalid,
+    /// An admission from the event's presale queue, used without a presale code: it
+    /// claims only with one.
+    #[error("an admission from the presale queue claims only with a presale code")]
+    PresaleCodeRequired,
     /// Fewer free seats of the price category than asked for; nothing was assigned.
     #[error("not enough free seats of the category")]
     NotEnoughSeats,
@@ -247,6 +251,7 @@ impl ServiceError for Error {
             }
             Self::SeatsNotInChannel(_) => (Code::InvalidArgument, Reason::SeatNotInChannel),
             Self::PresaleCodeInvalid => (Code::PermissionDenied, Reason::PresaleCodeInvalid),
+            Self::PresaleCodeRequired => (Code::FailedPrecondition, Reason::PresaleCodeRequired),
             Self::NotEnoughSeats => (Code::FailedPrecondition, Reason::NotEnoughSeats),
             Self::KeysUnavailable(_) => (Code::Unavailable, Reason::KeysUnavailable),
             Self::AdmissionRevoked => (Code::Unauthenticated, Reason::AdmissionRevoked),
@@ -295,7 +300,9 @@ impl ServiceError for Error {
             Self::SeatsNotInSection(seats)
             | Self::SeatsInAnotherChannel(seats)
             | Self::SeatsNotInChannel(seats) => vec![("seat_ids".into(), list(seats))],
-            Self::PresaleCodeInvalid => vec![("field".into(), "presale_code".into())],
+            Self::PresaleCodeInvalid | Self::PresaleCodeRequired => {
+                vec![("field".into(), "presale_code".into())]
+            }
             Self::LimitExceeded { limit, max, hold } => {
                 let mut metadata = vec![
                     ("limit".into(), limit.as_str().into()),

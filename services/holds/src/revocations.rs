@@ -26,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::RwLock;
 
-use crate::domain::EventId;
+use crate::domain::Queue;
 use crate::error::Error;
 
 /// One answer of the waiting room's `ListRevokedAdmissions`.
@@ -49,9 +49,9 @@ pub type PageFuture<'a> = Pin<Box<dyn Future<Output = Result<RevokedPage, String
 
 /// Where revocations come from.
 pub trait RevocationSource: Send + Sync + 'static {
-    /// The revocations of `event` after `since` in `epoch` (everything when the epoch
+    /// The revocations of `queue` after `since` in `epoch` (everything when the epoch
     /// is not the queue's), or why not.
-    fn fetch(&self, event: EventId, epoch: &str, since: u64) -> PageFuture<'_>;
+    fn fetch(&self, queue: Queue, epoch: &str, since: u64) -> PageFuture<'_>;
 }
 
 /// No waiting room to ask (local runs with a fixed admission JWKS): nothing revoked.
@@ -59,7 +59,7 @@ pub trait RevocationSource: Send + Sync + 'static {
 pub struct NoRevocations;
 
 impl RevocationSource for NoRevocations {
-    fn fetch(&self, _: EventId, _: &str, _: u64) -> PageFuture<'_> {
+    fn fetch(&self, _: Queue, _: &str, _: u64) -> PageFuture<'_> {
         Box::pin(async {
             Ok(RevokedPage {
                 full: true,
@@ -112,7 +112,7 @@ struct EventCopy {
 pub struct Revocations {
     source: Arc<dyn RevocationSource>,
     freshness: Freshness,
-    events: moka::sync::Cache<EventId, Arc<RwLock<EventCopy>>>,
+    events: moka::sync::Cache<Queue, Arc<RwLock<EventCopy>>>,
     fetches: AtomicU64,
 }
 
@@ -145,18 +145,18 @@ impl Revocations {
         self.fetches.load(Ordering::Relaxed)
     }
 
-    /// Refuses `jti` if `event`'s revocation set holds it, refreshing the copy first
+    /// Refuses `jti` if `queue`'s revocation set holds it, refreshing the copy first
     /// when it is older than `max_age`.
     ///
     /// # Errors
     /// [`Error::AdmissionRevoked`]; [`Error::RevocationsUnavailable`] when the copy
     /// could not be refreshed and is past `stale_limit` (or was never fetched).
-    pub async fn check(&self, event: EventId, jti: &str) -> Result<(), Error> {
-        let copy = self.events.get_with(event, Arc::default);
+    pub async fn check(&self, queue: Queue, jti: &str) -> Result<(), Error> {
+        let copy = self.events.get_with(queue, Arc::default);
         {
             let read = copy.read().await;
             if self.is_fresh(read.tried_at) {
-                return self.answer(event, &read, jti);
+                return self.answer(queue, &read, jti);
             }
         }
         let mut write = copy.write().await;
@@ -165,7 +165,7 @@ impl Revocations {
             write.tried_at = Some(Instant::now());
             let refreshed = tokio::time::timeout(
                 self.freshness.fetch_timeout,
-                self.refresh(event, &mut write),
+                self.refresh(queue, &mut write),
             )
             .await
             .unwrap_or_else(|_| {
@@ -175,23 +175,23 @@ impl Revocations {
                 ))
             });
             if let Err(detail) = refreshed {
-                tracing::warn!(event_id = event.get(), %detail, "revoked admissions not refreshed");
+                tracing::warn!(queue = %queue, %detail, "revoked admissions not refreshed");
             }
         }
-        self.answer(event, &write, jti)
+        self.answer(queue, &write, jti)
     }
 
     fn is_fresh(&self, at: Option<Instant>) -> bool {
         at.is_some_and(|at| at.elapsed() < self.freshness.max_age)
     }
 
-    fn answer(&self, event: EventId, copy: &EventCopy, jti: &str) -> Result<(), Error> {
+    fn answer(&self, queue: Queue, copy: &EventCopy, jti: &str) -> Result<(), Error> {
         let trusted = copy
             .fresh_at
             .is_some_and(|at| at.elapsed() < self.freshness.stale_limit);
         if !trusted {
             return Err(Error::RevocationsUnavailable {
-                event_id: event.get(),
+                event_id: queue.event.get(),
                 detail: "no recent answer from the waiting room".into(),
             });
         }
@@ -201,10 +201,10 @@ impl Revocations {
         Ok(())
     }
 
-    async fn refresh(&self, event: EventId, copy: &mut EventCopy) -> Result<(), String> {
+    async fn refresh(&self, queue: Queue, copy: &mut EventCopy) -> Result<(), String> {
         for _ in 0..MAX_PAGES {
             self.fetches.fetch_add(1, Ordering::Relaxed);
-            let page = self.source.fetch(event, &copy.epoch, copy.version).await?;
+            let page = self.source.fetch(queue, &copy.epoch, copy.version).await?;
             if page.full {
                 copy.revoked.clear();
             }
@@ -237,11 +237,14 @@ mod tests {
         revoked: Mutex<Vec<String>>,
         down: Mutex<bool>,
         calls: AtomicU64,
+        /// The queues asked for, by the waiting room's names.
+        asked: Mutex<Vec<String>>,
     }
 
     impl RevocationSource for Scripted {
-        fn fetch(&self, _: EventId, _: &str, _: u64) -> PageFuture<'_> {
+        fn fetch(&self, queue: Queue, _: &str, _: u64) -> PageFuture<'_> {
             self.calls.fetch_add(1, Ordering::Relaxed);
+            self.asked.lock().unwrap().push(queue.to_string());
             let answer = if *self.down.lock().unwrap() {
                 Err("down".to_owned())
             } else {
@@ -262,8 +265,14 @@ mod tests {
         }
     }
 
-    fn event() -> EventId {
-        EventId::try_from("7").unwrap()
+    fn event() -> Queue {
+        queue("7")
+    }
+
+    fn queue(name: &str) -> Queue {
+        Queue::of_admission(crate::domain::EventId::try_from("7").unwrap(), name)
+            .or_else(|| Queue::of_admission(crate::domain::EventId::try_from("8").unwrap(), name))
+            .unwrap()
     }
 
     fn freshness(max_age_ms: u64, stale_ms: u64) -> Freshness {
@@ -282,6 +291,11 @@ mod tests {
             revocations.check(event(), "a").await.unwrap();
         }
         assert_eq!(source.calls.load(Ordering::Relaxed), 1);
+        // The event's presale queue has a revocation set, and a copy, of its own.
+        for _ in 0..100 {
+            revocations.check(queue("7-presale"), "a").await.unwrap();
+        }
+        assert_eq!(*source.asked.lock().unwrap(), ["7", "7-presale"]);
     }
 
     #[tokio::test]
@@ -312,7 +326,7 @@ mod tests {
             "{err:?}"
         );
         // Never fetched: closed from the start.
-        let other = EventId::try_from("8").unwrap();
+        let other = queue("8");
         let err = revocations.check(other, "a").await.unwrap_err();
         assert!(
             matches!(err, Error::RevocationsUnavailable { .. }),

@@ -220,18 +220,32 @@ impl Pusher {
                     Ok(answer) => {
                         super::marks::record(&self.pool, event_id, answer.get_ref().stats.as_ref())
                             .await;
-                        Ok(())
+                        configure_presale(&mut client, token.as_ref(), &event).await
                     }
                     Err(status) => Err(status),
                 }
             }
             PushKind::Rate => {
-                let request = SetAdmissionRateRequest {
-                    event_id: event.event_id.to_string(),
-                    fans_per_minute: event.settings.admission_rate_per_min,
-                };
-                let request = as_service(request, token.as_ref(), Some(DEADLINE));
-                client.set_admission_rate(request).await.map(drop)
+                let mut queues = vec![event.event_id.to_string()];
+                if matches!(
+                    presale_state(&event),
+                    Some(SaleState::Open | SaleState::Paused)
+                ) {
+                    queues.push(stadium_tokens::presale_queue(&event.event_id.to_string()));
+                }
+                let mut result = Ok(());
+                for queue in queues {
+                    let request = SetAdmissionRateRequest {
+                        event_id: queue,
+                        fans_per_minute: event.settings.admission_rate_per_min,
+                    };
+                    let request = as_service(request, token.as_ref(), Some(DEADLINE));
+                    result = client.set_admission_rate(request).await.map(drop);
+                    if result.is_err() {
+                        break;
+                    }
+                }
+                result
             }
         };
         match result {
@@ -293,6 +307,10 @@ impl Pusher {
             created |= answer.created;
             sent = Some(settings);
         }
+        let event = self.load(event_id).await?;
+        configure_presale(&mut client.clone(), token.as_ref(), &event)
+            .await
+            .map_err(|status| format!("{:?}: {}", status.code(), status.message()))?;
         Ok(Resynced::Sent { created })
     }
 
@@ -340,6 +358,50 @@ pub fn sale_state(event: &Event, now: chrono::DateTime<chrono::Utc>) -> Option<S
     }
 }
 
+/// What the waiting room should be told about `event`'s presale queue
+/// ([`stadium_tokens::presale_queue`]): nothing when the event has had no presale; OPEN
+/// while the presale runs (from its start, with no pre-queue), PAUSED while it is
+/// paused, CANCELLED with the event, otherwise CLOSED (the general on-sale has begun,
+/// or the sale is over): its admissions already given keep working until they expire.
+pub fn presale_state(event: &Event) -> Option<SaleState> {
+    event.presale_started_at?;
+    Some(match (event.status, event.paused_from) {
+        (EventStatus::Presale, _) => SaleState::Open,
+        (EventStatus::Paused, Some(EventStatus::Presale)) => SaleState::Paused,
+        (EventStatus::Cancelled, _) => SaleState::Cancelled,
+        _ => SaleState::Closed,
+    })
+}
+
+/// The `ConfigureEvent` request of `event`'s presale queue in `state`: the event's
+/// admission settings, opening when the presale began. No floors: a presale queue Redis
+/// lost starts again from zero.
+pub fn presale_configure_request(event: &Event, state: SaleState) -> ConfigureEventRequest {
+    let mut request = configure_request(event, state);
+    request.event_id = stadium_tokens::presale_queue(&event.event_id.to_string());
+    if let Some(started) = event.presale_started_at {
+        request.onsale_at = Some(timestamp(started));
+    }
+    request
+}
+
+/// Sends `event`'s presale queue its configuration, when it has one.
+async fn configure_presale(
+    client: &mut WaitingRoomClient<Channel>,
+    token: Option<&Bearer>,
+    event: &Event,
+) -> Result<(), tonic::Status> {
+    let Some(state) = presale_state(event) else {
+        return Ok(());
+    };
+    let request = as_service(
+        presale_configure_request(event, state),
+        token,
+        Some(DEADLINE),
+    );
+    client.configure_event(request).await.map(drop)
+}
+
 /// The full `ConfigureEvent` request for `event` in `state`.
 pub fn configure_request(event: &Event, state: SaleState) -> ConfigureEventRequest {
     ConfigureEventRequest {
@@ -369,6 +431,8 @@ mod tests {
             event_id: 7,
             venue_id: 1,
             status,
+            paused_from: None,
+            presale_started_at: None,
             settings: EventSettings {
                 name: "e".into(),
                 starts_at: now + Duration::days(30),
@@ -420,6 +484,30 @@ mod tests {
             sale_state(&event(EventStatus::Closed, past), now),
             Some(SaleState::Closed)
         );
+    }
+
+    #[test]
+    fn a_presale_queue_runs_only_while_the_presale_does() {
+        let mut e = event(EventStatus::Presale, Duration::hours(1));
+        assert_eq!(presale_state(&e), None, "no presale started");
+        let started = Utc::now();
+        e.presale_started_at = Some(started);
+        assert_eq!(presale_state(&e), Some(SaleState::Open));
+        let r = presale_configure_request(&e, SaleState::Open);
+        assert_eq!(r.event_id, "7-presale");
+        assert_eq!(r.onsale_at, Some(timestamp(started)));
+        assert_eq!(r.fans_per_minute, 60);
+        e.status = EventStatus::Paused;
+        e.paused_from = Some(EventStatus::Presale);
+        assert_eq!(presale_state(&e), Some(SaleState::Paused));
+        e.paused_from = Some(EventStatus::OnSale);
+        assert_eq!(presale_state(&e), Some(SaleState::Closed));
+        for status in [EventStatus::OnSale, EventStatus::Closed] {
+            e.status = status;
+            assert_eq!(presale_state(&e), Some(SaleState::Closed), "{status:?}");
+        }
+        e.status = EventStatus::Cancelled;
+        assert_eq!(presale_state(&e), Some(SaleState::Cancelled));
     }
 
     #[test]

@@ -14,6 +14,8 @@ struct EventRow {
     venue_id: i64,
     name: String,
     status: EventStatus,
+    paused_from: Option<EventStatus>,
+    presale_started_at: Option<DateTime<Utc>>,
     starts_at: DateTime<Utc>,
     onsale_at: DateTime<Utc>,
     hold_ttl_ms: i32,
@@ -39,6 +41,8 @@ impl EventRow {
             event_id: self.event_id,
             venue_id: self.venue_id,
             status: self.status,
+            paused_from: self.paused_from,
+            presale_started_at: self.presale_started_at,
             settings: EventSettings {
                 name: self.name,
                 starts_at: self.starts_at,
@@ -219,7 +223,8 @@ pub async fn load(conn: &mut PgConnection, event_id: i64, lock: bool) -> Result<
     let row = if lock {
         sqlx::query_as!(
             EventRow,
-            r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
+            r#"SELECT event_id, venue_id, name, status AS "status: EventStatus",
+                      paused_from AS "paused_from: EventStatus", presale_started_at, starts_at,
                       onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
                       max_seats_per_fan, admission_rate_per_min, active_fan_cap,
                       admission_ttl_ms, admission_no_show_ms, waiting_list_offer_ms,
@@ -233,7 +238,8 @@ pub async fn load(conn: &mut PgConnection, event_id: i64, lock: bool) -> Result<
     } else {
         sqlx::query_as!(
             EventRow,
-            r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
+            r#"SELECT event_id, venue_id, name, status AS "status: EventStatus",
+                      paused_from AS "paused_from: EventStatus", presale_started_at, starts_at,
                       onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
                       max_seats_per_fan, admission_rate_per_min, active_fan_cap,
                       admission_ttl_ms, admission_no_show_ms, waiting_list_offer_ms,
@@ -263,7 +269,8 @@ pub async fn list(
     // `currency` is a NOT NULL column.
     let rows = sqlx::query_as!(
         EventRow,
-        r#"SELECT event_id, venue_id, name, status AS "status: EventStatus", starts_at,
+        r#"SELECT event_id, venue_id, name, status AS "status: EventStatus",
+                      paused_from AS "paused_from: EventStatus", presale_started_at, starts_at,
                   onsale_at, hold_ttl_ms, max_hold_lifetime_ms, max_seats_per_claim,
                   max_seats_per_fan, admission_rate_per_min, active_fan_cap,
                   admission_ttl_ms, admission_no_show_ms, waiting_list_offer_ms,
@@ -301,7 +308,7 @@ pub async fn live_ids(conn: &mut PgConnection) -> Result<Vec<i64>> {
 /// Moves `event_id` to `to` only if its status is one of `from`; the number of rows
 /// changed (0 or 1) says whether it did. Pausing records what was paused
 /// (`paused_from`), and `to` on_sale from paused resumes that instead: a paused presale
-/// resumes as a presale.
+/// resumes as a presale. Starting a presale records when (`presale_started_at`).
 ///
 /// # Errors
 /// [`Error::Database`].
@@ -317,6 +324,8 @@ pub async fn set_status(
          SET status = CASE WHEN status = 'paused' AND $2 = 'on_sale'
                            THEN COALESCE(paused_from, 'on_sale') ELSE $2 END,
              paused_from = CASE WHEN $2 = 'paused' THEN status END,
+             presale_started_at = CASE WHEN $2 = 'presale' THEN now()
+                                       ELSE presale_started_at END,
              updated_at = now()
          WHERE event_id = $1 AND status = ANY($3::text[])",
         event_id,

@@ -212,7 +212,7 @@ async fn each_resync_carries_where_the_queue_last_stood_never_lower() {
 }
 
 #[tokio::test]
-async fn a_presale_is_sent_as_the_general_queue_and_becomes_the_sale_at_its_time() {
+async fn a_presale_opens_its_own_queue_and_becomes_the_sale_at_its_time() {
     let (mut office, fake, _, stop) =
         office_with_fake_and(0, "3", &["--waiting-room-resync-ms", "50"]).await;
     let venue = office.venue().await.venue_id;
@@ -230,10 +230,16 @@ async fn a_presale_is_sent_as_the_general_queue_and_becomes_the_sale_at_its_time
         started.event.map(|e| e.status),
         Some(pb::EventStatus::Presale as i32)
     );
-    // Fans meanwhile join the general on-sale's pre-queue.
+    // Fans meanwhile join the general on-sale's pre-queue; the presale's own queue
+    // admits from the start.
     assert_eq!(
         configures(&fake, &id).first().map(|c| c.state),
         Some(wr::SaleState::Scheduled as i32)
+    );
+    let presale_queue = format!("{id}-presale");
+    assert_eq!(
+        configures(&fake, &presale_queue).first().map(|c| c.state),
+        Some(wr::SaleState::Open as i32)
     );
 
     // The on-sale time passes: a resync round records the sale as open, on its own.
@@ -266,6 +272,15 @@ async fn a_presale_is_sent_as_the_general_queue_and_becomes_the_sale_at_its_time
     })
     .await
     .expect("the queue is sent open");
+    tokio::time::timeout(PATIENCE, async {
+        while configures(&fake, &presale_queue).last().map(|c| c.state)
+            != Some(wr::SaleState::Closed as i32)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the presale queue is sent closed");
     let opened: Vec<(String, String, String)> = office
         .audit()
         .await

@@ -15,7 +15,7 @@ use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
 
-use crate::domain::EventId;
+use crate::domain::Queue;
 
 /// How often the used jtis go out.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
@@ -29,7 +29,7 @@ const BACKLOG: usize = 100_000;
 /// Hands used admissions to the background reporter; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct AdmissionUse {
-    tx: mpsc::Sender<(EventId, String)>,
+    tx: mpsc::Sender<(Queue, String)>,
     sent: moka::sync::Cache<String, ()>,
 }
 
@@ -52,17 +52,14 @@ impl AdmissionUse {
         }
     }
 
-    /// Records that the admission `jti` of `event` was used (a claim succeeded).
-    pub fn used(&self, event: EventId, jti: &str) {
+    /// Records that the admission `jti` from `queue` was used (a claim succeeded).
+    pub fn used(&self, queue: Queue, jti: &str) {
         if self.sent.contains_key(jti) {
             return;
         }
         self.sent.insert(jti.to_owned(), ());
-        if self.tx.try_send((event, jti.to_owned())).is_err() {
-            tracing::warn!(
-                event_id = event.get(),
-                "admission use not reported: backlog full"
-            );
+        if self.tx.try_send((queue, jti.to_owned())).is_err() {
+            tracing::warn!(%queue, "admission use not reported: backlog full");
         }
     }
 }
@@ -71,9 +68,9 @@ async fn run(
     mut client: WaitingRoomClient<Channel>,
     token: Option<Bearer>,
     timeout: Duration,
-    mut rx: mpsc::Receiver<(EventId, String)>,
+    mut rx: mpsc::Receiver<(Queue, String)>,
 ) {
-    let mut pending: HashMap<EventId, (Vec<String>, u32)> = HashMap::new();
+    let mut pending: HashMap<Queue, (Vec<String>, u32)> = HashMap::new();
     let mut open = true;
     while open {
         let tick = tokio::time::sleep(FLUSH_EVERY);
@@ -82,7 +79,7 @@ async fn run(
             tokio::select! {
                 () = &mut tick => break,
                 got = rx.recv() => match got {
-                    Some((event, jti)) => pending.entry(event).or_default().0.push(jti),
+                    Some((queue, jti)) => pending.entry(queue).or_default().0.push(jti),
                     None => {
                         open = false;
                         break;
@@ -90,12 +87,12 @@ async fn run(
                 },
             }
         }
-        for (event, (jtis, attempts)) in std::mem::take(&mut pending) {
+        for (queue, (jtis, attempts)) in std::mem::take(&mut pending) {
             let mut failed = Vec::new();
             for chunk in jtis.chunks(PER_CALL) {
                 let request = as_service(
                     MarkAdmissionsUsedRequest {
-                        event_id: event.get().to_string(),
+                        event_id: queue.to_string(),
                         jtis: chunk.to_vec(),
                     },
                     token.as_ref(),
@@ -103,7 +100,7 @@ async fn run(
                 );
                 if let Err(status) = client.mark_admissions_used(request).await {
                     tracing::warn!(
-                        event_id = event.get(),
+                        %queue,
                         code = ?status.code(),
                         message = status.message(),
                         "could not report used admissions to the waiting room"
@@ -112,7 +109,7 @@ async fn run(
                 }
             }
             if !failed.is_empty() && attempts + 1 < ATTEMPTS && open {
-                pending.insert(event, (failed, attempts + 1));
+                pending.insert(queue, (failed, attempts + 1));
             }
         }
     }

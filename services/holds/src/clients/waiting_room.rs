@@ -10,7 +10,7 @@ use stadium_proto::waiting_room::v1::{GetSigningKeysRequest, ListRevokedAdmissio
 use tonic::transport::Channel;
 
 use crate::auth::{JwksFuture, JwksSource};
-use crate::domain::EventId;
+use crate::domain::Queue;
 use crate::revocations::{PageFuture, RevocationSource, RevokedPage};
 
 /// The waiting room's `GetSigningKeys`, each call bounded by `timeout`.
@@ -63,11 +63,11 @@ impl WaitingRoomRevocations {
 }
 
 impl RevocationSource for WaitingRoomRevocations {
-    fn fetch(&self, event: EventId, epoch: &str, since: u64) -> PageFuture<'_> {
+    fn fetch(&self, queue: Queue, epoch: &str, since: u64) -> PageFuture<'_> {
         let mut client = self.client.clone();
         let timeout = self.timeout;
         let request = ListRevokedAdmissionsRequest {
-            event_id: event.get().to_string(),
+            event_id: queue.to_string(),
             epoch: epoch.to_owned(),
             since_version: since,
         };

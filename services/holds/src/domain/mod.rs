@@ -6,10 +6,12 @@ pub mod alternatives;
 pub mod best;
 mod ids;
 pub mod presale;
+mod queue;
 pub mod refusal;
 pub mod room;
 
 pub use presale::PresaleCode;
+pub use queue::Queue;
 
 pub use ids::{EventId, FanId, HoldKey, IdError, RequestId, SeatId, SectionId};
 

@@ -26,7 +26,7 @@ use tonic::{Request, Response, Status};
 
 use crate::auth::Authenticator;
 use crate::clients::admission_use::AdmissionUse;
-use crate::domain::{Claim, Claimant, EventId, PresaleCode};
+use crate::domain::{Claim, Claimant, EventId, PresaleCode, Queue};
 use crate::error::Error;
 use crate::service::{Admission, BestAnswer, DEFAULT_SWEEP_BATCH, HoldsService};
 use convert::{
@@ -71,9 +71,9 @@ impl HoldsApi {
     }
 
     /// An admission was used: told to the waiting room off the request's path.
-    fn used(&self, event: EventId, jti: &str) {
+    fn used(&self, queue: Queue, jti: &str) {
         if let Some(reporter) = &self.admission_use {
-            reporter.used(event, jti);
+            reporter.used(queue, jti);
         }
     }
 
@@ -127,7 +127,11 @@ impl Holds for HoldsApi {
             .auth
             .admitted_fan(fan, &body.admission_token, event, now)
             .await?;
+        if admitted.queue.presale && code.is_none() {
+            return Err(Error::PresaleCodeRequired.into());
+        }
         let jti = admitted.admission_jti.clone();
+        let queue = admitted.queue;
         let claim = Claim {
             event,
             section,
@@ -143,7 +147,7 @@ impl Holds for HoldsApi {
             None if body.accept_similar => self.service.claim_or_similar(&claim).await?,
             None => self.service.claim(&claim).await?,
         };
-        self.used(event, &jti);
+        self.used(queue, &jti);
         Ok(Response::new(ClaimSeatsResponse {
             hold: Some(to_wire(&hold)),
         }))
@@ -174,6 +178,9 @@ impl Holds for HoldsApi {
             .auth
             .admitted_fan(fan, &body.admission_token, best.event, now)
             .await?;
+        if admitted.queue.presale && code.is_none() {
+            return Err(Error::PresaleCodeRequired.into());
+        }
         let admission = Admission {
             jti: &admitted.admission_jti,
             expires_at: admitted.admission_expires_at,
@@ -192,7 +199,7 @@ impl Holds for HoldsApi {
         };
         Ok(Response::new(match answer {
             BestAnswer::Held(hold) => {
-                self.used(best.event, &admitted.admission_jti);
+                self.used(admitted.queue, &admitted.admission_jti);
                 ClaimBestAvailableResponse {
                     hold: Some(to_wire(&hold)),
                     waiting: None,

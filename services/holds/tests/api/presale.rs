@@ -1,10 +1,12 @@
 //! A presale before the general on-sale: while the event is in `presale`, only claims
 //! with a presale code or a channel's key are taken (of the channel's seats); every
 //! other claim, alone or coalesced, is refused and writes nothing; when the event's
-//! on-sale time comes, every claim is taken at once, with no change of status.
+//! on-sale time comes, every claim is taken at once, with no change of status. An
+//! admission from the event's presale queue claims only with a code, whenever.
 
 use stadium_kit::Reason;
-use stadium_proto::holds::v1::ClaimSeatsRequest;
+use stadium_proto::holds::v1::claim_best_available_request::Target;
+use stadium_proto::holds::v1::{ClaimBestAvailableRequest, ClaimSeatsRequest};
 use stadium_testkit::all_at_once;
 use stadium_testkit::grpc::metadata;
 use tonic::{Code, Status};
@@ -47,15 +49,19 @@ async fn fan_seats_held(app: &TestApp, event: &str) -> i64 {
     .unwrap()
 }
 
+/// An event in presale whose on-sale time has passed (the test sets it as it needs).
+async fn presale_event(app: &TestApp) -> String {
+    app.event(EventSettings {
+        status: "presale",
+        ..EventSettings::default()
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_presale_takes_only_code_claims_until_the_general_on_sale_time() {
     let app = TestApp::start().await;
-    let event = app
-        .event(EventSettings {
-            status: "presale",
-            ..EventSettings::default()
-        })
-        .await;
+    let event = presale_event(&app).await;
     sqlx::query("UPDATE catalog.events SET onsale_at = now() + interval '1 hour' WHERE event_id = $1::bigint")
         .bind(&event)
         .execute(app.pool())
@@ -138,5 +144,70 @@ async fn a_presale_takes_only_code_claims_until_the_general_on_sale_time() {
     .await;
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     assert_eq!(fan_seats_held(&app, &event).await, 6 + 2 + 20);
+    assert_invariants(app.pool()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admission_from_the_presale_queue_claims_only_with_a_code() {
+    let app = TestApp::start().await;
+    let event = presale_event(&app).await;
+    price(&app, &event).await;
+    let a = app.sections[0].clone();
+    let (created, _) = channel(&app, &event, "Fan club", &a.seats[0..4]).await;
+    let code = codes(&app, created.channel_id, 1, 4, 4).await.remove(0);
+    let presale_queue = format!("{event}-presale");
+    let ask = |fan: &str, admitted_by: &str, code: &str, seat: u64| {
+        let request = ClaimSeatsRequest {
+            admission_token: app.issuers.admission_token(fan, admitted_by),
+            event_id: event.clone(),
+            section_id: a.id,
+            seat_ids: vec![seat],
+            presale_code: code.to_owned(),
+            ..Default::default()
+        };
+        let session = app.issuers.session(fan);
+        let mut client = app.client();
+        async move { client.claim_seats(bearer(request, &session)).await }
+    };
+
+    // The event is on sale for everyone from here (its on-sale time has passed), yet an
+    // admission from its presale queue still claims only with a code.
+    let refused = ask("member", &presale_queue, "", a.seats[10])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&refused, Code::FailedPrecondition),
+        Reason::PresaleCodeRequired
+    );
+    assert_eq!(metadata(&refused, "field").as_deref(), Some("presale_code"));
+    let best = ClaimBestAvailableRequest {
+        admission_token: app.issuers.admission_token("member", &presale_queue),
+        event_id: event.clone(),
+        target: Some(Target::SectionId(a.id)),
+        quantity: 1,
+        ..Default::default()
+    };
+    let refused = app
+        .client()
+        .claim_best_available(bearer(best, &app.issuers.session("member")))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&refused, Code::FailedPrecondition),
+        Reason::PresaleCodeRequired
+    );
+    assert_eq!(fan_seats_held(&app, &event).await, 0);
+
+    // With the code it claims the channel's seats.
+    ask("member", &presale_queue, &code, a.seats[0])
+        .await
+        .unwrap();
+    // Another event's presale admits to nothing here.
+    let elsewhere = format!("{}-presale", event.parse::<u64>().unwrap() + 1);
+    let wrong = ask("member-2", &elsewhere, &code, a.seats[1])
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&wrong, Code::PermissionDenied), Reason::WrongEvent);
+    assert_eq!(fan_seats_held(&app, &event).await, 1);
     assert_invariants(app.pool()).await;
 }

@@ -6,7 +6,9 @@ pub use stadium_tokens::MAX_FAN_ID_BYTES;
 
 /// An event id: the box office's event number, a positive decimal integer (`1` to
 /// `9223372036854775807`) written without sign or leading zeros, so one event never
-/// gets two queues under two spellings.
+/// gets two queues under two spellings; or the queue of an event's presale, that number
+/// followed by `-presale` ([`stadium_tokens::presale_queue`]), a queue of its own whose
+/// admissions holds takes for presale-code claims only.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EventId(String);
 
@@ -16,6 +18,12 @@ impl EventId {
     /// # Errors
     /// A message saying what is wrong (empty, not decimal, leading zero, zero, too large).
     pub fn parse(raw: &str) -> Result<Self, String> {
+        let number = stadium_tokens::presale_queue_event(raw).unwrap_or(raw);
+        Self::check_number(number)?;
+        Ok(Self(raw.to_owned()))
+    }
+
+    fn check_number(raw: &str) -> Result<(), String> {
         if raw.is_empty() {
             return Err("must not be empty".into());
         }
@@ -26,7 +34,7 @@ impl EventId {
             return Err("must not be zero or start with 0".into());
         }
         raw.parse::<i64>().map_err(|_| "is too large".to_owned())?;
-        Ok(Self(raw.to_owned()))
+        Ok(())
     }
 
     /// The canonical decimal form.
@@ -76,10 +84,15 @@ mod tests {
     #[test]
     fn event_ids_have_one_spelling() {
         assert_eq!(EventId::parse("42").unwrap().as_str(), "42");
+        assert_eq!(EventId::parse("42-presale").unwrap().as_str(), "42-presale");
         for bad in [
             "",
             "0",
             "042",
+            "042-presale",
+            "-presale",
+            "42-presale-presale",
+            "42-sale",
             "-1",
             "+1",
             "4 2",

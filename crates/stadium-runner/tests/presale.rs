@@ -1,0 +1,191 @@
+//! A presale through the real stack (mutual TLS, Redis, PostgreSQL): staff start the
+//! presale of an event whose general on-sale is a minute away and give a fan club two
+//! seats with a code; the event's presale queue (`<event>-presale`) admits at once while
+//! its general queue only takes the pre-queue; a fan admitted from the presale claims
+//! a channel seat with the code, and is refused without it; opening the general sale
+//! closes the presale queue.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use loadtest::{Clients, Credentials, EventOptions, VenueSource};
+use stadium_kit::Reason;
+use stadium_proto::box_office::v1::{EventStatus, OpenSaleRequest};
+use stadium_proto::holds::v1::{
+    AssignChannelSeatsRequest, ClaimSeatsRequest, CreateChannelRequest, CreatePresaleCodesRequest,
+    Hold, SeatList, assign_channel_seats_request,
+};
+use stadium_proto::waiting_room::v1::{GetStatusRequest, JoinRequest, QueueState, QueueStatus};
+use stadium_testkit::grpc::bearer;
+use tonic::{Code, Status};
+
+mod support;
+
+use support::stack_on_fresh_database;
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+async fn join(clients: &Clients, queue: &str, session: &str) -> Result<QueueStatus, Status> {
+    clients
+        .waiting_room
+        .clone()
+        .join(bearer(
+            JoinRequest {
+                event_id: queue.to_owned(),
+            },
+            session,
+        ))
+        .await
+        .map(|r| r.into_inner().status.expect("status"))
+}
+
+/// Polls until the fan's ticket brings an admission token.
+async fn admission(clients: &Clients, mut status: QueueStatus, session: &str) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    while status.admission_token.is_empty() {
+        assert!(Instant::now() < deadline, "never admitted: {status:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        status = clients
+            .waiting_room
+            .clone()
+            .get_status(bearer(
+                GetStatusRequest {
+                    queue_ticket: status.queue_ticket.clone(),
+                    event_id: String::new(),
+                },
+                session,
+            ))
+            .await
+            .expect("status")
+            .into_inner()
+            .status
+            .expect("status");
+    }
+    status.admission_token
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_presale_admits_from_its_own_queue_and_claims_only_with_a_code() {
+    let (stack, db) = stack_on_fresh_database().await;
+    let targets = stack.endpoints.targets();
+    let creds = Credentials::new(Arc::clone(&stack.issuer));
+    let options = EventOptions {
+        onsale_lead: Duration::from_secs(60),
+        presale: true,
+        ..EventOptions::default()
+    };
+    let venue = VenueSource::generated(1_000, 4).expect("venue");
+    let event = loadtest::setup_event(&targets, &creds, venue, &options)
+        .await
+        .expect("presale started");
+    let clients = targets.clients().expect("clients");
+    let admin = creds.admin_token().expect("admin token");
+    let id = event.event_id.clone();
+    let seats: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT section_id, seat_id FROM catalog.event_seats \
+         WHERE event_id = $1::bigint ORDER BY section_id, seat_id LIMIT 3",
+    )
+    .bind(&id)
+    .fetch_all(&db.pool)
+    .await
+    .expect("seats");
+    let (section, club_seats) = (seats[0].0 as u64, [seats[0].1 as u64, seats[1].1 as u64]);
+
+    let mut office = clients.box_office.clone();
+    let created = office
+        .create_channel(bearer(
+            CreateChannelRequest {
+                event_id: id.clone(),
+                name: "Fan club".into(),
+                release_at: None,
+            },
+            &admin,
+        ))
+        .await
+        .expect("channel")
+        .into_inner();
+    let channel = created.channel.expect("channel").channel_id;
+    office
+        .assign_channel_seats(bearer(
+            AssignChannelSeatsRequest {
+                channel_id: channel,
+                seats: Some(assign_channel_seats_request::Seats::SeatIds(SeatList {
+                    seat_ids: club_seats.to_vec(),
+                })),
+            },
+            &admin,
+        ))
+        .await
+        .expect("seats given");
+    let code = office
+        .create_presale_codes(bearer(
+            CreatePresaleCodesRequest {
+                channel_id: channel,
+                count: 1,
+                max_seats: 2,
+                max_seats_per_fan: 2,
+            },
+            &admin,
+        ))
+        .await
+        .expect("code")
+        .into_inner()
+        .codes
+        .remove(0);
+
+    // The general queue takes the pre-queue; the presale's admits.
+    let session = creds.fan_token("club-member").expect("session");
+    let general = join(&clients, &id, &session).await.expect("general join");
+    assert_eq!(general.state, QueueState::PreQueue as i32, "{general:?}");
+    let presale_queue = stadium_tokens::presale_queue(&id);
+    let joined = join(&clients, &presale_queue, &session)
+        .await
+        .expect("presale join");
+    let admission = admission(&clients, joined, &session).await;
+
+    let claim = |seat: u64, code: &str| {
+        let request = ClaimSeatsRequest {
+            admission_token: admission.clone(),
+            event_id: id.clone(),
+            section_id: section,
+            seat_ids: vec![seat],
+            presale_code: code.to_owned(),
+            ..Default::default()
+        };
+        let mut holds = clients.holds.clone();
+        let session = session.clone();
+        async move {
+            holds
+                .claim_seats(bearer(request, &session))
+                .await
+                .map(|r| r.into_inner().hold.expect("hold"))
+        }
+    };
+    let refused: Status = claim(club_seats[0], "").await.unwrap_err();
+    assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    let info = stadium_kit::status::error_info(&refused).expect("error info");
+    assert_eq!(info.reason, Reason::PresaleCodeRequired.as_str());
+    let held: Hold = claim(club_seats[0], &code)
+        .await
+        .expect("claimed with the code");
+    assert_eq!(held.seat_ids, [club_seats[0]]);
+
+    // Opening the general sale ends the presale and closes its queue.
+    let opened = office
+        .open_sale(bearer(
+            OpenSaleRequest {
+                event_id: id.clone(),
+            },
+            &admin,
+        ))
+        .await
+        .expect("open")
+        .into_inner()
+        .event
+        .expect("event");
+    assert_eq!(opened.status, EventStatus::OnSale as i32);
+    let late = creds.fan_token("late").expect("session");
+    let closed = join(&clients, &presale_queue, &late).await.unwrap_err();
+    assert_eq!(closed.code(), Code::FailedPrecondition, "{closed:?}");
+    stack.stop().await.expect("clean stop");
+}
