@@ -93,6 +93,9 @@ reasons! {
     InvalidTransition = "INVALID_TRANSITION",
     /// Seats of some categories have no price (metadata `categories`).
     PricesMissing = "PRICES_MISSING",
+    /// A presale asked for once the event's on-sale time has come (metadata
+    /// `onsale_at`).
+    OnsaleTimePassed = "ONSALE_TIME_PASSED",
     /// A service this call needs is not configured (metadata `service`).
     NotConfigured = "NOT_CONFIGURED",
 

@@ -11,15 +11,16 @@ use std::time::{Duration, Instant};
 use loadtest::{Clients, Credentials, EventOptions, VenueSource};
 use stadium_kit::Reason;
 use stadium_proto::box_office::v1::{EventStatus, OpenSaleRequest};
-use stadium_proto::holds::v1::{
-    AssignChannelSeatsRequest, ClaimSeatsRequest, CreateChannelRequest, CreatePresaleCodesRequest,
-    Hold, SeatList, assign_channel_seats_request,
-};
+use stadium_proto::holds::v1::{ClaimSeatsRequest, Hold};
 use stadium_proto::waiting_room::v1::{GetStatusRequest, JoinRequest, QueueState, QueueStatus};
 use stadium_testkit::grpc::bearer;
 use tonic::{Code, Status};
 
+#[path = "support/fan_club.rs"]
+mod fan_club;
 mod support;
+
+use fan_club::fan_club;
 
 use support::stack_on_fresh_database;
 
@@ -81,57 +82,9 @@ async fn a_presale_admits_from_its_own_queue_and_claims_only_with_a_code() {
     let clients = targets.clients().expect("clients");
     let admin = creds.admin_token().expect("admin token");
     let id = event.event_id.clone();
-    let seats: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT section_id, seat_id FROM catalog.event_seats \
-         WHERE event_id = $1::bigint ORDER BY section_id, seat_id LIMIT 3",
-    )
-    .bind(&id)
-    .fetch_all(&db.pool)
-    .await
-    .expect("seats");
-    let (section, club_seats) = (seats[0].0 as u64, [seats[0].1 as u64, seats[1].1 as u64]);
-
-    let mut office = clients.box_office.clone();
-    let created = office
-        .create_channel(bearer(
-            CreateChannelRequest {
-                event_id: id.clone(),
-                name: "Fan club".into(),
-                release_at: None,
-            },
-            &admin,
-        ))
-        .await
-        .expect("channel")
-        .into_inner();
-    let channel = created.channel.expect("channel").channel_id;
-    office
-        .assign_channel_seats(bearer(
-            AssignChannelSeatsRequest {
-                channel_id: channel,
-                seats: Some(assign_channel_seats_request::Seats::SeatIds(SeatList {
-                    seat_ids: club_seats.to_vec(),
-                })),
-            },
-            &admin,
-        ))
-        .await
-        .expect("seats given");
-    let code = office
-        .create_presale_codes(bearer(
-            CreatePresaleCodesRequest {
-                channel_id: channel,
-                count: 1,
-                max_seats: 2,
-                max_seats_per_fan: 2,
-            },
-            &admin,
-        ))
-        .await
-        .expect("code")
-        .into_inner()
-        .codes
-        .remove(0);
+    let club = fan_club(&stack, &db.pool, &id, 2, 2).await;
+    let (section, club_seats) = (club.seats[0].0, [club.seats[0].1, club.seats[1].1]);
+    let code = club.code;
 
     // The general queue takes the pre-queue; the presale's admits.
     let session = creds.fan_token("club-member").expect("session");
@@ -171,7 +124,9 @@ async fn a_presale_admits_from_its_own_queue_and_claims_only_with_a_code() {
     assert_eq!(held.seat_ids, [club_seats[0]]);
 
     // Opening the general sale ends the presale and closes its queue.
-    let opened = office
+    let opened = clients
+        .box_office
+        .clone()
         .open_sale(bearer(
             OpenSaleRequest {
                 event_id: id.clone(),

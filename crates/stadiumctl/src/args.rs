@@ -139,6 +139,9 @@ pub enum Command {
         /// Why, for the audit log.
         #[arg(long)]
         reason: String,
+        /// An admission given by the event's presale queue.
+        #[arg(long)]
+        presale: bool,
     },
     /// An event's waiting list: entries waiting, offers in flight, and offers made,
     /// used (sales through the list) and lapsed.

@@ -292,12 +292,14 @@ async fn execute(cli: Cli) -> Result<Outcome, CliError> {
             fan,
             jti,
             reason,
+            presale,
         } => {
             let req = c.request(pb::RevokeAdmissionRequest {
                 event_id,
                 fan_id: fan.unwrap_or_default(),
                 jti: jti.unwrap_or_default(),
                 reason,
+                presale,
             })?;
             let r = c.inner.revoke_admission(req).await?.into_inner();
             let text = match (r.jti.is_empty(), r.freed) {

@@ -61,6 +61,10 @@ pub enum Error {
     /// Seats of these categories have no price; a sale cannot run like that.
     #[error("no price for the seat categories {}", .0.join(", "))]
     PricesMissing(Vec<String>),
+    /// A presale asked for once the event's on-sale time (RFC 3339) has come: it would
+    /// end at once.
+    #[error("the on-sale time {0} has passed: a presale would end at once")]
+    OnsaleTimePassed(String),
     /// The event is closed; its prices no longer change.
     #[error("event {0} is closed")]
     EventClosed(i64),
@@ -121,6 +125,7 @@ impl ServiceError for Error {
             Self::SeatNotFound { .. } => (Code::NotFound, Reason::SeatNotFound),
             Self::InvalidTransition { .. } => (Code::FailedPrecondition, Reason::InvalidTransition),
             Self::PricesMissing(_) => (Code::FailedPrecondition, Reason::PricesMissing),
+            Self::OnsaleTimePassed(_) => (Code::FailedPrecondition, Reason::OnsaleTimePassed),
             Self::EventClosed(_) => (Code::FailedPrecondition, Reason::EventClosed),
             Self::NotCancelled(_) => (Code::FailedPrecondition, Reason::NotCancelled),
             Self::NotConfigured(_) => (Code::FailedPrecondition, Reason::NotConfigured),
@@ -154,6 +159,7 @@ impl ServiceError for Error {
             Self::SeatNotFound { field, .. } => meta(&[("field", field)]),
             Self::InvalidTransition { from, to } => meta(&[("from", from), ("to", to)]),
             Self::PricesMissing(codes) => meta(&[("categories", &codes.join(","))]),
+            Self::OnsaleTimePassed(at) => meta(&[("onsale_at", at)]),
             Self::NotConfigured(service) | Self::Upstream { service, .. } => {
                 service_metadata(service)
             }

@@ -25,6 +25,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod grpc;
+pub mod presales;
 pub mod service;
 pub mod store;
 
@@ -223,7 +224,8 @@ fn api_behind_its_gate(
 }
 
 /// Serves the box-office API on `listener` until `shutdown` is cancelled, with the
-/// canary running (unless `--canary-interval-ms 0`), the refunds of cancelled events
+/// canary running (unless `--canary-interval-ms 0`), presales ended at their on-sale
+/// time ([`presales`]), the refunds of cancelled events
 /// (with payments; unless `--cancellation-interval-ms 0`) and, with a waiting room, the
 /// inventory reporter (unless `--inventory-interval-ms 0`) and the resync (unless
 /// `--waiting-room-resync-ms 0`), then drains in-flight requests (at most
@@ -261,6 +263,10 @@ pub async fn serve_parts(
         )
     });
     background.keep("canary", canary);
+    background.keep(
+        "presale ends",
+        Some(presales::spawn(parts.office.clone(), background.stop())),
+    );
     let reporter =
         parts
             .reporter

@@ -288,7 +288,8 @@ impl BoxOfficeService {
     /// # Errors
     /// [`Error::EventNotFound`]; [`Error::InvalidTransition`] when the event is not in
     /// a status the transition starts from; [`Error::PricesMissing`] when opening a
-    /// sale or a presale with unpriced seats; [`Error::Database`].
+    /// sale or a presale with unpriced seats; [`Error::OnsaleTimePassed`] for a presale
+    /// asked for once the on-sale time has come; [`Error::Database`].
     pub async fn transition(
         &self,
         actor: &str,
@@ -297,6 +298,14 @@ impl BoxOfficeService {
     ) -> Result<(Event, PushReport)> {
         let mut tx = self.pool.begin().await?;
         let before = events::load(&mut tx, event_id, true).await?;
+        if t == Transition::StartPresale
+            && t.from().contains(&before.status)
+            && before.settings.onsale_at <= chrono::Utc::now()
+        {
+            return Err(Error::OnsaleTimePassed(
+                before.settings.onsale_at.to_rfc3339(),
+            ));
+        }
         if matches!(t, Transition::Open | Transition::StartPresale)
             && t.from().contains(&before.status)
         {
@@ -336,8 +345,8 @@ impl BoxOfficeService {
     }
 
     /// Records as on sale every presale whose general on-sale time has come, each with
-    /// its audit record (actor `schedule`, action `open_sale`), in one transaction; the
-    /// events moved.
+    /// its audit record (actor `schedule`, action `open_sale`), in one transaction, then
+    /// tells the waiting room of each (the presale queue closes); the events moved.
     ///
     /// # Errors
     /// [`Error::Database`].
@@ -360,6 +369,7 @@ impl BoxOfficeService {
         tx.commit().await?;
         for &event_id in &opened {
             tracing::info!(event_id, "presale over: the general on-sale has begun");
+            self.pusher.push(event_id, PushKind::Configure).await;
         }
         Ok(opened)
     }

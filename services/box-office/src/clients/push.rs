@@ -270,7 +270,8 @@ impl Pusher {
     }
 
     /// Sends `event_id`'s whole configuration as the database has it (`ConfigureEvent`,
-    /// which carries the admission rate), once: the next resync round is the retry.
+    /// which carries the admission rate; then its presale queue's, when it has had a
+    /// presale), once: the next resync round is the retry.
     /// Then reads the event again, and if a sale change was committed while the call
     /// was in flight sends that too (at most [`RESYNC_SENDS`] calls), so a resync never
     /// leaves an older state in the waiting room after the change's own push landed.
@@ -292,10 +293,12 @@ impl Pusher {
             // Compared without the floors: they rise with every answer, and only a
             // sale change is worth a second call.
             let settings = configure_request(&event, state);
-            if sent.as_ref() == Some(&settings) {
+            let presale = presale_state(&event).map(|s| presale_configure_request(&event, s));
+            let both = (settings.clone(), presale.clone());
+            if sent.as_ref() == Some(&both) {
                 break;
             }
-            let request = self.with_marks(settings.clone()).await?;
+            let request = self.with_marks(settings).await?;
             let call = as_service(request, token.as_ref(), Some(DEADLINE));
             let answer = client
                 .clone()
@@ -305,12 +308,16 @@ impl Pusher {
                 .into_inner();
             super::marks::record(&self.pool, event_id, answer.stats.as_ref()).await;
             created |= answer.created;
-            sent = Some(settings);
+            if let Some(presale) = presale {
+                let call = as_service(presale, token.as_ref(), Some(DEADLINE));
+                client
+                    .clone()
+                    .configure_event(call)
+                    .await
+                    .map_err(|status| format!("{:?}: {}", status.code(), status.message()))?;
+            }
+            sent = Some(both);
         }
-        let event = self.load(event_id).await?;
-        configure_presale(&mut client.clone(), token.as_ref(), &event)
-            .await
-            .map_err(|status| format!("{:?}: {}", status.code(), status.message()))?;
         Ok(Resynced::Sent { created })
     }
 

@@ -1,7 +1,7 @@
 //! The resync: every `--waiting-room-resync-ms` (5 s) the box office sends the waiting
 //! room the whole configuration of every event in presale, on sale or paused (a sale
-//! whose on-sale time is ahead is scheduled there), read from the database as each push
-//! does; first it records as on sale each presale whose on-sale time has come.
+//! whose on-sale time is ahead is scheduled there; an event that has had a presale
+//! also its presale queue's), read from the database as each push does.
 //!
 //! The same settings again change nothing in the waiting room. What it is for: when
 //! the waiting room's Redis loses its data (restarted without persistence) it no
@@ -44,15 +44,14 @@ impl Resync {
         Self { office, pusher }
     }
 
-    /// Records as on sale the presales whose on-sale time has come, then sends the
-    /// configuration of every event in presale, on sale or paused, each on its own:
-    /// one that fails does not stop the others (the next round retries it).
+    /// Sends the configuration of every event in presale, on sale or paused (with its
+    /// presale queue's), each on its own: one that fails does not stop the others (the
+    /// next round retries it).
     ///
     /// # Errors
     /// [`crate::error::Error::Database`] when the events cannot be listed.
     pub async fn round(&self) -> Result<Round> {
         let mut round = Round::default();
-        self.office.open_due_presales().await?;
         for event_id in self.office.live_events().await? {
             match self.pusher.resync(event_id).await {
                 Ok(Resynced::Sent { created }) => {

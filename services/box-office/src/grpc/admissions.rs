@@ -1,5 +1,6 @@
 //! Admissions taken back (a bot): through the waiting room's `RevokeAdmission` with the
-//! staff member's own token; its audit record follows here once the waiting room did it.
+//! staff member's own token, in the event's queue or its presale's; its audit record
+//! follows here once the waiting room did it.
 
 use serde_json::json;
 use stadium_proto::box_office::v1 as pb;
@@ -21,12 +22,17 @@ impl BoxOfficeApi {
         let req = request.get_ref();
         let event_id = convert::id("event_id", &req.event_id)?;
         let reason = text("reason", &req.reason, true)?;
+        let queue = if req.presale {
+            stadium_tokens::presale_queue(&event_id.to_string())
+        } else {
+            event_id.to_string()
+        };
         let revoked = self
             .upstream
             .revoke_admission(
                 &caller.token,
                 wr::RevokeAdmissionRequest {
-                    event_id: event_id.to_string(),
+                    event_id: queue,
                     fan_id: req.fan_id.clone(),
                     jti: req.jti.clone(),
                     reason: reason.clone(),
@@ -43,6 +49,7 @@ impl BoxOfficeApi {
                     "fan_id": req.fan_id,
                     "jti": revoked.jti,
                     "freed": revoked.freed,
+                    "presale": req.presale,
                     "reason": reason,
                 })),
             })

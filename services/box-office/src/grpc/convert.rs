@@ -358,6 +358,8 @@ pub fn event(e: &Event) -> pb::Event {
             })
             .collect(),
         created_at: Some(timestamp(e.created_at)),
+        paused_from: e.paused_from.map_or(pb::EventStatus::Unspecified, status) as i32,
+        presale_started_at: e.presale_started_at.map(timestamp),
     }
 }
 

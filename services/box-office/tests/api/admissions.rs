@@ -19,6 +19,7 @@ async fn staff_revoke_an_admission_through_the_waiting_room_with_their_own_token
         fan_id: "fan-9".into(),
         jti: String::new(),
         reason: "bot: 40 claims a second".into(),
+        presale: false,
     };
 
     // Refused before the waiting room hears of it: not staff, no reason.
@@ -43,7 +44,7 @@ async fn staff_revoke_an_admission_through_the_waiting_room_with_their_own_token
 
     let answer = office
         .client
-        .revoke_admission(office.sre(request))
+        .revoke_admission(office.sre(request.clone()))
         .await
         .expect("revoked")
         .into_inner();
@@ -64,6 +65,20 @@ async fn staff_revoke_an_admission_through_the_waiting_room_with_their_own_token
         (last.1.as_str(), last.2.clone()),
         ("revoke_admission", format!("event:{}", event.event_id))
     );
+
+    // A bot admitted from the presale's queue is taken back there.
+    let presale = pb::RevokeAdmissionRequest {
+        presale: true,
+        ..request
+    };
+    office
+        .client
+        .revoke_admission(office.sre(presale))
+        .await
+        .expect("revoked in the presale queue");
+    let calls = fake.calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1].event_id, format!("{}-presale", event.event_id));
     stop.cancel();
     office.stop().await;
 }

@@ -326,17 +326,21 @@ async fn a_presale_comes_before_the_sale_and_resumes_as_a_presale() {
     let venue = office.venue().await;
     let id = office.event(&venue.venue_id).await.event_id;
 
+    use pb::EventStatus::{OnSale, Paused, Presale, Unspecified};
+    // (transition, status after it, what a pause paused)
     let steps = [
-        ("presale", pb::EventStatus::Presale),
-        ("pause", pb::EventStatus::Paused),
-        ("resume", pb::EventStatus::Presale),
-        ("open", pb::EventStatus::OnSale),
-        ("pause", pb::EventStatus::Paused),
-        ("resume", pb::EventStatus::OnSale),
+        ("presale", Presale, Unspecified),
+        ("pause", Paused, Presale),
+        ("resume", Presale, Unspecified),
+        ("open", OnSale, Unspecified),
+        ("pause", Paused, OnSale),
+        ("resume", OnSale, Unspecified),
     ];
-    for (which, expected) in steps {
+    for (which, expected, paused_from) in steps {
         let event = transition(&mut office, &id, which).await.unwrap();
         assert_eq!(event.status, expected as i32, "{which}");
+        assert_eq!(event.paused_from, paused_from as i32, "{which}");
+        assert!(event.presale_started_at.is_some(), "{which}");
     }
     // No presale once the sale has opened.
     let before = office.counts().await;
@@ -377,6 +381,21 @@ async fn a_presale_comes_before_the_sale_and_resumes_as_a_presale() {
         .await
         .unwrap_err();
     assert_eq!(reason(&status).1, Some(Reason::PricesMissing));
+    assert_eq!(office.counts().await, before);
+
+    // Nor once its on-sale time has come: the presale would end at once.
+    let mut request = create_request(&venue.venue_id);
+    if let Some(settings) = request.settings.as_mut() {
+        settings.onsale_at = from_now(-5);
+    }
+    let late = office.create_event(request).await.event_id;
+    let before = office.counts().await;
+    let status = office
+        .client
+        .start_presale(office.office(pb::StartPresaleRequest { event_id: late }))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status).1, Some(Reason::OnsaleTimePassed));
     assert_eq!(office.counts().await, before);
     office.stop().await;
 }

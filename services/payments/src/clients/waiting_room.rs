@@ -1,7 +1,7 @@
 //! Reporting to the waiting room that a fan is done once their order is paid
 //! (`CompleteAdmission` with the service's own admin token), so an event's cap on
-//! active admitted fans gets the place back without waiting for the fan's admission
-//! token to expire.
+//! active admitted fans (and its presale queue's) gets the place back without waiting
+//! for the fan's admission token to expire.
 //!
 //! Best effort and off the confirm path: the report runs in its own task after the
 //! order is stored; a failure is logged and changes nothing (the place returns when
@@ -12,6 +12,7 @@ use std::time::Duration;
 use stadium_kit::outbound::{Bearer, as_service};
 use stadium_proto::waiting_room::v1::CompleteAdmissionRequest;
 use stadium_proto::waiting_room::v1::waiting_room_client::WaitingRoomClient;
+use tonic::Code;
 use tonic::transport::Channel;
 
 /// A client of the waiting room for completion reports.
@@ -34,27 +35,39 @@ impl AdmissionReporter {
         }
     }
 
-    /// Reports in the background that `fan_id` is done with event `event_id`.
+    /// Reports in the background that `fan_id` is done with event `event_id`: to the
+    /// event's queue and to its presale's (`<event>-presale`), since the fan may have
+    /// been admitted from either; a presale queue the event never had (NOT_FOUND) is
+    /// no failure.
     pub fn fan_done(&self, event_id: i64, fan_id: &str) {
-        let mut client = self.client.clone();
-        let request = as_service(
-            CompleteAdmissionRequest {
-                admission_token: String::new(),
-                event_id: event_id.to_string(),
-                fan_id: fan_id.to_owned(),
-            },
-            self.service_token.as_ref(),
-            Some(self.timeout),
-        );
-        tokio::spawn(async move {
-            if let Err(status) = client.complete_admission(request).await {
-                tracing::warn!(
-                    event_id,
-                    code = ?status.code(),
-                    message = status.message(),
-                    "could not report the fan's completion to the waiting room"
-                );
-            }
-        });
+        let event = event_id.to_string();
+        for (queue, presale) in [
+            (stadium_tokens::presale_queue(&event), true),
+            (event, false),
+        ] {
+            let mut client = self.client.clone();
+            let request = as_service(
+                CompleteAdmissionRequest {
+                    admission_token: String::new(),
+                    event_id: queue,
+                    fan_id: fan_id.to_owned(),
+                },
+                self.service_token.as_ref(),
+                Some(self.timeout),
+            );
+            tokio::spawn(async move {
+                match client.complete_admission(request).await {
+                    Err(status) if presale && status.code() == Code::NotFound => {}
+                    Err(status) => tracing::warn!(
+                        event_id,
+                        presale,
+                        code = ?status.code(),
+                        message = status.message(),
+                        "could not report the fan's completion to the waiting room"
+                    ),
+                    Ok(_) => {}
+                }
+            });
+        }
     }
 }
