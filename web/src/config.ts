@@ -39,3 +39,18 @@ export function eventId(config: PageConfig): string | null {
   const fromAddress = new URLSearchParams(window.location.search).get("event");
   return fromAddress && fromAddress.trim() !== "" ? fromAddress.trim() : config.event_id;
 }
+
+/**
+ * The fan's presale code, from `?code=` in the address (a fan club's link carries it,
+ * or the page puts it there): the fan then queues in the event's presale queue and
+ * claims the seats set aside for the code. `null` without one.
+ */
+export function presaleCode(): string | null {
+  const code = new URLSearchParams(window.location.search).get("code");
+  return code && code.trim() !== "" ? code.trim() : null;
+}
+
+/** The waiting room's name of `event`'s presale queue (`42-presale`). */
+export function presaleQueue(event: string): string {
+  return `${event}-presale`;
+}

@@ -62,6 +62,12 @@ export function explain(f: Failure): string {
         : "This event is not on sale right now.";
     case "EVENT_NOT_FOUND":
       return "There is no such event.";
+    case "PRESALE_CODE_INVALID":
+      return "That presale code is not valid for this event (or its presale seats went on general sale).";
+    case "PRESALE_CODE_REQUIRED":
+      return "You came in through the presale: buy with your presale code.";
+    case "SEAT_NOT_IN_CHANNEL":
+      return "Those seats are not set aside for your presale code.";
     case "SEAT_TAKEN":
       return "Those seats were just taken by someone else.";
     case "LIMIT_EXCEEDED":

@@ -2,7 +2,7 @@
 
 import "./style.css";
 import { clients } from "./clients.js";
-import { eventId, loadConfig } from "./config.js";
+import { eventId, loadConfig, presaleCode } from "./config.js";
 import { h, show } from "./dom.js";
 import { explain, failure } from "./errors.js";
 import { holdAndPay } from "./hold.js";
@@ -41,14 +41,15 @@ async function run(): Promise<void> {
   const session = await signIn(config);
   document.getElementById("who")!.textContent = `Signed in as ${session.fanId}`;
   const api = clients(config, session.token);
-  const admission = await queue(api, event);
+  const code = presaleCode();
+  const admission = await queue(api, event, code);
   const layout = (await api.seatMap.getLayout({ eventId: event })).layout;
   if (!layout) throw new Error("the seat map answered without a layout");
   document.getElementById("title")!.textContent = layout.venueName || "Tickets";
   const venue = new Venue(layout);
   let notice = "";
   for (;;) {
-    const hold = await chooseSeats(api, event, admission, venue, notice);
+    const hold = await chooseSeats(api, event, admission, venue, notice, code);
     const outcome = await holdAndPay(api, hold, venue, config.mode);
     if (outcome.kind === "paid") {
       showTickets(outcome.order, venue);

@@ -1,9 +1,12 @@
 // The waiting room: join, then follow the fan's place live over WatchStatus until the
-// admission token comes. Before opening a countdown; while waiting the position, an
-// estimate and a progress bar; paused, closed, sold out and cancelled say so.
+// admission token comes. Before opening a countdown (and a way to enter a presale
+// code); while waiting the position, an estimate and a progress bar; paused, closed,
+// sold out and cancelled say so. With a presale code the fan queues in the event's
+// presale queue, or in its own once the presale is over.
 
 import { QueueState, type QueueStatus } from "./gen/stadium/waiting_room/v1/waiting_room_pb.js";
 import type { Clients } from "./clients.js";
+import { presaleQueue } from "./config.js";
 import { announce, duration, h, show } from "./dom.js";
 import { explain, failure } from "./errors.js";
 
@@ -19,6 +22,9 @@ class QueueView {
   private ticker: number | undefined;
   private firstPosition = 0n;
   private lastState: QueueState | undefined;
+
+  /** `offerCode`: the pre-queue card lets the fan enter a presale code. */
+  constructor(private readonly offerCode: boolean) {}
 
   render(status: QueueStatus): void {
     window.clearInterval(this.ticker);
@@ -62,8 +68,9 @@ class QueueView {
   }
 
   private preQueue(status: QueueStatus, changed: boolean): void {
-    // The pre-queue's poll hint is the time to opening (plus up to 2 s of spread).
-    const opensAt = Date.now() + Number(status.pollAfterMs);
+    // In the pre-queue the estimated wait is the time to opening (the poll hint is
+    // capped at a minute, so it is not).
+    const opensAt = Date.now() + Number(status.estimatedWaitMs);
     const existing = document.getElementById("countdown");
     const timer = !changed && existing ? existing : h("p", { id: "countdown", class: "big", role: "timer", "aria-live": "off" });
     const tick = () => {
@@ -85,6 +92,7 @@ class QueueView {
           {},
           "Everyone who joins before the opening gets a place in a random order at the opening time. Keep this page open.",
         ),
+        ...(this.offerCode ? [codeForm()] : []),
       ),
     );
     if (changed) announce(`You're in before the opening. ${timer.textContent}.`);
@@ -142,14 +150,36 @@ class QueueView {
   }
 }
 
-/** Joins the event's queue and resolves with the admission once the fan's turn comes. */
-export async function queue(api: Clients, eventId: string): Promise<Admission> {
-  const view = new QueueView();
-  let status: QueueStatus | undefined;
+/**
+ * A form for a presale code: it reloads the page with the code in the address, so the
+ * fan queues in the presale's queue (the place in this queue is kept for the general
+ * sale).
+ */
+function codeForm(): HTMLFormElement {
+  const input = h("input", { id: "presale-code", name: "code", autocomplete: "off", required: true, spellcheck: "false" });
+  const form = h(
+    "form",
+    { id: "presale-form", class: "field" },
+    h("label", { for: "presale-code" }, "Have a presale code?"),
+    input,
+    h("button", { type: "submit", class: "secondary" }, "Use my code"),
+  );
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const address = new URL(window.location.href);
+    address.searchParams.set("code", input.value.trim());
+    window.location.assign(address.toString());
+  });
+  return form;
+}
+
+/** Joins `eventId`'s queue, waiting out a busy or restoring waiting room. */
+async function join(api: Clients, eventId: string): Promise<QueueStatus> {
   for (;;) {
     try {
-      status = (await api.waitingRoom.join({ eventId })).status;
-      break;
+      const status = (await api.waitingRoom.join({ eventId })).status;
+      if (!status) throw new Error("the waiting room answered without a status");
+      return status;
     } catch (e) {
       const f = failure(e);
       if (f.reason === "OVERLOADED" || f.reason === "QUEUE_RESTORING" || f.code === "14") {
@@ -159,13 +189,42 @@ export async function queue(api: Clients, eventId: string): Promise<Admission> {
       throw e;
     }
   }
-  if (!status) throw new Error("the waiting room answered without a status");
+}
+
+/**
+ * Joins the event's queue (with a presale code, its presale queue: once that is closed
+ * or the event has none, its own) and resolves with the admission once the fan's turn
+ * comes.
+ */
+export async function queue(api: Clients, event: string, code: string | null): Promise<Admission> {
+  const view = new QueueView(code === null);
+  let eventId = code === null ? event : presaleQueue(event);
+  /** The presale is over (or never ran): the general sale's queue; the code still opens its seats. */
+  const general = async (): Promise<QueueStatus> => {
+    eventId = event;
+    announce("The presale is not running: you are in the general sale's queue.");
+    return join(api, event);
+  };
+  let status: QueueStatus;
+  try {
+    status = await join(api, eventId);
+  } catch (e) {
+    const f = failure(e);
+    if (eventId === event || (f.reason !== "EVENT_NOT_ON_SALE" && f.reason !== "EVENT_NOT_FOUND")) throw e;
+    status = await general();
+  }
   view.render(status);
   let ticket = status.queueTicket;
   for (;;) {
     if (status.admissionToken !== "") {
       view.stop();
       return { token: status.admissionToken };
+    }
+    if (status.state === QueueState.CLOSED && eventId !== event) {
+      status = await general();
+      view.render(status);
+      ticket = status.queueTicket;
+      continue;
     }
     if (status.state === QueueState.CLOSED || status.state === QueueState.CANCELLED) {
       view.stop();
@@ -176,8 +235,10 @@ export async function queue(api: Clients, eventId: string): Promise<Admission> {
         if (!answer.status) continue;
         status = answer.status;
         if (status.queueTicket !== "") ticket = status.queueTicket;
+        // A closed presale queue is left for the general one without showing it.
+        if (status.state === QueueState.CLOSED && eventId !== event) break;
         view.render(status);
-        if (status.admissionToken !== "") break;
+        if (status.admissionToken !== "" || status.state === QueueState.CLOSED) break;
       }
     } catch (e) {
       const f = failure(e);
@@ -188,7 +249,7 @@ export async function queue(api: Clients, eventId: string): Promise<Admission> {
       await sleep(Number(f.metadata["retry_after_ms"] ?? 1000));
       continue;
     }
-    if (status.admissionToken === "" && status.pollAfterMs > 0n) {
+    if (status.admissionToken === "" && status.state !== QueueState.CLOSED && status.pollAfterMs > 0n) {
       await sleep(Math.min(Number(status.pollAfterMs), 30_000));
     }
   }

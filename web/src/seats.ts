@@ -1,7 +1,9 @@
 // Admitted: the venue drawn from the layout's coordinates, coloured by price category
 // and greyed where taken (as of the availability's `as_of`); "best available" by
 // quantity, category and together; or seats picked on the map. A SEAT_TAKEN answer
-// marks the taken seats and highlights the alternatives it offers.
+// marks the taken seats and highlights the alternatives it offers. With a presale
+// code, best available picks among the seats set aside for the code (the map shows
+// those as taken to everyone, so it is for looking only).
 
 import type { Hold } from "./gen/stadium/holds/v1/holds_pb.js";
 import type { Clients } from "./clients.js";
@@ -19,6 +21,7 @@ export async function chooseSeats(
   admission: Admission,
   venue: Venue,
   notice = "",
+  presaleCode: string | null = null,
 ): Promise<Hold> {
   return new Promise((resolve) => {
     let free = new Set<string>();
@@ -48,7 +51,10 @@ export async function chooseSeats(
     const bestForm = h(
       "form",
       { class: "card", id: "best-available", "aria-labelledby": "ba-title" },
-      h("h3", { id: "ba-title" }, "Best available"),
+      h("h3", { id: "ba-title" }, presaleCode === null ? "Best available" : "Best available with your presale code"),
+      ...(presaleCode === null
+        ? []
+        : [h("p", { id: "presale-note", class: "muted" }, "Seats set aside for your presale code, the best first.")]),
       h("div", { class: "field" }, h("label", { for: "ba-quantity" }, "How many seats"), quantity),
       h("div", { class: "field" }, h("label", { for: "ba-category" }, "Price category"), categorySelect),
       h("div", { class: "field inline" }, together, h("label", { for: "ba-together" }, "Seats together")),
@@ -269,6 +275,7 @@ export async function chooseSeats(
           quantity: Number(quantity.value),
           together: together.checked,
           requestId: crypto.randomUUID(),
+          presaleCode: presaleCode ?? "",
         });
         return answer.hold;
       }, submit);

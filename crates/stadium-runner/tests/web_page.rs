@@ -26,7 +26,11 @@ use stadium_testkit::grpc::bearer;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+#[path = "support/fan_club.rs"]
+mod fan_club;
 mod support;
+
+use fan_club::fan_club;
 
 /// How long a story may take to answer before the test gives up on the browser.
 const STORY_BOUND: Duration = Duration::from_secs(300);
@@ -533,5 +537,68 @@ async fn staff_watch_the_sale_change_its_rate_pause_it_and_refund_a_fans_order()
         .order
         .expect("order");
     assert_eq!(order.status, OrderStatus::Refunded as i32);
+    stack.stop().await.expect("clean stop");
+}
+
+#[tokio::test]
+async fn a_fan_club_member_enters_a_presale_code_and_buys_the_clubs_seats() {
+    let (stack, db) = support::stack_on_fresh_database().await;
+    let mut story = Story::start("fan-presale").await;
+    let event = event_with(
+        &stack,
+        EventOptions {
+            onsale_lead: Duration::from_secs(600),
+            presale: true,
+            ..EventOptions::default()
+        },
+    )
+    .await;
+    let club = fan_club(&stack, &db.pool, &event.event_id, 4, 2).await;
+    let category: String =
+        sqlx::query_scalar("SELECT category_code FROM catalog.seats WHERE seat_id = $1")
+            .bind(club.seats[0].1 as i64)
+            .fetch_one(&db.pool)
+            .await
+            .expect("the club's category");
+    story
+        .begin_with(
+            &stack,
+            &event,
+            serde_json::json!({ "code": club.code, "category": category }),
+        )
+        .await;
+    let answer = story.next().await;
+    let tickets = answer["tickets"].as_array().map_or(0, Vec::len);
+    assert_eq!(tickets, 2, "{answer}");
+    story.finish().await;
+
+    // The two seats sold are the club's, sold with its code, in the presale.
+    let club_seats: Vec<i64> = club.seats.iter().map(|(_, s)| *s as i64).collect();
+    let sold: Vec<i64> = sqlx::query_scalar(
+        "SELECT seat_id FROM holds.seat_holds WHERE event_id = $1::bigint \
+         AND status = 'booked' AND presale_code_id IS NOT NULL ORDER BY seat_id",
+    )
+    .bind(&event.event_id)
+    .fetch_all(&db.pool)
+    .await
+    .expect("sold seats");
+    assert_eq!(sold.len(), 2, "{sold:?}");
+    assert!(sold.iter().all(|s| club_seats.contains(s)), "{sold:?}");
+    let mut office = stack.endpoints.targets().clients().unwrap().box_office;
+    let creds = Credentials::new(Arc::clone(&stack.issuer));
+    let status = office
+        .get_event(bearer(
+            GetEventRequest {
+                event_id: event.event_id.clone(),
+            },
+            &creds.admin_token().unwrap(),
+        ))
+        .await
+        .expect("event")
+        .into_inner()
+        .event
+        .expect("event")
+        .status;
+    assert_eq!(status, EventStatus::Presale as i32);
     stack.stop().await.expect("clean stop");
 }

@@ -118,7 +118,9 @@ export class SaleControl {
                 : await this.api.boxOffice.closeSale(request);
       this.busy = false;
       if (answer.event) this.onEvent(answer.event);
-      const text = `${DONE[action]}${pushNote(answer.waitingRoom)}`;
+      const done =
+        action === "resume" && answer.event?.status === EventStatus.PRESALE ? "The presale runs again." : DONE[action];
+      const text = `${done}${pushNote(answer.waitingRoom)}`;
       this.message.textContent = text;
       announce(text);
     } catch (e) {

@@ -1,0 +1,45 @@
+// @ts-check
+// A fan-club member buys in the presale: signed in before the general on-sale, the fan
+// sees the general sale's countdown and a field for a presale code; entering the club's
+// code takes the fan through the presale's own queue to the seats, where best
+// available picks among the seats set aside for the code; the fan pays and gets
+// tickets. Driven by crates/stadium-runner/tests/web_page.rs, which starts the presale,
+// sends {"code", "category"} and checks that the tickets are for the club's seats.
+
+import { run, say, signIn } from "./browser.mjs";
+
+await run(async ({ page, pageUrl, eventId, setup, shot }) => {
+  const code = String(setup["code"]);
+  const category = String(setup["category"]);
+  await signIn(page, pageUrl, eventId, "Grace Hopper");
+
+  // The general sale has not begun: its countdown, and a way in with a code.
+  await page.locator('[data-queue-state="pre-queue"]').waitFor();
+  // The on-sale is ten minutes away, and the countdown says so.
+  await page.getByRole("timer").filter({ hasText: /Opens in (9|10) min/ }).waitFor();
+  await shot("general-countdown");
+  await page.getByLabel("Have a presale code?").fill(code);
+  await page.getByRole("button", { name: "Use my code" }).click();
+
+  // The presale's queue admits at once: best available among the club's seats.
+  await page.getByRole("heading", { name: /Choose your seats/ }).waitFor();
+  await page.getByRole("heading", { name: "Best available with your presale code" }).waitFor();
+  await page.locator("#as-of").filter({ hasText: /free/ }).waitFor();
+  await shot("presale-seats");
+  await page.getByLabel("How many seats").fill("2");
+  await page.getByLabel("Price category").selectOption(category);
+  const together = page.getByLabel("Seats together");
+  if (await together.isChecked()) await together.uncheck();
+  await page.getByRole("button", { name: "Find my seats" }).click();
+
+  await page.getByRole("heading", { name: "Your seats are held" }).waitFor();
+  await shot("hold");
+  await page.getByLabel(/Test card that pays/).check();
+  await page.getByRole("button", { name: "Pay" }).click();
+  await page.getByRole("heading", { name: "Your tickets" }).waitFor();
+  const codes = await page
+    .locator("[data-ticket-code]")
+    .evaluateAll((els) => els.map((el) => el.getAttribute("data-ticket-code") ?? ""));
+  await shot("tickets");
+  say({ tickets: codes });
+});
