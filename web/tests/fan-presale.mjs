@@ -3,12 +3,13 @@
 // sees the general sale's countdown and a field for a presale code; entering the club's
 // code takes the fan through the presale's own queue to the seats, where best
 // available picks among the seats set aside for the code; the fan pays and gets
-// tickets. Driven by crates/stadium-runner/tests/web_page.rs, which starts the presale,
+// tickets; staff then see the presale on the console, its queue's counters read from
+// the presale queue. Driven by crates/stadium-runner/tests/web_page.rs, which starts the presale,
 // sends {"code", "category"} and checks that the tickets are for the club's seats.
 
-import { run, say, signIn } from "./browser.mjs";
+import { run, say, signIn, signInStaff } from "./browser.mjs";
 
-await run(async ({ page, pageUrl, eventId, setup, shot }) => {
+await run(async ({ page, pageUrl, eventId, setup, newTab, shot }) => {
   const code = String(setup["code"]);
   const category = String(setup["category"]);
   await signIn(page, pageUrl, eventId, "Grace Hopper");
@@ -41,5 +42,13 @@ await run(async ({ page, pageUrl, eventId, setup, shot }) => {
     .locator("[data-ticket-code]")
     .evaluateAll((els) => els.map((el) => el.getAttribute("data-ticket-code") ?? ""));
   await shot("tickets");
+
+  // The box office's console shows the presale and reads the presale's queue.
+  const staff = await newTab();
+  await signInStaff(staff, pageUrl, eventId, "Ada Lovelace", "box_office");
+  await staff.locator('#sale-state[data-sale-state="PRESALE"]').waitFor();
+  await staff.locator("#queue-which").filter({ hasText: "Presale queue" }).waitFor();
+  await staff.locator("#queue-admitted").filter({ hasText: /^[1-9]/ }).waitFor();
+  await shot("console", staff);
   say({ tickets: codes });
 });

@@ -3,10 +3,13 @@
 // admitted per second measured from successive samples (`#admitted-per-second`)
 // next to the configured rate (`#configured-per-second`), both with one decimal. The
 // waiting room learns of an event when its sale opens: a DRAFT event's queue is not
-// asked for, and the panel says when it starts (`#queue-note`).
+// asked for, and the panel says when it starts (`#queue-note`). While the event runs a
+// presale (or the presale is paused) the panel reads the presale's own queue, where the
+// code holders are, and says so (`#queue-which`).
 
 import { EventStatus, type Event } from "../gen/stadium/box_office/v1/box_office_pb.js";
 import { SaleState, type GetQueueStatsResponse } from "../gen/stadium/waiting_room/v1/waiting_room_pb.js";
+import { presaleQueue } from "../config.js";
 import { h } from "../dom.js";
 import { READ_TIMEOUT_MS, type StaffClients } from "./clients.js";
 import { count, enumName, ms, oneDecimal, words } from "./format.js";
@@ -20,7 +23,9 @@ function item(term: string, value: HTMLElement): HTMLElement[] {
 
 export class QueuePanel {
   readonly panel = new Panel("queue", "Queue");
-  private readonly meter = new RateMeter(5000);
+  private meter = new RateMeter(5000);
+  private queueId: string;
+  private readonly which = h("span", { id: "queue-which" }, "…");
   private readonly perSecond = h("span", { id: "admitted-per-second" }, "…");
   private readonly configured = h("span", { id: "configured-per-second" }, "…");
   private readonly gauge = h("meter", { id: "admission-gauge", min: 0, max: 1, value: 0, "aria-labelledby": "admission-gauge-label" });
@@ -37,6 +42,7 @@ export class QueuePanel {
     private readonly api: StaffClients,
     private readonly eventId: string,
   ) {
+    this.queueId = eventId;
     this.stats.append(
       h(
         "p",
@@ -50,6 +56,7 @@ export class QueuePanel {
       h(
         "dl",
         { class: "facts" },
+        ...item("Queue", this.which),
         ...item("Waiting in the queue", this.waiting),
         ...item("Admitted so far", this.admitted),
         ...item("Active admitted / cap", this.active),
@@ -60,9 +67,18 @@ export class QueuePanel {
     this.panel.body.append(this.note, this.stats);
   }
 
-  /** Follows the event's status: no queue to read while it is a draft. */
+  /** Follows the event's status: no queue to read while it is a draft; the presale's during a presale. */
   update(event: Event): void {
     this.draft = event.status === EventStatus.DRAFT;
+    const presale =
+      event.status === EventStatus.PRESALE ||
+      (event.status === EventStatus.PAUSED && event.pausedFrom === EventStatus.PRESALE);
+    const queueId = presale ? presaleQueue(this.eventId) : this.eventId;
+    if (queueId !== this.queueId) {
+      this.queueId = queueId;
+      this.meter = new RateMeter(5000);
+    }
+    this.which.textContent = presale ? "Presale queue (code holders)" : "General sale";
   }
 
   /** Reads the queue's counters and shows them (a draft's: says when the queue starts). */
@@ -74,7 +90,7 @@ export class QueuePanel {
       return Promise.resolve();
     }
     return this.panel.refresh(async () => {
-      const stats = await this.api.waitingRoom.getQueueStats({ eventId: this.eventId }, { timeoutMs: READ_TIMEOUT_MS });
+      const stats = await this.api.waitingRoom.getQueueStats({ eventId: this.queueId }, { timeoutMs: READ_TIMEOUT_MS });
       return this.show(stats);
     });
   }
