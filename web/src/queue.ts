@@ -13,6 +13,8 @@ import { explain, failure } from "./errors.js";
 /** What the queue gives an admitted fan. */
 export interface Admission {
   token: string;
+  /** Given by the event's presale queue: it claims only with the presale code. */
+  presale: boolean;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -218,7 +220,7 @@ export async function queue(api: Clients, event: string, code: string | null): P
   for (;;) {
     if (status.admissionToken !== "") {
       view.stop();
-      return { token: status.admissionToken };
+      return { token: status.admissionToken, presale: eventId !== event };
     }
     if (status.state === QueueState.CLOSED && eventId !== event) {
       status = await general();

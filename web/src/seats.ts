@@ -48,6 +48,12 @@ export async function chooseSeats(
     );
     const quantity = h("input", { id: "ba-quantity", name: "quantity", type: "number", min: 1, max: 10, value: 2, required: true });
     const together = h("input", { id: "ba-together", name: "together", type: "checkbox", checked: true });
+    // Admitted by the general queue, a fan may leave the code aside (its seats gone to
+    // general sale, or none left); a presale admission claims only with it.
+    const useCode =
+      presaleCode !== null && !admission.presale
+        ? h("input", { id: "ba-use-code", name: "use-code", type: "checkbox", checked: true })
+        : null;
     const bestForm = h(
       "form",
       { class: "card", id: "best-available", "aria-labelledby": "ba-title" },
@@ -55,6 +61,7 @@ export async function chooseSeats(
       ...(presaleCode === null
         ? []
         : [h("p", { id: "presale-note", class: "muted" }, "Seats set aside for your presale code, the best first.")]),
+      ...(useCode ? [h("div", { class: "field inline" }, useCode, h("label", { for: "ba-use-code" }, "Use my presale code"))] : []),
       h("div", { class: "field" }, h("label", { for: "ba-quantity" }, "How many seats"), quantity),
       h("div", { class: "field" }, h("label", { for: "ba-category" }, "Price category"), categorySelect),
       h("div", { class: "field inline" }, together, h("label", { for: "ba-together" }, "Seats together")),
@@ -275,7 +282,7 @@ export async function chooseSeats(
           quantity: Number(quantity.value),
           together: together.checked,
           requestId: crypto.randomUUID(),
-          presaleCode: presaleCode ?? "",
+          presaleCode: presaleCode !== null && (useCode === null || useCode.checked) ? presaleCode : "",
         });
         return answer.hold;
       }, submit);
