@@ -1,6 +1,6 @@
 //! A presale through the real stack (mutual TLS, Redis, PostgreSQL): staff start the
 //! presale of an event whose general on-sale is a minute away and give a fan club two
-//! seats with a code; the event's presale queue (`<event>-presale`) admits at once while
+//! seats with a code, and pause and resume it; the event's presale queue (`<event>-presale`) admits at once while
 //! its general queue only takes the pre-queue; a fan admitted from the presale claims
 //! a channel seat with the code, and is refused without it; opening the general sale
 //! closes the presale queue.
@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use loadtest::{Clients, Credentials, EventOptions, VenueSource};
 use stadium_kit::Reason;
-use stadium_proto::box_office::v1::{EventStatus, OpenSaleRequest};
+use stadium_proto::box_office::v1::{
+    EventStatus, OpenSaleRequest, PauseSaleRequest, PushOutcome, ResumeSaleRequest,
+};
 use stadium_proto::holds::v1::{ClaimSeatsRequest, Hold};
 use stadium_proto::waiting_room::v1::{GetStatusRequest, JoinRequest, QueueState, QueueStatus};
 use stadium_testkit::grpc::bearer;
@@ -85,6 +87,34 @@ async fn a_presale_admits_from_its_own_queue_and_claims_only_with_a_code() {
     let club = fan_club(&stack, &db.pool, &id, 2, 2).await;
     let (section, club_seats) = (club.seats[0].0, [club.seats[0].1, club.seats[1].1]);
     let code = club.code;
+
+    // A pause and a resume before the on-sale time leave both queues as they were.
+    let mut office = clients.box_office.clone();
+    office
+        .pause_sale(bearer(
+            PauseSaleRequest {
+                event_id: id.clone(),
+            },
+            &admin,
+        ))
+        .await
+        .expect("pause");
+    let resumed = office
+        .resume_sale(bearer(
+            ResumeSaleRequest {
+                event_id: id.clone(),
+            },
+            &admin,
+        ))
+        .await
+        .expect("resume")
+        .into_inner();
+    assert_eq!(
+        resumed.event.expect("event").status,
+        EventStatus::Presale as i32
+    );
+    let push = resumed.waiting_room.expect("push report");
+    assert_eq!(push.outcome, PushOutcome::Delivered as i32, "{push:?}");
 
     // The general queue takes the pre-queue; the presale's admits.
     let session = creds.fan_token("club-member").expect("session");

@@ -216,14 +216,17 @@ impl Pusher {
                     Err(why) => return Attempt::Retry(why),
                 };
                 let request = as_service(request, token.as_ref(), Some(DEADLINE));
-                match client.configure_event(request).await {
+                let general = match client.configure_event(request).await {
                     Ok(answer) => {
                         super::marks::record(&self.pool, event_id, answer.get_ref().stats.as_ref())
                             .await;
-                        configure_presale(&mut client, token.as_ref(), &event).await
+                        Ok(())
                     }
                     Err(status) => Err(status),
-                }
+                };
+                // The presale's queue is told even when the general one refused.
+                let presale = configure_presale(&mut client, token.as_ref(), &event).await;
+                general.and(presale)
             }
             PushKind::Rate => {
                 let mut queues = vec![event.event_id.to_string()];

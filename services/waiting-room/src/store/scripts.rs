@@ -356,6 +356,8 @@ return fmt(written + count)
 /// `cancelled` = 1 so fans are told why), on-sale ms (`''` = now), rate, cap, ttl ms, seed
 /// hex, now, admitted floor, numbered floor, no-show timeout ms (0 = off; applies to
 /// fans admitted from then on), waiting-list offer window ms (`wloffer`).
+/// A sale asked paused before its on-sale time stays scheduled for that time, paused
+/// (it opens then with its frontier held until resumed).
 /// Creating an event asked open or paused whose on-sale time has passed, with a floor
 /// (the box office saw the queue before: the store lost it), opens it at once with its
 /// frontier and numbering at the floor and nothing in the pre-queue.
@@ -396,7 +398,7 @@ if not state then
     return 'created'
   end
   local st, at = 'scheduled', start_at()
-  if req == 'scheduled' then at = scheduled_at() end
+  if req == 'scheduled' or req == 'paused' then at = scheduled_at() end
   if req == 'closed' then st = 'closed' end
   redis.call('HSET', KEYS[1], 'state', st, 'paused', paused, 'onsale', fmt(at),
     'rate', ARGV[3], 'cap', ARGV[4], 'ttl', ARGV[5], 'noshow', ARGV[10],
@@ -422,8 +424,10 @@ elseif redis.call('HEXISTS', KEYS[1], 'cancelled') == 1 then
   -- Cancelled is final: nothing reopens it.
   redis.call('HSET', KEYS[1], 'state', 'closed')
 elseif not opened then
+  -- A sale paused before its on-sale time stays scheduled (paused when it opens), so
+  -- resuming it before then schedules it again.
   local at = start_at()
-  if req == 'scheduled' then at = scheduled_at() end
+  if req == 'scheduled' or req == 'paused' then at = scheduled_at() end
   redis.call('HSET', KEYS[1], 'state', 'scheduled', 'onsale', fmt(at), 'last', fmt(at),
     'paused', paused)
 else

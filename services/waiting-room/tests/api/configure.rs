@@ -183,3 +183,37 @@ async fn a_queue_created_again_for_an_open_sale_starts_from_the_floors() {
         "floors changed an existing queue"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sale_paused_before_its_on_sale_time_stays_scheduled_and_resumes() {
+    let room = Room::start("wr_configure_paused_early", 2, Duration::from_millis(250)).await;
+    let onsale = room.clock.now() + Duration::from_secs(5);
+    push(&room, pb::SaleState::Scheduled, onsale).await;
+    // Paused before opening (a presale paused, a sale opened early then paused): the
+    // queue stays scheduled for its time and fans still join its pre-queue.
+    let (_, paused) = push(&room, pb::SaleState::Paused, onsale).await;
+    assert_eq!(paused.state, pb::SaleState::Scheduled as i32, "{paused:?}");
+    assert!(paused.paused);
+    let early = room.join(0, "early").await.unwrap();
+    assert_eq!(early.state, pb::QueueState::PreQueue as i32);
+
+    // Resumed before the on-sale time: scheduled again, not refused as opened.
+    let (_, resumed) = push(&room, pb::SaleState::Scheduled, onsale).await;
+    assert_eq!(resumed.state, pb::SaleState::Scheduled as i32);
+    assert!(!resumed.paused);
+
+    // Paused again across the on-sale time: it opens with its frontier held.
+    push(&room, pb::SaleState::Paused, onsale).await;
+    room.clock.advance(Duration::from_secs(6));
+    let opened = room.stats(0).await;
+    assert_eq!(opened.state, pb::SaleState::Paused as i32, "{opened:?}");
+    assert_eq!(opened.admitted, 0);
+    let (_, running) = push(&room, pb::SaleState::Open, onsale).await;
+    assert_eq!(running.state, pb::SaleState::Open as i32);
+    room.clock.advance(Duration::from_millis(500));
+    assert_eq!(
+        room.stats(0).await.admitted,
+        1,
+        "the frontier moves once resumed"
+    );
+}
