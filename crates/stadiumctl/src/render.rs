@@ -131,6 +131,16 @@ pub fn venue_table(v: &pb::Venue) -> String {
     out
 }
 
+/// An event's status as staff read it: `paused (from presale)` says what resuming
+/// resumes.
+pub fn event_status(e: &pb::Event) -> String {
+    if e.paused_from == pb::EventStatus::Unspecified as i32 {
+        status(e.status)
+    } else {
+        format!("{} (from {})", status(e.status), status(e.paused_from))
+    }
+}
+
 /// An event as JSON.
 pub fn event_json(e: &pb::Event) -> Value {
     let s = e.settings.clone().unwrap_or_default();
@@ -138,6 +148,9 @@ pub fn event_json(e: &pb::Event) -> Value {
         "event_id": e.event_id,
         "venue_id": e.venue_id,
         "status": status(e.status),
+        "paused_from": (e.paused_from != pb::EventStatus::Unspecified as i32)
+            .then(|| status(e.paused_from)),
+        "presale_started_at": e.presale_started_at.as_ref().map(|t| time(Some(t))),
         "name": s.name,
         "starts_at": time(s.starts_at.as_ref()),
         "onsale_at": time(s.onsale_at.as_ref()),
@@ -165,7 +178,7 @@ pub fn events_table(events: &[pb::Event]) -> String {
             vec![
                 e.event_id.clone(),
                 e.venue_id.clone(),
-                status(e.status),
+                event_status(e),
                 s.name,
                 time(s.onsale_at.as_ref()),
                 time(s.starts_at.as_ref()),
@@ -352,6 +365,19 @@ mod tests {
     fn statuses_and_times_read_well() {
         assert_eq!(status(pb::EventStatus::OnSale as i32), "on_sale");
         assert_eq!(status(pb::EventStatus::Presale as i32), "presale");
+        let paused = pb::Event {
+            status: pb::EventStatus::Paused as i32,
+            paused_from: pb::EventStatus::Presale as i32,
+            ..Default::default()
+        };
+        assert_eq!(event_status(&paused), "paused (from presale)");
+        assert_eq!(event_json(&paused)["paused_from"], "presale");
+        let on_sale = pb::Event {
+            status: pb::EventStatus::OnSale as i32,
+            ..Default::default()
+        };
+        assert_eq!(event_status(&on_sale), "on_sale");
+        assert!(event_json(&on_sale)["paused_from"].is_null());
         assert_eq!(
             time(Some(&Timestamp {
                 seconds: 0,
