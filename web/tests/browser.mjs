@@ -160,3 +160,16 @@ export async function signInStaff(page, pageUrl, eventId, name, role) {
   await page.keyboard.type(name);
   await page.keyboard.press("Enter");
 }
+
+/**
+ * Pays the held seats with the test card that pays and waits for the tickets; their
+ * signed codes. @param {import("playwright-core").Page} page @returns {Promise<string[]>}
+ */
+export async function payAndReadTickets(page) {
+  await page.getByLabel(/Test card that pays/).check();
+  await page.getByRole("button", { name: "Pay" }).click();
+  await page.getByRole("heading", { name: "Your tickets" }).waitFor();
+  return page
+    .locator("[data-ticket-code]")
+    .evaluateAll((els) => els.map((el) => el.getAttribute("data-ticket-code") ?? ""));
+}

@@ -4,7 +4,7 @@
 // another, and sees tickets with QR codes. Driven by crates/stadium-runner/tests/web_page.rs,
 // which verifies the ticket codes this script reports ({"tickets":[codes]}).
 
-import { run, say, signIn } from "./browser.mjs";
+import { payAndReadTickets, run, say, signIn } from "./browser.mjs";
 
 await run(async ({ page, pageUrl, eventId, shot }) => {
   await signIn(page, pageUrl, eventId, "Ada Lovelace");
@@ -39,14 +39,8 @@ await run(async ({ page, pageUrl, eventId, shot }) => {
   await page.getByRole("button", { name: "Pay" }).click();
   await page.locator("#hold-message").filter({ hasText: /declined/ }).waitFor();
   await shot("declined");
-  await page.getByLabel(/Test card that pays/).check();
-  await page.getByRole("button", { name: "Pay" }).click();
-
-  // Tickets, each with a QR code of its signed code.
-  await page.getByRole("heading", { name: "Your tickets" }).waitFor();
-  const codes = await page
-    .locator("[data-ticket-code]")
-    .evaluateAll((els) => els.map((el) => el.getAttribute("data-ticket-code") ?? ""));
+  // Then the card that pays: tickets, each with a QR code of its signed code.
+  const codes = await payAndReadTickets(page);
   const qrCodes = await page.locator("[data-ticket-code] .qr svg").count();
   if (qrCodes !== codes.length) throw new Error(`${qrCodes} QR codes for ${codes.length} tickets`);
   await shot("tickets");

@@ -7,7 +7,7 @@
 // the presale queue. Driven by crates/stadium-runner/tests/web_page.rs, which starts the presale,
 // sends {"code", "category"} and checks that the tickets are for the club's seats.
 
-import { run, say, signIn, signInStaff } from "./browser.mjs";
+import { payAndReadTickets, run, say, signIn, signInStaff } from "./browser.mjs";
 
 await run(async ({ page, pageUrl, eventId, setup, newTab, shot }) => {
   const code = String(setup["code"]);
@@ -35,12 +35,7 @@ await run(async ({ page, pageUrl, eventId, setup, newTab, shot }) => {
 
   await page.getByRole("heading", { name: "Your seats are held" }).waitFor();
   await shot("hold");
-  await page.getByLabel(/Test card that pays/).check();
-  await page.getByRole("button", { name: "Pay" }).click();
-  await page.getByRole("heading", { name: "Your tickets" }).waitFor();
-  const codes = await page
-    .locator("[data-ticket-code]")
-    .evaluateAll((els) => els.map((el) => el.getAttribute("data-ticket-code") ?? ""));
+  const codes = await payAndReadTickets(page);
   await shot("tickets");
 
   // The box office's console shows the presale and reads the presale's queue.

@@ -374,14 +374,7 @@ async fn a_presale_comes_before_the_sale_and_resumes_as_a_presale() {
     let mut request = create_request(&venue.venue_id);
     request.price_categories.truncate(1);
     let unpriced = office.create_event(request).await.event_id;
-    let before = office.counts().await;
-    let status = office
-        .client
-        .start_presale(office.office(pb::StartPresaleRequest { event_id: unpriced }))
-        .await
-        .unwrap_err();
-    assert_eq!(reason(&status).1, Some(Reason::PricesMissing));
-    assert_eq!(office.counts().await, before);
+    assert_presale_refused(&mut office, unpriced, Reason::PricesMissing).await;
 
     // Nor once its on-sale time has come: the presale would end at once.
     let mut request = create_request(&venue.venue_id);
@@ -389,14 +382,57 @@ async fn a_presale_comes_before_the_sale_and_resumes_as_a_presale() {
         settings.onsale_at = from_now(-5);
     }
     let late = office.create_event(request).await.event_id;
+    assert_presale_refused(&mut office, late, Reason::OnsaleTimePassed).await;
+    office.stop().await;
+}
+
+/// StartPresale of `event_id` is refused for `why` and writes nothing.
+async fn assert_presale_refused(office: &mut Office, event_id: String, why: Reason) {
     let before = office.counts().await;
-    let status = office
-        .client
-        .start_presale(office.office(pb::StartPresaleRequest { event_id: late }))
-        .await
-        .unwrap_err();
-    assert_eq!(reason(&status).1, Some(Reason::OnsaleTimePassed));
+    let request = office.office(pb::StartPresaleRequest { event_id });
+    let status = office.client.start_presale(request).await.unwrap_err();
+    assert_eq!(reason(&status).1, Some(why));
     assert_eq!(office.counts().await, before);
+}
+
+/// Every box-office replica ends due presales: sixteen at once (and the service's own
+/// loop) record the end of one presale once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_ending_a_presale_at_once_record_it_once() {
+    let mut office = Office::start(&[]).await;
+    let venue = office.venue().await;
+    let id = office.event(&venue.venue_id).await.event_id;
+    transition(&mut office, &id, "presale").await.unwrap();
+    sqlx::query(
+        "UPDATE catalog.events SET onsale_at = now() - interval '1 second' \
+         WHERE event_id = $1::bigint",
+    )
+    .bind(&id)
+    .execute(office.pool())
+    .await
+    .unwrap();
+    let service = office.parts.office.clone();
+    let ended = stadium_testkit::all_at_once(16, |_| {
+        let service = service.clone();
+        async move { service.open_due_presales().await.unwrap() }
+    })
+    .await;
+    assert!(ended.iter().map(Vec::len).sum::<usize>() <= 1, "{ended:?}");
+    let status: String =
+        sqlx::query_scalar("SELECT status FROM catalog.events WHERE event_id = $1::bigint")
+            .bind(&id)
+            .fetch_one(office.pool())
+            .await
+            .unwrap();
+    assert_eq!(status, "on_sale");
+    let opened: Vec<(String, String, String)> = office
+        .audit()
+        .await
+        .into_iter()
+        .filter(|(_, action, target)| action == "open_sale" && *target == format!("event:{id}"))
+        .collect();
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    assert_eq!(opened[0].0, "schedule");
     office.stop().await;
 }
 
