@@ -6,8 +6,31 @@
 //! the queued fans' joins and polls: with a million fans in the queue those would take
 //! every place, so they have a budget of their own, of the same size. Time spent waiting
 //! for either budget is reported on its own line, apart from the RPCs' latency.
+//!
+//! A shopping fan looks at the map and clicks in one turn ([`in_turn`]): the place is
+//! taken before the look, and the reads and the claim of the turn run in it without
+//! queueing again, so a fan never claims seats seen on a map that aged while the claim
+//! waited for a place (a person clicks a moment after looking, whatever the crowd).
+
+use std::future::Future;
 
 use tokio::sync::{Semaphore, SemaphorePermit};
+
+tokio::task_local! {
+    /// Set while a fan's turn holds a place in the shoppers' budget.
+    static TURN: ();
+}
+
+/// Runs `step` as one turn of a fan that already holds a place of [`Lane::Shared`]:
+/// its shared calls take no further place.
+pub(crate) async fn in_turn<T>(step: impl Future<Output = T>) -> T {
+    TURN.scope((), step).await
+}
+
+/// Whether the running task is inside [`in_turn`].
+fn turn_held() -> bool {
+    TURN.try_with(|()| ()).is_ok()
+}
 
 /// Which calls wait for the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,10 +59,11 @@ impl RpcBudget {
         }
     }
 
-    /// Waits for a permit of `lane` (none needed for [`Lane::Paying`]); held until
-    /// dropped.
+    /// Waits for a permit of `lane` (none needed for [`Lane::Paying`], nor for
+    /// [`Lane::Shared`] inside a turn that holds one); held until dropped.
     pub async fn acquire(&self, lane: Lane) -> Option<SemaphorePermit<'_>> {
         match lane {
+            Lane::Shared if turn_held() => None,
             // The semaphore is never closed, so acquiring only waits.
             Lane::Shared => self.shared.acquire().await.ok(),
             Lane::Queue => self.queue.acquire().await.ok(),
@@ -70,6 +94,26 @@ mod tests {
         .await
         .expect("a paying call does not wait behind claims");
         drop(held);
+        assert!(budget.acquire(Lane::Shared).await.is_some());
+    }
+
+    #[tokio::test]
+    async fn calls_inside_a_turn_take_no_second_place() {
+        let budget = RpcBudget::new(1);
+        let turn = budget.acquire(Lane::Shared).await;
+        assert!(turn.is_some(), "the turn holds the only place");
+        let inner = tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            in_turn(async { budget.acquire(Lane::Shared).await.is_none() }),
+        )
+        .await
+        .expect("a call inside the turn does not wait for a second place");
+        assert!(inner, "and takes none");
+        assert!(
+            budget.shared.try_acquire().is_err(),
+            "outside the turn the budget is still used up"
+        );
+        drop(turn);
         assert!(budget.acquire(Lane::Shared).await.is_some());
     }
 

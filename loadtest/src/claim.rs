@@ -23,6 +23,7 @@ use stadium_proto::seat_map::v1::suggest_seats_request::Scope;
 use stadium_proto::seat_map::v1::{Preference, SuggestSeatsRequest};
 use tonic::Code;
 
+use crate::budget::in_turn;
 use crate::credentials::authed;
 use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, retry_pause, think, transient};
 use crate::mix::FanPlan;
@@ -286,6 +287,16 @@ enum Round {
     Stop,
 }
 
+/// One turn of a fan at the screen: a pick that found nothing to claim (as
+/// [`Pick`] says), or a claim and its answer.
+enum Step {
+    Retry,
+    Wait,
+    SoldOut,
+    /// This was claimed, with this request id, and answered so.
+    Answered(Want, String, Result<Answer, tonic::Status>),
+}
+
 /// Up to `max_claim_attempts` claims (and four times as many picks).
 async fn claim_round(
     ctx: &Ctx,
@@ -306,32 +317,46 @@ async fn claim_round(
         if ctx.is_sold_out() {
             return Round::Stop;
         }
-        let (want, request_id) = match (resend.take(), next.take()) {
-            (Some(again), _) => again,
-            (None, Some(want)) => (want, new_request_id(rng)),
-            (None, None) => match pick(ctx, session, quantity, rng).await {
-                Pick::Claim(want) => (want, new_request_id(rng)),
-                Pick::Retry => {
-                    picks += 1;
-                    continue;
+        // The look at the map and the click are one turn: the claim goes out on what
+        // the fan has just seen.
+        let turn = ctx.turn().await;
+        let step = in_turn(async {
+            let (want, request_id) = match (resend.take(), next.take()) {
+                (Some(again), _) => again,
+                (None, Some(want)) => (want, new_request_id(rng)),
+                (None, None) => match pick(ctx, session, quantity, rng).await {
+                    Pick::Claim(want) => (want, new_request_id(rng)),
+                    Pick::Retry => return Step::Retry,
+                    Pick::Wait => return Step::Wait,
+                    Pick::SoldOut => return Step::SoldOut,
+                },
+            };
+            let answer = claim(ctx, session, admission, &want, *quantity, &request_id).await;
+            Step::Answered(want, request_id, answer)
+        })
+        .await;
+        drop(turn);
+        let (want, request_id, answer) = match step {
+            Step::Answered(want, request_id, answer) => (want, request_id, answer),
+            Step::Retry => {
+                picks += 1;
+                continue;
+            }
+            Step::Wait if Instant::now() < give_up_at => {
+                tokio::time::sleep(ctx.options.map_refresh.max(RETURNS_POLL)).await;
+                // A claim the fan left in the returns queue may have been served.
+                if *queued && let Some(hold) = live_hold(ctx, session).await {
+                    inc(&ctx.stats.served_from_queue);
+                    return Round::Held(hold);
                 }
-                Pick::Wait if Instant::now() < give_up_at => {
-                    tokio::time::sleep(ctx.options.map_refresh.max(RETURNS_POLL)).await;
-                    // A claim the fan left in the returns queue may have been served.
-                    if *queued && let Some(hold) = live_hold(ctx, session).await {
-                        inc(&ctx.stats.served_from_queue);
-                        return Round::Held(hold);
-                    }
-                    continue;
-                }
-                Pick::Wait => {
-                    inc(&ctx.stats.out_of_time);
-                    return Round::Stop;
-                }
-                Pick::SoldOut => return Round::Stop,
-            },
+                continue;
+            }
+            Step::Wait => {
+                inc(&ctx.stats.out_of_time);
+                return Round::Stop;
+            }
+            Step::SoldOut => return Round::Stop,
         };
-        let answer = claim(ctx, session, admission, &want, *quantity, &request_id).await;
         // A claim the service shed (OVERLOADED: nothing done, come back after the hint)
         // was not an attempt at the seats; it still counts toward the round's end.
         if matches!(&answer, Err(status) if Reason::of(status) == Some(Reason::Overloaded)) {

@@ -119,19 +119,33 @@ impl Ctx {
         self.call_in(Lane::Paying, rpc, call).await
     }
 
+    /// Waits for a shopping fan's turn: a place in the shared budget, held until
+    /// dropped, under which the calls of [`crate::budget::in_turn`] run without
+    /// waiting again. The wait is recorded as the budget's.
+    pub async fn turn(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        let queued = Instant::now();
+        let permit = self.budget.acquire(Lane::Shared).await;
+        self.latency.record(BUDGET_WAIT, queued.elapsed());
+        permit
+    }
+
     async fn call_in<T, F>(&self, lane: Lane, rpc: &'static str, call: F) -> Result<T, Status>
     where
         F: Future<Output = Result<tonic::Response<T>, Status>>,
     {
         let queued = Instant::now();
-        let _permit = self.budget.acquire(lane).await;
+        let permit = self.budget.acquire(lane).await;
         match lane {
-            Lane::Shared => self.latency.record(BUDGET_WAIT, queued.elapsed()),
+            Lane::Shared if permit.is_some() => {
+                self.latency.record(BUDGET_WAIT, queued.elapsed());
+            }
+            Lane::Shared => {}
             Lane::Queue => self.latency.record(QUEUE_BUDGET_WAIT, queued.elapsed()),
             Lane::Paying => {}
         }
         let start = Instant::now();
         let result = call.await;
+        drop(permit);
         self.latency.record(rpc, start.elapsed());
         match result {
             Ok(response) => Ok(response.into_inner()),
