@@ -315,6 +315,11 @@ impl QueueTickets {
         self
     }
 
+    /// The clock-skew leeway in force.
+    pub fn leeway(&self) -> Duration {
+        Duration::from_secs(self.pins.leeway_secs)
+    }
+
     /// The secrets (clone to rotate).
     pub fn keys(&self) -> &QueueTicketKeys {
         &self.keys

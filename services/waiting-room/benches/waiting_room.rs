@@ -7,7 +7,10 @@
 //! - `get_status`: position polls of waiting fans (session + ticket verification and
 //!   the per-replica snapshot cache: no Redis round trip of their own);
 //! - `health_check`: the bare tonic unary RPC of the same server, the baseline the two
-//!   above are compared with.
+//!   above are compared with;
+//! - `health_check_as_fan`: the same RPC carrying a fan's session token, as every fan
+//!   call must (HTTP/2 never indexes an `authorization` value in its header table, so
+//!   each call sends the token's few hundred bytes whole): the floor of a poll.
 //!
 //! Criterion's time per iteration is the wall time of one call divided by the
 //! concurrency, so calls per second = 1 / (time per iteration). Run with
@@ -219,6 +222,24 @@ fn waiting_room(c: &mut Criterion) {
                         .check(HealthCheckRequest {
                             service: String::new(),
                         })
+                        .await
+                        .expect("health");
+                }
+            })
+        })
+    });
+    group.bench_function("health_check_as_fan", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let bench = Arc::clone(&bench);
+            concurrently(iters, move |i| {
+                let bench = Arc::clone(&bench);
+                async move {
+                    let fan = i as usize % FANS;
+                    let check = HealthCheckRequest {
+                        service: String::new(),
+                    };
+                    HealthClient::new(bench.channel.clone())
+                        .check(bearer(check, &bench.fan_tokens[fan]))
                         .await
                         .expect("health");
                 }

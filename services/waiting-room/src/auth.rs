@@ -25,7 +25,7 @@ const SESSION_MEMORY: Duration = Duration::from_secs(15 * 60);
 pub struct Authenticator {
     sessions: FanSessionVerifier,
     /// Sessions verified on this replica, by token: `(fan, exp in Unix seconds)`.
-    sessions_seen: moka::future::Cache<String, (FanId, u64)>,
+    sessions_seen: moka::sync::Cache<String, (FanId, u64)>,
     admins: AdminVerifier,
     admissions: AdmissionVerifier,
     clock: Arc<dyn Clock>,
@@ -51,7 +51,7 @@ impl Authenticator {
     ) -> Self {
         Self {
             sessions,
-            sessions_seen: moka::future::Cache::builder()
+            sessions_seen: moka::sync::Cache::builder()
                 .max_capacity(SESSIONS_KEPT)
                 .time_to_live(SESSION_MEMORY)
                 .build(),
@@ -72,7 +72,7 @@ impl Authenticator {
         let now_secs = unix_ms(now) / 1000;
         let leeway = self.sessions.leeway().as_secs();
         // A signature that verified once still verifies; only the time window moves.
-        if let Some((fan, exp)) = self.sessions_seen.get(token).await
+        if let Some((fan, exp)) = self.sessions_seen.get(token)
             && now_secs < exp.saturating_add(leeway)
         {
             return Ok(fan);
@@ -88,8 +88,7 @@ impl Authenticator {
             })
         })?;
         self.sessions_seen
-            .insert(token.to_owned(), (fan.clone(), claims.registered.exp))
-            .await;
+            .insert(token.to_owned(), (fan.clone(), claims.registered.exp));
         Ok(fan)
     }
 

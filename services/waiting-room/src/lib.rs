@@ -6,6 +6,7 @@
 //! - [`domain`]: ids, positions and waits, the pre-queue shuffle;
 //! - [`service`]: the operations in domain terms (join, status, steering, reports);
 //! - [`auth`]: fan sessions, admin roles, admission tokens;
+//! - [`tickets_seen`]: queue tickets verified once per replica;
 //! - [`grpc`]: the `WaitingRoom` gRPC face, wire types only;
 //! - [`config`]: flags and environment;
 //! - [`clock`]: injectable time, so tests simulate minutes without sleeping;
@@ -24,6 +25,7 @@ pub mod grpc;
 pub mod metrics;
 pub mod service;
 pub mod store;
+pub mod tickets_seen;
 
 use std::sync::Arc;
 use std::time::Duration;

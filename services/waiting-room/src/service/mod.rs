@@ -20,6 +20,7 @@ use crate::domain::{EventId, FanId, Inventory, QueueSnapshot};
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::store::{Configured, EventSettings, Store};
+use crate::tickets_seen::TicketsSeen;
 
 pub use audit::JoinOrderPage;
 pub use status::{Admission, FanStatus};
@@ -29,7 +30,7 @@ pub struct WaitingRoomService {
     store: Store,
     cache: SnapshotCache,
     clock: Arc<dyn Clock>,
-    tickets: QueueTickets,
+    tickets: TicketsSeen,
     admission: AdmissionIssuer,
     ring: SigningKeyRing,
     /// Admission tokens this replica has handed out, by (event, fan): `(token, exp ms,
@@ -78,7 +79,7 @@ impl WaitingRoomService {
             store: parts.store,
             cache: parts.cache,
             clock: parts.clock,
-            tickets: parts.tickets,
+            tickets: TicketsSeen::new(parts.tickets),
             admission: parts.admission,
             ring: parts.ring,
             admitted: moka::future::Cache::builder()

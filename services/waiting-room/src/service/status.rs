@@ -67,7 +67,7 @@ impl WaitingRoomService {
         }
         let now = self.clock.now();
         let claims = self.tickets.verify(ticket, now).map_err(Error::Ticket)?;
-        if claims.fan_id() != fan.as_str() {
+        if claims.fan_id != fan.as_str() {
             return Err(Error::WrongFan);
         }
         let event = EventId::parse(&claims.event_id)
@@ -246,6 +246,7 @@ impl WaitingRoomService {
         number: u64,
     ) -> Result<String, Error> {
         self.tickets
+            .tickets()
             .issue(fan.as_str(), event.as_str(), number, self.clock.now())
             .map(|issued| issued.token)
             .map_err(|e| Error::Internal(format!("signing a queue ticket: {e}")))
