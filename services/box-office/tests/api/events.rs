@@ -425,14 +425,8 @@ async fn replicas_ending_a_presale_at_once_record_it_once() {
             .await
             .unwrap();
     assert_eq!(status, "on_sale");
-    let opened: Vec<(String, String, String)> = office
-        .audit()
-        .await
-        .into_iter()
-        .filter(|(_, action, target)| action == "open_sale" && *target == format!("event:{id}"))
-        .collect();
-    assert_eq!(opened.len(), 1, "{opened:?}");
-    assert_eq!(opened[0].0, "schedule");
+    let opened = office.audited("open_sale", &format!("event:{id}")).await;
+    assert_eq!(opened, ["schedule"], "ended once, by the schedule");
     office.stop().await;
 }
 

@@ -281,14 +281,8 @@ async fn a_presale_opens_its_own_queue_and_becomes_the_sale_at_its_time() {
     })
     .await
     .expect("the presale queue is sent closed");
-    let opened: Vec<(String, String, String)> = office
-        .audit()
-        .await
-        .into_iter()
-        .filter(|(_, action, target)| action == "open_sale" && *target == format!("event:{id}"))
-        .collect();
-    assert_eq!(opened.len(), 1, "{opened:?}");
-    assert_eq!(opened[0].0, "schedule");
+    let opened = office.audited("open_sale", &format!("event:{id}")).await;
+    assert_eq!(opened, ["schedule"], "ended once, by the schedule");
     office.stop().await;
     stop.cancel();
 }

@@ -182,6 +182,16 @@ impl Office {
             .await
             .expect("reading the audit")
     }
+
+    /// The actors of every audit record of `action` on `target`, oldest first.
+    pub async fn audited(&self, action: &str, target: &str) -> Vec<String> {
+        self.audit()
+            .await
+            .into_iter()
+            .filter(|(_, a, t)| a == action && t == target)
+            .map(|(actor, _, _)| actor)
+            .collect()
+    }
 }
 
 /// What [`Office::counts`] reads.
