@@ -90,6 +90,7 @@ impl HoldsService {
                 {
                     return Err(refused);
                 }
+                let held_on_shards = self.seats_held_on_shards(request.event).await?;
                 let queued = store::queue_for_returns(
                     self.shards.main(),
                     request,
@@ -97,6 +98,7 @@ impl HoldsService {
                     fan,
                     admission.jti,
                     admission.expires_at,
+                    held_on_shards,
                 )
                 .await?;
                 match queued {
@@ -106,6 +108,21 @@ impl HoldsService {
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// Whether seats of `event` are held on a shard besides the main database (the
+    /// returns queue lives on the main one, which checks its own holds itself): one
+    /// read per shard, none without shards.
+    ///
+    /// # Errors
+    /// [`Error::Database`].
+    async fn seats_held_on_shards(&self, event: EventId) -> Result<bool, Error> {
+        for (_, pool) in self.shards.others() {
+            if store::seats_held(pool, event).await? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Takes `fan`'s claim made with admission `admission_jti` out of the returns queue;

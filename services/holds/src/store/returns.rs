@@ -25,7 +25,8 @@ pub struct QueuedClaim {
 /// valid until `admission_expires_at` (Unix seconds, the token's `exp`); asked again,
 /// the entry keeps its place and takes the latest request. Returns its 1-based position
 /// in the event's line, or `None` when nothing in the event is held (no seat can come
-/// back) and nothing was queued.
+/// back) and nothing was queued: neither in this database nor, as `held_on_shards`
+/// says (see [`seats_held`]), on the shards besides it (migration `20261219000000`).
 ///
 /// # Errors
 /// [`Error::Database`].
@@ -36,6 +37,7 @@ pub async fn queue_for_returns<'e>(
     fan: &FanId,
     admission_jti: &str,
     admission_expires_at: u64,
+    held_on_shards: bool,
 ) -> Result<Option<u64>, Error> {
     let (section, category) = match &request.target {
         Target::Section(section) => (Some(section.get()), None),
@@ -43,7 +45,8 @@ pub async fn queue_for_returns<'e>(
     };
     let place = sqlx::query_scalar!(
         r#"SELECT place_in_line AS "place_in_line!"
-           FROM holds.queue_for_returns($1, $2, $3, to_timestamp($4), $5, $6, $7, $8, $9, $10)"#,
+           FROM holds.queue_for_returns($1, $2, $3, to_timestamp($4), $5, $6, $7, $8, $9, $10,
+                                        $11)"#,
         request.event.get(),
         fan.as_str(),
         admission_jti,
@@ -54,10 +57,29 @@ pub async fn queue_for_returns<'e>(
         i32::try_from(request.quantity).unwrap_or(i32::MAX),
         request.together,
         &request.also_categories,
+        held_on_shards,
     )
     .fetch_optional(db)
     .await?;
     Ok(place.map(|p| u64::try_from(p).unwrap_or(0)))
+}
+
+/// Whether any seat of `event` is held (unexpired) in this database: one that may come
+/// back to the returns queue.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn seats_held<'e>(db: impl PgExecutor<'e>, event: EventId) -> Result<bool, Error> {
+    let held = sqlx::query_scalar!(
+        r#"SELECT EXISTS (
+               SELECT 1 FROM holds.seat_holds h
+               WHERE h.status = 'held' AND h.expires_at > now() AND h.event_id = $1
+           ) AS "held!""#,
+        event.get(),
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(held)
 }
 
 /// The first `limit` queued claims of every event, in queue order, whose admission is

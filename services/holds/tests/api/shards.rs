@@ -15,6 +15,7 @@ use stadium_testkit::grpc::metadata;
 use stadium_tokens::Role;
 use tonic::Code;
 
+use crate::returns;
 use crate::support::{
     EventSettings, TestApp, active_counts, assert_invariants, bearer, reason, snapshot,
 };
@@ -419,5 +420,44 @@ async fn a_pause_on_the_main_database_reaches_every_shard() {
         paused.elapsed().as_millis(),
         seat - 1
     );
+    app.stop().await;
+}
+
+/// The returns queue lives on the main database, the seats that can come back on the
+/// shards: a best-available request that finds the house full while seats are held only
+/// on a shard waits in line (it used to be answered `SEAT_TAKEN`), and is served from
+/// the shard when a hold there lapses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_returns_queue_waits_for_seats_held_on_a_shard() {
+    let (app, east, event) = sharded(1).await;
+    let b = app.sections[1].id;
+    let holders = returns::fill_the_house(&app, &event).await;
+    assert_eq!(
+        rows(app.pool(), &event, b).await,
+        [],
+        "section B is held on the shard only"
+    );
+
+    let mut fan = app.fan("waiter", &event);
+    let answer = returns::ask(&mut fan, b, "req-1").await.unwrap();
+    assert_eq!(returns::position(&answer), 1);
+
+    returns::lapse(&east.pool, &holders[..1]).await;
+    app.parts.service.serve_returns(100).await.unwrap();
+    let answer = returns::ask(&mut fan, b, "req-1").await.unwrap();
+    let hold = answer.hold.expect("served from the lapsed hold's seats");
+    assert_eq!(hold.seat_ids.len(), 2);
+    assert_eq!(returns::queued(&app).await, 0);
+    let on_east: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM holds.seat_holds WHERE hold_key = $1::uuid AND status = 'held'",
+    )
+    .bind(&hold.hold_key)
+    .fetch_one(&east.pool)
+    .await
+    .unwrap();
+    assert_eq!(on_east, 2);
+    assert_eq!(rows(app.pool(), &event, b).await, []);
+    assert_invariants(app.pool()).await;
+    assert_invariants(&east.pool).await;
     app.stop().await;
 }
