@@ -271,6 +271,7 @@ impl HoldsService {
                 room
             }
         };
+        let started_with = candidates.len();
         // Sections whose availability this request read from the database.
         let mut fresh: HashSet<SectionId> = HashSet::new();
         // Sections tried and found without a fitting block, for what is still possible.
@@ -298,6 +299,16 @@ impl HoldsService {
                 if !candidates.is_empty() {
                     continue;
                 }
+                // Why, for whoever reads the logs: no section had room a moment ago
+                // (`started_with` 0), or the sections that had were found full by this
+                // request's own reads (`read`) or by hints at most a second old.
+                tracing::debug!(
+                    started_with,
+                    exhausted = exhausted.len(),
+                    read = fresh.len(),
+                    rounds = budget.rounds,
+                    "no fitting block left"
+                );
                 // What is still possible is read off the claims gate.
                 drop(place);
                 let hints = self.hints(request.event, &exhausted);
