@@ -27,6 +27,7 @@ use crate::budget::in_turn;
 use crate::credentials::authed;
 use crate::fan::{Ctx, TRANSIENT_RETRIES, backoff, retry_pause, think, transient};
 use crate::mix::FanPlan;
+use crate::returns_line::ReturnsLine;
 use crate::skew::pick_section;
 use crate::stats::{get, inc};
 
@@ -143,9 +144,12 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
     let available = ctx.map.available(ctx).await;
     if available.iter().all(|a| *a == 0) {
         // Sold out only once nothing is held any more: abandoned and late holds
-        // lapse and their seats come back to whoever is still looking; and only on a
-        // map that is newer than the last seats that came back.
-        if get(&ctx.stats.seats_held_now) == 0 && ctx.map.shows_none_free_after(ctx.last_hold_end())
+        // lapse and their seats come back to whoever is still looking (holds the
+        // returns queue made may not be seen yet: none while a fan is in the line);
+        // and only on a map that is newer than the last seats that came back.
+        if get(&ctx.stats.seats_held_now) == 0
+            && get(&ctx.stats.fans_in_returns_line) == 0
+            && ctx.map.shows_none_free_after(ctx.last_hold_end())
         {
             ctx.mark_sold_out();
             return Pick::SoldOut;
@@ -245,13 +249,13 @@ pub(crate) async fn claim_seats(
     let mut quantity = plan.seats.min(ctx.event.max_seats_per_claim).max(1);
     let give_up_at = Instant::now() + ctx.options.max_queue_wait;
     // Whether a claim of this fan waited in the returns queue (it may still be there).
-    let mut queued = false;
+    let mut line = ReturnsLine::new(&ctx.stats.fans_in_returns_line);
     loop {
         let round = claim_round(
             ctx,
             session,
             admission,
-            (&mut quantity, &mut queued),
+            (&mut quantity, &mut line),
             give_up_at,
             rng,
         )
@@ -267,7 +271,7 @@ pub(crate) async fn claim_seats(
                     inc(&ctx.stats.out_of_time);
                 }
                 // Leaving: out of the line, taking a hold it made meanwhile.
-                return if queued {
+                return if line.queued() {
                     leave_line(ctx, session, admission, rng).await
                 } else {
                     None
@@ -302,7 +306,7 @@ async fn claim_round(
     ctx: &Ctx,
     session: &str,
     admission: &str,
-    (quantity, queued): (&mut u32, &mut bool),
+    (quantity, queued): (&mut u32, &mut ReturnsLine<'_>),
     give_up_at: Instant,
     rng: &mut StdRng,
 ) -> Round {
@@ -345,7 +349,9 @@ async fn claim_round(
             Step::Wait if Instant::now() < give_up_at => {
                 tokio::time::sleep(ctx.options.map_refresh.max(RETURNS_POLL)).await;
                 // A claim the fan left in the returns queue may have been served.
-                if *queued && let Some(hold) = live_hold(ctx, session).await {
+                if queued.queued()
+                    && let Some(hold) = live_hold(ctx, session).await
+                {
                     inc(&ctx.stats.served_from_queue);
                     return Round::Held(hold);
                 }
@@ -368,7 +374,7 @@ async fn claim_round(
         let status = match answer {
             Ok(Answer::Held(hold)) => return Round::Held(HeldSeats::from(hold)),
             Ok(Answer::Waiting) => {
-                *queued = true;
+                queued.enter();
                 let line = Line {
                     session,
                     admission,
@@ -453,7 +459,7 @@ async fn claim_round(
                 if limit == Some("seats_per_claim") && max > 0 && max < *quantity {
                     *quantity = max;
                 } else if limit == Some("holds_per_admission")
-                    && *queued
+                    && queued.queued()
                     && let Some(hold) = live_hold(ctx, session).await
                 {
                     // The returns queue served an earlier claim of this admission.

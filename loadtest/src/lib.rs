@@ -61,6 +61,7 @@ mod pay;
 mod queue;
 mod redis_memory;
 mod report;
+mod returns_line;
 mod run;
 mod seatmap;
 mod setup;

@@ -27,6 +27,8 @@ pub(crate) struct Stats {
     pub told_sold_out: AtomicU64,
     pub holds_made: AtomicU64,
     pub seats_held_now: AtomicU64,
+    /// Fans with a claim in holds' returns queue (see `returns_line`): a gauge.
+    pub fans_in_returns_line: AtomicU64,
     pub seats_sold: AtomicU64,
     pub orders_paid: AtomicU64,
     pub holds_expired: AtomicU64,
