@@ -122,6 +122,10 @@ enum Pick {
     Retry,
     /// Every seat is held or sold, but some holds may lapse: look again later.
     Wait,
+    /// No seat is free and no fan knows of a hold, but fans wait in the returns queue:
+    /// holds it made for them are the only ones left. A fan in the line leaves it
+    /// (taking such a hold); the others look again later.
+    Settle,
     /// Every seat is sold: the fan goes home.
     SoldOut,
 }
@@ -147,10 +151,11 @@ async fn pick(ctx: &Ctx, session: &str, quantity: &mut u32, rng: &mut StdRng) ->
         // lapse and their seats come back to whoever is still looking (holds the
         // returns queue made may not be seen yet: none while a fan is in the line);
         // and only on a map that is newer than the last seats that came back.
-        if get(&ctx.stats.seats_held_now) == 0
-            && get(&ctx.stats.fans_in_returns_line) == 0
-            && ctx.map.shows_none_free_after(ctx.last_hold_end())
+        if get(&ctx.stats.seats_held_now) == 0 && ctx.map.shows_none_free_after(ctx.last_hold_end())
         {
+            if get(&ctx.stats.fans_in_returns_line) > 0 {
+                return Pick::Settle;
+            }
             ctx.mark_sold_out();
             return Pick::SoldOut;
         }
@@ -296,6 +301,7 @@ enum Round {
 enum Step {
     Retry,
     Wait,
+    Settle,
     SoldOut,
     /// This was claimed, with this request id, and answered so.
     Answered(Want, String, Result<Answer, tonic::Status>),
@@ -332,6 +338,7 @@ async fn claim_round(
                     Pick::Claim(want) => (want, new_request_id(rng)),
                     Pick::Retry => return Step::Retry,
                     Pick::Wait => return Step::Wait,
+                    Pick::Settle => return Step::Settle,
                     Pick::SoldOut => return Step::SoldOut,
                 },
             };
@@ -346,7 +353,15 @@ async fn claim_round(
                 picks += 1;
                 continue;
             }
-            Step::Wait if Instant::now() < give_up_at => {
+            Step::Settle if queued.queued() => {
+                let hold = leave_line(ctx, session, admission, rng).await;
+                queued.leave();
+                if let Some(hold) = hold {
+                    return Round::Held(hold);
+                }
+                continue;
+            }
+            Step::Wait | Step::Settle if Instant::now() < give_up_at => {
                 tokio::time::sleep(ctx.options.map_refresh.max(RETURNS_POLL)).await;
                 // A claim the fan left in the returns queue may have been served.
                 if queued.queued()
@@ -357,7 +372,7 @@ async fn claim_round(
                 }
                 continue;
             }
-            Step::Wait => {
+            Step::Wait | Step::Settle => {
                 inc(&ctx.stats.out_of_time);
                 return Round::Stop;
             }

@@ -2,14 +2,17 @@
 //! claim waits there, holds may serve it a hold at any moment, before the fan has
 //! seen it. The seat map then shows those seats taken and no fan counts them as held,
 //! so nobody may call the event sold out while any fan is in the line: the seats of a
-//! served hold the fan then lets lapse come back to fans still looking.
+//! served hold the fan then lets lapse come back to fans still looking. When nothing
+//! else is left, the fans in the line leave it (taking what it served them), and the
+//! call can be made.
 
 use std::sync::atomic::AtomicU64;
 
 use crate::stats::{inc, sub};
 
 /// One fan's place in the returns queue, counted in a gauge of fans in the line from
-/// the first `Waiting` answer until the fan is done claiming (dropped).
+/// the first `Waiting` answer until the fan leaves the line or is done claiming
+/// (dropped).
 #[derive(Debug)]
 pub(crate) struct ReturnsLine<'a> {
     in_line: &'a AtomicU64,
@@ -34,6 +37,14 @@ impl<'a> ReturnsLine<'a> {
         }
     }
 
+    /// The fan has left the line (`LeaveReturnsQueue` answered): no longer counted.
+    pub(crate) fn leave(&mut self) {
+        if self.queued {
+            self.queued = false;
+            sub(self.in_line, 1);
+        }
+    }
+
     /// Whether a claim of the fan waited in the line (it may still be there, or have
     /// been served).
     pub(crate) fn queued(&self) -> bool {
@@ -55,7 +66,7 @@ mod tests {
     use crate::stats::get;
 
     #[test]
-    fn a_fan_counts_once_while_in_line_and_leaves_the_count_when_done() {
+    fn a_fan_counts_once_while_in_line_and_leaves_the_count_on_leaving_or_when_done() {
         let in_line = AtomicU64::new(0);
         {
             let mut one = ReturnsLine::new(&in_line);
@@ -69,6 +80,12 @@ mod tests {
             assert!(one.queued() && !never.queued());
             drop(never);
             drop(one);
+            assert_eq!(get(&in_line), 1);
+            two.leave();
+            two.leave();
+            assert_eq!(get(&in_line), 0);
+            assert!(!two.queued());
+            two.enter();
             assert_eq!(get(&in_line), 1);
         }
         assert_eq!(get(&in_line), 0);
