@@ -12,7 +12,7 @@ use super::HoldsService;
 use crate::domain::best::BestRequest;
 use crate::domain::{EventId, FanId, Hold};
 use crate::error::Error;
-use crate::store;
+use crate::store::{self, QueuedClaim};
 
 /// Queued claims of one event that may find no block in a row (their section had the
 /// seats, not side by side) before the rest of that event's line waits for the next
@@ -125,6 +125,26 @@ impl HoldsService {
         Ok(false)
     }
 
+    /// Whether `claim`'s fan got seats on a shard besides the main database with the
+    /// claim's admission since `since` (Unix seconds): one read per shard, none
+    /// without shards.
+    ///
+    /// # Errors
+    /// [`Error::Database`].
+    async fn claimed_on_shards_since(
+        &self,
+        claim: &QueuedClaim,
+        since: f64,
+    ) -> Result<bool, Error> {
+        for (_, pool) in self.shards.others() {
+            let event = claim.request.event;
+            if store::claimed_since(pool, event, &claim.fan, &claim.admission_jti, since).await? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Takes `fan`'s claim made with admission `admission_jti` out of the returns queue;
     /// whether there was one (a claim served before keeps its hold).
     ///
@@ -168,9 +188,19 @@ impl HoldsService {
             // The entry stays locked while its claim runs, so a fan leaving the line
             // meanwhile waits and then finds the hold, never one made after it left.
             let mut entry = self.shards.main().begin().await?;
-            let current = store::lock_queued(&mut entry, claim.place).await?;
-            if current.as_deref() != claim.request.request.as_ref().map(|id| id.as_str()) {
-                // Left, or asked again with another claim since the line was read.
+            let Some((current, queued_at)) = store::lock_queued(&mut entry, claim.place).await?
+            else {
+                continue;
+            };
+            if Some(current.as_str()) != claim.request.request.as_ref().map(|id| id.as_str()) {
+                // Asked again with another claim since the line was read.
+                continue;
+            }
+            if self.claimed_on_shards_since(&claim, queued_at).await? {
+                // Seats another way meanwhile, on a shard: out of the line, as on the
+                // main database the claim's own trigger takes it out.
+                store::dequeue(&mut *entry, claim.place).await?;
+                entry.commit().await?;
                 continue;
             }
             let answer = self

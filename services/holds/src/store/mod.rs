@@ -32,7 +32,7 @@ pub use holds::{ReleaseScope, admin_release, get, live_holds, record_actor, rele
 pub use layout::{event_layout, unavailable_seat_ids};
 pub use payment::{Extended, PaymentStarted, confirm, extend, start_payment};
 pub use returns::{
-    QueuedClaim, dequeue, drop_lapsed_admissions, leave_returns_queue, lock_queued,
+    QueuedClaim, claimed_since, dequeue, drop_lapsed_admissions, leave_returns_queue, lock_queued,
     queue_for_returns, queued_claims, seats_held,
 };
 pub use section_seats::section_seats;

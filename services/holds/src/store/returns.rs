@@ -136,19 +136,53 @@ pub async fn queued_claims<'e>(
 }
 
 /// Locks the queued claim at `place` until the end of `conn`'s transaction (a fan
-/// leaving the line, or asking again, waits); its request id now, `None` when it has
-/// left the line.
+/// leaving the line, or asking again, waits); its request id now and when it was
+/// queued (Unix seconds), `None` when it has left the line.
 ///
 /// # Errors
 /// [`Error::Database`].
-pub async fn lock_queued(conn: &mut PgConnection, place: i64) -> Result<Option<String>, Error> {
-    let request = sqlx::query_scalar!(
-        "SELECT request_id FROM holds.return_queue WHERE place = $1 FOR UPDATE",
+pub async fn lock_queued(
+    conn: &mut PgConnection,
+    place: i64,
+) -> Result<Option<(String, f64)>, Error> {
+    let row = sqlx::query!(
+        r#"SELECT request_id, extract(epoch FROM queued_at)::float8 AS "queued_at!"
+           FROM holds.return_queue WHERE place = $1 FOR UPDATE"#,
         place,
     )
     .fetch_optional(&mut *conn)
     .await?;
-    Ok(request)
+    Ok(row.map(|r| (r.request_id, r.queued_at)))
+}
+
+/// Whether `fan` got seats in this database with admission `admission_jti` of `event`
+/// since `since` (Unix seconds): on a shard, where the trigger that takes such an
+/// admission out of the main database's line (migration `20261204010000`) cannot
+/// reach.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn claimed_since<'e>(
+    db: impl PgExecutor<'e>,
+    event: EventId,
+    fan: &FanId,
+    admission_jti: &str,
+    since: f64,
+) -> Result<bool, Error> {
+    let claimed = sqlx::query_scalar!(
+        r#"SELECT EXISTS (
+               SELECT 1 FROM holds.seat_holds h
+               WHERE h.event_id = $1 AND h.fan_id = $2 AND h.admission_jti = $3
+                 AND h.kind = 'fan' AND h.created_at >= to_timestamp($4)
+           ) AS "claimed!""#,
+        event.get(),
+        fan.as_str(),
+        admission_jti,
+        since,
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(claimed)
 }
 
 /// Takes the claim at `place` off the queue (served or refused); nothing if gone.

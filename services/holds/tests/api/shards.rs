@@ -461,3 +461,33 @@ async fn the_returns_queue_waits_for_seats_held_on_a_shard() {
     assert_invariants(&east.pool).await;
     app.stop().await;
 }
+
+/// A fan in the main database's line who gets seats by hand on a shard (where the
+/// trigger that takes such a fan out of the line cannot reach) is taken out at the next
+/// pass, not served a second hold once the first is given back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fan_holding_seats_on_a_shard_leaves_the_line() {
+    let (app, east, event) = sharded(1).await;
+    let section = app.sections[1].clone();
+    let holders = returns::fill_the_house(&app, &event).await;
+    let mut fan = app.fan("waiter", &event);
+    let answer = returns::ask(&mut fan, section.id, "r1").await.unwrap();
+    assert_eq!(returns::position(&answer), 1);
+
+    returns::lapse(&east.pool, &holders[..1]).await;
+    let picked = fan.claim(section.id, &section.seats[..2]).await.unwrap();
+    app.release(&picked.hold_key, &fan.session).await.unwrap();
+
+    returns::lapse(&east.pool, &holders[1..2]).await;
+    let pass = app.parts.service.serve_returns(100).await.unwrap();
+    assert_eq!(pass.served, 0, "{pass:?}");
+    assert_eq!(returns::queued(&app).await, 0, "out of the line");
+    let holds = returns::holds_of(&mut fan).await;
+    assert!(
+        holds.iter().all(|h| h.hold_key == picked.hold_key),
+        "{holds:?}"
+    );
+    assert_invariants(app.pool()).await;
+    assert_invariants(&east.pool).await;
+    app.stop().await;
+}
