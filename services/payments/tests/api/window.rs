@@ -7,33 +7,57 @@ use std::time::Duration;
 
 use payments::provider::LedgerRecord;
 use payments::provider::sim::Faults;
+use stadium_kit::Reason;
 use stadium_proto::payments::v1::OrderStatus;
+use tonic::Code;
 
-use crate::support::{Options, SEAT_PRICE, Stack};
+use crate::support::{Options, SEAT_PRICE, Stack, reason};
 
 /// A Confirm that starts 50 ms before the hold expires, with a provider that takes 2 s,
 /// books the seats and refunds nothing: the hold moved into its payment window before
 /// the charge.
+///
+/// On a loaded machine the Confirm can reach the database more than 50 ms after the
+/// hold was aged; it then answers `HOLD_EXPIRED` before any charge, which is right for a
+/// Confirm that started late but is not this test's case, so the case is tried again on
+/// fresh seats (at most five times). A hold lost after the charge shows as a charge and
+/// a refund, never as that answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_confirm_started_just_before_expiry_with_a_slow_provider_books() {
     let stack = Stack::start().await;
     let event = stack.event().await;
-    let key = stack
-        .claim("fan-a", &event, &[stack.seats[0], stack.seats[1]])
-        .await;
-    sqlx::query(
-        "UPDATE holds.seat_holds SET expires_at = now() + interval '50 milliseconds' \
-         WHERE hold_key = $1::uuid",
-    )
-    .bind(&key)
-    .execute(stack.pool())
-    .await
-    .unwrap();
     stack.sim.set_faults(Faults {
         latency: Duration::from_secs(2),
         ..Faults::default()
     });
-    let order = stack.confirm("fan-a", &key, "tok_visa").await.unwrap();
+    let mut booked = None;
+    for attempt in 0..5 {
+        let fan = format!("fan-{attempt}");
+        let seats = [stack.seats[2 * attempt], stack.seats[2 * attempt + 1]];
+        let key = stack.claim(&fan, &event, &seats).await;
+        sqlx::query(
+            "UPDATE holds.seat_holds SET expires_at = now() + interval '50 milliseconds' \
+             WHERE hold_key = $1::uuid",
+        )
+        .bind(&key)
+        .execute(stack.pool())
+        .await
+        .unwrap();
+        match stack.confirm(&fan, &key, "tok_visa").await {
+            Ok(order) => {
+                booked = Some((key, order));
+                break;
+            }
+            Err(status) => {
+                assert_eq!(
+                    reason(&status, Code::FailedPrecondition),
+                    Reason::HoldExpired
+                );
+                assert!(stack.sim.ledger().is_empty(), "charged before HOLD_EXPIRED");
+            }
+        }
+    }
+    let (key, order) = booked.expect("in five tries no Confirm reached the database within 50 ms");
     assert_eq!(order.status(), OrderStatus::Paid, "{order:?}");
     assert_eq!(order.tickets.len(), 2);
     assert_eq!(stack.hold_statuses(&key).await, vec!["booked", "booked"]);
