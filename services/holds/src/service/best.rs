@@ -155,6 +155,13 @@ impl HoldsService {
             None => self.each_category(request, fan, admission_jti).await,
             Some(code) => self.channel_rounds(request, fan, admission_jti, code).await,
         };
+        let rounds = match rounds {
+            Ok(hold) => self
+                .within_fan_limits(hold, fan, admission_jti)
+                .await
+                .map_err(Answer::Refused),
+            other => other,
+        };
         let result = match rounds {
             Err(Answer::Repeated(key)) => self.made_before(key, fan.as_str(), asked).await,
             Err(Answer::Refused(refused @ Error::LimitExceeded { .. })) => {

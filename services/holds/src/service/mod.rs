@@ -8,6 +8,7 @@ mod best;
 mod channel_best;
 mod channels;
 mod coalesce;
+mod fan_limits;
 mod gate;
 mod repeated;
 mod returns;
@@ -168,6 +169,18 @@ impl HoldsService {
         {
             self.shards.forget(claim.event.get()).await;
         }
+        let result = match (result, &claim.claimant) {
+            (Ok(store::Claimed::Held(outcome)), Claimant::Fan { fan, admission_jti }) => self
+                .within_fan_limits(outcome.hold, fan, admission_jti)
+                .await
+                .map(|hold| {
+                    store::Claimed::Held(store::ClaimOutcome {
+                        hold,
+                        expired_on_the_way: outcome.expired_on_the_way,
+                    })
+                }),
+            (other, _) => other,
+        };
         let asked =
             |hold: &Hold| hold.section == claim.section && hold.seats == claim.seats.as_slice();
         let made_before = |hold| {

@@ -137,6 +137,57 @@ pub(crate) async fn queued(app: &TestApp) -> i64 {
         .unwrap()
 }
 
+/// Runs `act(i, fan)` for each of `fans` while a server serves the line, all at once;
+/// what each returned, in the fans' order.
+pub(crate) async fn while_served<T, F, Fut>(app: &TestApp, fans: Vec<Fan>, act: F) -> Vec<T>
+where
+    F: Fn(usize, Fan) -> Fut,
+    Fut: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let service = app.parts.service.clone();
+    let n = fans.len();
+    let fans = std::sync::Mutex::new(fans.into_iter().map(Some).collect::<Vec<_>>());
+    let outcomes = all_at_once(n + 1, |i| {
+        let service = service.clone();
+        let work = (i > 0).then(|| {
+            let fan = fans.lock().unwrap()[i - 1]
+                .take()
+                .expect("one task per fan");
+            act(i - 1, fan)
+        });
+        async move {
+            match work {
+                None => {
+                    service.serve_returns(100).await.unwrap();
+                    None
+                }
+                Some(work) => Some(work.await),
+            }
+        }
+    })
+    .await;
+    outcomes.into_iter().flatten().collect()
+}
+
+/// Each of `fans` claims its pair of `pairs` in `section` by hand while a server
+/// serves the line, all at once; the fans back when all is done.
+pub(crate) async fn claim_by_hand_while_served(
+    app: &TestApp,
+    fans: Vec<Fan>,
+    section: u64,
+    pairs: Vec<Vec<u64>>,
+) -> Vec<Fan> {
+    while_served(app, fans, |i, mut fan| {
+        let pair = pairs[i].clone();
+        async move {
+            let _ = fan.claim(section, &pair).await;
+            fan
+        }
+    })
+    .await
+}
+
 /// Twelve fans queue at once for a full section; three holds lapse; two servers serve
 /// the line at once: exactly the first three in line hold seats (adjacent pairs of the
 /// returned seats, no seat twice), the others keep waiting, moved up.
@@ -330,33 +381,8 @@ async fn fans_claiming_by_hand_while_served_leave_the_line_whoever_wins() {
     }
     lapse(app.pool(), &holders).await;
 
-    let service = app.parts.service.clone();
     let pairs: Vec<Vec<u64>> = section.seats.chunks(2).map(<[u64]>::to_vec).collect();
-    let fans = std::sync::Arc::new(std::sync::Mutex::new(
-        fans.into_iter().map(Some).collect::<Vec<_>>(),
-    ));
-    let outcomes = all_at_once(11, {
-        let fans = std::sync::Arc::clone(&fans);
-        move |i| {
-            let service = service.clone();
-            let fan = (i > 0).then(|| fans.lock().unwrap()[i - 1].take().expect("one task"));
-            let pair = pairs[i.saturating_sub(1)].clone();
-            async move {
-                match fan {
-                    None => {
-                        service.serve_returns(100).await.unwrap();
-                        None
-                    }
-                    Some(mut fan) => {
-                        let _ = fan.claim(section.id, &pair).await;
-                        Some(fan)
-                    }
-                }
-            }
-        }
-    })
-    .await;
-    let mut fans: Vec<Fan> = outcomes.into_iter().flatten().collect();
+    let mut fans = claim_by_hand_while_served(&app, fans, section.id, pairs).await;
     let mut empty_handed = HashSet::new();
     for fan in &mut fans {
         let live: Vec<Hold> = holds_of(fan)
@@ -427,38 +453,15 @@ async fn fans_leave_while_served(app: &TestApp, sale: usize) {
     // Every hold lapses: room for every pair in line.
     lapse(app.pool(), &holders).await;
 
-    let service = app.parts.service.clone();
-    let fans = std::sync::Arc::new(std::sync::Mutex::new(
-        fans.into_iter().map(Some).collect::<Vec<_>>(),
-    ));
-    let outcomes = all_at_once(11, {
-        let fans = std::sync::Arc::clone(&fans);
-        move |i| {
-            let service = service.clone();
-            let fan = (i > 0).then(|| {
-                fans.lock().unwrap()[i - 1]
-                    .take()
-                    .expect("one task per fan")
-            });
-            async move {
-                match fan {
-                    None => {
-                        service.serve_returns(100).await.unwrap();
-                        None
-                    }
-                    Some(mut fan) => {
-                        // Spread over the pass, so leaves land before, during and
-                        // after the claims they race with.
-                        tokio::time::sleep(std::time::Duration::from_millis(20 * i as u64)).await;
-                        let left = leave(&mut fan).await;
-                        Some((left, fan))
-                    }
-                }
-            }
-        }
+    let outcomes = while_served(app, fans, |i, mut fan| async move {
+        // Spread over the pass, so leaves land before, during and after the claims
+        // they race with.
+        tokio::time::sleep(std::time::Duration::from_millis(20 * (i as u64 + 1))).await;
+        let left = leave(&mut fan).await;
+        (left, fan)
     })
     .await;
-    for (left, mut fan) in outcomes.into_iter().flatten() {
+    for (left, mut fan) in outcomes {
         let holds = holds_of(&mut fan).await;
         assert_ne!(
             left,
