@@ -167,7 +167,8 @@ struct ProcessArgs {
     #[arg(long, requires = "replicas", conflicts_with = "faults")]
     kill_mid_sale: bool,
     /// The fault suite (implies --replicas, needs the run's own stores): as the seats
-    /// sell, kill holds mid-request, restart PostgreSQL, make the provider lose the
+    /// sell, kill holds mid-request, restart PostgreSQL (then each private shard's),
+    /// make the provider lose the
     /// answers of charges it took, restart Redis keeping its data, kill payments
     /// mid-request, restart Redis empty, cut payments off from holds, make the provider stall past
     /// payments' timeout, deliver notices twice, out of order and late; then compare
@@ -253,9 +254,9 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
     );
     let outcome = if processes.replicas || processes.faults {
         anyhow::ensure!(
-            !processes.faults || matches!(stores.shard_stores(), ShardStores::None),
-            "--faults restarts the one PostgreSQL of the run: run it without --shards \
-             and --shard"
+            !processes.faults || !matches!(stores.shard_stores(), ShardStores::Given(_)),
+            "--faults restarts every PostgreSQL of the run, the shards' too: give it \
+             private shards (--shards N), not --shard URLs"
         );
         anyhow::ensure!(
             stores.dev_issuer_seed.is_none(),
@@ -282,7 +283,10 @@ async fn onsale(stores: StoreArgs, sale: SaleArgs, processes: ProcessArgs) -> an
         println!("replicas: logs in {}", stack.dir.join("logs").display());
         let deployment = stack.deployment();
         let plan = if processes.faults {
-            Some(Plan::fault_suite(stack.provider_timeout))
+            Some(Plan::fault_suite(
+                stack.provider_timeout,
+                &stack.private_shards(),
+            ))
         } else {
             processes.kill_mid_sale.then(Plan::kill_mid_sale)
         };

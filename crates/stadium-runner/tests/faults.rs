@@ -1,6 +1,7 @@
 //! The fault suite (issue 15, point 5) at a small size: about 2,000 fans buy 500 seats
-//! through the replicas while holds and then payments are killed mid-request,
-//! PostgreSQL and Redis restart under them, the provider loses the answers of charges
+//! through the replicas, every section on a shard of its own PostgreSQL, while holds
+//! and then payments are killed mid-request, the main PostgreSQL, the shard's and Redis
+//! restart under them, the provider loses the answers of charges
 //! it took and stalls past payments' timeout, and notices arrive twice, out of order
 //! and late. The sale must recover from each, sell out with no seat sold twice and no
 //! timely payment refunded, give every fan who confirmed a final answer within the
@@ -15,16 +16,20 @@ mod arena;
 mod replica_sale;
 
 use stadium_runner::ShardStores;
-use stadium_runner::faults::Plan;
+use stadium_runner::faults::{Fault, Plan};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_sale_recovers_from_every_fault_and_the_ledgers_agree() {
-    // The run's own stores: the suite restarts them.
-    let mut stack = replica_sale::start(ShardStores::None).await;
+    // The run's own stores, a shard among them: the suite restarts them.
+    let mut stack = replica_sale::start(ShardStores::Private(1)).await;
     let manifest = arena::arena_csv();
     let config = replica_sale::config(manifest.path(), 13);
     let deployment = stack.deployment();
-    let plan = Plan::fault_suite(stack.provider_timeout);
+    let plan = Plan::fault_suite(stack.provider_timeout, &stack.private_shards());
+    assert!(
+        plan.faults.contains(&Fault::RestartShard("s1".to_owned())),
+        "{plan:?}"
+    );
     let outcome =
         stadium_runner::onsale::run(&deployment, &config, Some((&mut stack, &plan))).await;
     stack.stop().await;

@@ -60,6 +60,10 @@ pub enum Fault {
     /// The run's PostgreSQL stops (fast shutdown: sessions end, open transactions roll
     /// back) and starts again.
     RestartPostgres,
+    /// The PostgreSQL of the run's shard of this name (one of `--shards N`) stops and
+    /// starts again, as [`Fault::RestartPostgres`]: claims of its sections fail
+    /// meanwhile, the others' go on.
+    RestartShard(String),
     /// The run's Redis stops and starts again, with its data or empty.
     RestartRedis(RedisRestart),
     /// The success notices of the last `orders` charges delivered to payments now,
@@ -95,6 +99,7 @@ impl Fault {
                 format!("payments cut off from holds for {} s", lasting.as_secs())
             }
             Self::RestartPostgres => "PostgreSQL restarted (fast shutdown)".to_owned(),
+            Self::RestartShard(name) => format!("PostgreSQL of shard {name} restarted"),
             Self::RestartRedis(RedisRestart::KeepingData) => {
                 "Redis restarted with its data (persistence on)".to_owned()
             }
@@ -124,30 +129,30 @@ impl Plan {
         }
     }
 
-    /// The fault suite: holds killed mid-request, a PostgreSQL restart, charges whose
-    /// answer is lost, a Redis restart keeping its data, payments killed mid-request,
-    /// a Redis restart losing every key (the queue, admissions), payments cut off from
-    /// holds, a provider latency spike past `provider_timeout`,
-    /// and duplicated, reordered and late notices. The stores must be the run's own (they are restarted).
-    pub fn fault_suite(provider_timeout: Duration) -> Self {
-        Self {
-            faults: vec![
-                Fault::Kill(vec!["holds"]),
-                Fault::RestartPostgres,
-                Fault::ProviderFailsAfterCharging { charges: 5 },
-                Fault::RestartRedis(RedisRestart::KeepingData),
-                Fault::Kill(vec!["payments"]),
-                Fault::RestartRedis(RedisRestart::LosingData),
-                Fault::CutPaymentsFromHolds {
-                    lasting: Duration::from_secs(5),
-                },
-                Fault::ProviderSlow {
-                    latency: provider_timeout + Duration::from_secs(1),
-                    lasting: Duration::from_secs(4),
-                },
-                Fault::Notices { orders: 20 },
-            ],
-        }
+    /// The fault suite: holds killed mid-request, a PostgreSQL restart, then one of
+    /// each of `shards` (the run's private shards, by name), charges whose answer is
+    /// lost, a Redis restart keeping its data, payments killed mid-request, a Redis
+    /// restart losing every key (the queue, admissions), payments cut off from holds, a
+    /// provider latency spike past `provider_timeout`, and duplicated, reordered and
+    /// late notices. The stores must be the run's own (they are restarted).
+    pub fn fault_suite(provider_timeout: Duration, shards: &[String]) -> Self {
+        let mut faults = vec![Fault::Kill(vec!["holds"]), Fault::RestartPostgres];
+        faults.extend(shards.iter().cloned().map(Fault::RestartShard));
+        faults.extend([
+            Fault::ProviderFailsAfterCharging { charges: 5 },
+            Fault::RestartRedis(RedisRestart::KeepingData),
+            Fault::Kill(vec!["payments"]),
+            Fault::RestartRedis(RedisRestart::LosingData),
+            Fault::CutPaymentsFromHolds {
+                lasting: Duration::from_secs(5),
+            },
+            Fault::ProviderSlow {
+                latency: provider_timeout + Duration::from_secs(1),
+                lasting: Duration::from_secs(4),
+            },
+            Fault::Notices { orders: 20 },
+        ]);
+        Self { faults }
     }
 }
 
@@ -372,6 +377,10 @@ async fn inject(
         }
         Fault::RestartPostgres => {
             stack.restart_postgres().await?;
+            Ok(Lifted::Done)
+        }
+        Fault::RestartShard(name) => {
+            stack.restart_shard(name).await?;
             Ok(Lifted::Done)
         }
         Fault::RestartRedis(how) => {

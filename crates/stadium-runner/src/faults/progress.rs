@@ -25,11 +25,13 @@ impl<'a> Progress<'a> {
         }
     }
 
-    /// `(seats sold, seats)` of the sale's event, `None` before it exists.
+    /// `(seats sold, seats)` of the sale's event, `None` before it exists: seats sold
+    /// as payments' valid tickets, on the main database whichever shard holds their
+    /// section.
     async fn sold(&self) -> anyhow::Result<Option<(i64, i64)>> {
         sqlx::query_as::<_, (i64, i64)>(
-            "SELECT (SELECT count(*) FROM holds.seat_holds h
-                      WHERE h.event_id = e.event_id AND h.status = 'booked' AND h.kind = 'fan'),
+            "SELECT (SELECT count(*) FROM payments.tickets t
+                      WHERE t.event_id = e.event_id AND t.status = 'valid'),
                     (SELECT count(*) FROM catalog.event_seats s WHERE s.event_id = e.event_id)
                FROM catalog.events e WHERE e.event_id > $1 ORDER BY e.event_id DESC LIMIT 1",
         )

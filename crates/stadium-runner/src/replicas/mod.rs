@@ -665,6 +665,32 @@ impl ProcessStack {
         Ok(())
     }
 
+    /// Restarts the PostgreSQL of the run's private shard `name` under the running
+    /// services (see [`LocalStack::restart_postgres`]).
+    ///
+    /// # Errors
+    /// No private shard of that name (shards given by URL are not the run's to
+    /// restart), or it did not come back.
+    pub async fn restart_shard(&mut self, name: &str) -> anyhow::Result<()> {
+        let shard = self
+            .shards
+            .iter()
+            .position(|shard| shard.name == name)
+            .and_then(|i| self.shard_stacks.get_mut(i))
+            .with_context(|| format!("no private shard named {name} in this run"))?;
+        shard.restart_postgres().await?;
+        Ok(())
+    }
+
+    /// The names of the run's private shards (those it may restart), in order.
+    pub fn private_shards(&self) -> Vec<String> {
+        self.shards
+            .iter()
+            .take(self.shard_stacks.len())
+            .map(|shard| shard.name.clone())
+            .collect()
+    }
+
     /// Restarts the run's own Redis under the running services, keeping or losing its
     /// data (see [`LocalStack::restart_redis`]).
     ///
