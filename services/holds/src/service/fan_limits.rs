@@ -12,8 +12,12 @@
 //! claims racing may both be refused (the fan asks again); neither can stay past the
 //! limit. Between its commit and its release such a hold occupies its seats for a few
 //! milliseconds, and its key is never given to the fan.
+//!
+//! A database that cannot be read (a shard restarting) is left out of the count, with a
+//! warning: an outage of one shard must not stop the claims of every other, which
+//! never needed it. Only seats on the database that was down can then go unseen.
 
-use futures::future::try_join_all;
+use futures::future::join_all;
 
 use crate::domain::{FanId, Hold, Limit};
 use crate::error::Error;
@@ -31,8 +35,8 @@ impl HoldsService {
     ///
     /// # Errors
     /// [`Error::LimitExceeded`] (`holds_per_admission` naming the other hold, or
-    /// `seats_per_fan`) after releasing `hold`; [`Error::Database`] for a failed read
-    /// or release (the hold then lapses with its TTL).
+    /// `seats_per_fan`) after releasing `hold`; [`Error::Database`] for a failed
+    /// release (the hold then lapses with its TTL).
     pub(super) async fn within_fan_limits(
         &self,
         hold: Hold,
@@ -42,11 +46,14 @@ impl HoldsService {
         if self.shards.others().next().is_none() {
             return Ok(hold);
         }
-        let reads = self
-            .shards
-            .all()
-            .map(|(_, pool)| store::fan_totals(pool, hold.event, fan, admission_jti, hold.key));
-        let totals = try_join_all(reads).await?;
+        let reads = self.shards.all().map(|(shard, pool)| async move {
+            let read = store::fan_totals(pool, hold.event, fan, admission_jti, hold.key).await;
+            if let Err(error) = &read {
+                tracing::warn!(shard, %error, "fan's totals unread: that database is left out of the per-fan limits");
+            }
+            read.ok()
+        });
+        let totals: Vec<_> = join_all(reads).await.into_iter().flatten().collect();
         let Some(refusal) = over_limit(&totals) else {
             return Ok(hold);
         };

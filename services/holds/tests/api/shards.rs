@@ -667,3 +667,39 @@ async fn fans_claiming_on_another_database_while_served_keep_one_hold() {
     assert_invariants(&east.pool).await;
     app.stop().await;
 }
+
+/// Whether connections to the database `name` are allowed; refusing them also ends the
+/// open ones (a database down, as far as its clients can tell).
+async fn allow_connections(app: &TestApp, name: &str, allowed: bool) {
+    sqlx::query(&format!(
+        "ALTER DATABASE \"{name}\" ALLOW_CONNECTIONS {allowed}"
+    ))
+    .execute(app.pool())
+    .await
+    .unwrap();
+    if !allowed {
+        sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
+            .bind(name)
+            .execute(app.pool())
+            .await
+            .unwrap();
+    }
+}
+
+/// A shard that cannot be reached does not stop claims of sections elsewhere, though
+/// the per-fan limits read every database: it is left out of the count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_down_does_not_stop_claims_elsewhere() {
+    let (app, east, event) = sharded(1).await;
+    let a = app.sections[0].clone();
+    allow_connections(&app, &east.name, false).await;
+    let mut fan = app.fan("fan-1", &event);
+    let held = fan.claim(a.id, &a.seats[..2]).await;
+    allow_connections(&app, &east.name, true).await;
+    let held = held.expect("a claim on the main database while the shard is down");
+    let live = live_holds(&[app.pool(), &east.pool], &event, "fan-1").await;
+    assert_eq!(live, [(held.hold_key, 2)]);
+    assert_invariants(app.pool()).await;
+    assert_invariants(&east.pool).await;
+    app.stop().await;
+}
