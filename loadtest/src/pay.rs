@@ -122,7 +122,8 @@ enum Double {
     SameRefusal,
     /// Different orders, or an order and a definite refusal: idempotency is broken.
     Inconsistent,
-    /// One still answered a passing failure after its retries (e.g. IN_PROGRESS).
+    /// One still answered a failure that leaves the outcome open after its retries
+    /// (e.g. IN_PROGRESS, or CANCELLED when the server was killed mid-call).
     Unresolved,
 }
 
@@ -130,7 +131,7 @@ fn double_outcome(a: &Result<Order, Status>, b: &Result<Order, Status>) -> Doubl
     match (a, b) {
         (Ok(x), Ok(y)) if x.order_id == y.order_id && !x.order_id.is_empty() => Double::SameOrder,
         (Ok(_), Ok(_)) => Double::Inconsistent,
-        (Err(e), _) | (_, Err(e)) if transient(e) => Double::Unresolved,
+        (Err(e), _) | (_, Err(e)) if left_open(e) => Double::Unresolved,
         (Err(x), Err(y)) if x.code() == y.code() && Reason::of(x) == Reason::of(y) => {
             Double::SameRefusal
         }
@@ -193,10 +194,15 @@ async fn confirm_once(ctx: &Ctx, session: &str, held: &HeldSeats) -> Result<Orde
 pub(crate) fn unsettled(result: &Result<Order, Status>) -> bool {
     match result {
         Ok(order) => order.status == OrderStatus::Pending as i32,
-        Err(status) => {
-            transient(status) || matches!(status.code(), Code::Cancelled | Code::Unknown)
-        }
+        Err(status) => left_open(status),
     }
+}
+
+/// Whether a failed confirm leaves the outcome open: a passing failure, or the call
+/// cut off (CANCELLED or UNKNOWN, which this client never causes itself: the server
+/// or the connection went away mid-call, e.g. a killed replica).
+fn left_open(status: &Status) -> bool {
+    transient(status) || matches!(status.code(), Code::Cancelled | Code::Unknown)
 }
 
 /// Repeats the confirm until payments gives a final answer (at most about a minute),
@@ -313,6 +319,8 @@ mod tests {
             Double::Inconsistent
         );
         assert_eq!(double_outcome(&order("o1"), &busy()), Double::Unresolved);
+        let cut_off = || Err(Status::cancelled("the replica was killed"));
+        assert_eq!(double_outcome(&cut_off(), &order("o1")), Double::Unresolved);
         assert_eq!(
             double_outcome(&expired(), &refusal(Code::NotFound, Reason::HoldNotFound)),
             Double::Inconsistent
