@@ -25,7 +25,7 @@ use stadium_db::retry_transient;
 use stadium_seating::Availability;
 
 use super::gate::ClaimGate;
-use super::{HoldsService, unshared};
+use super::{HoldsService, fan_limits, unshared};
 use crate::domain::best::{BestRequest, Block, EventLayout, Hints, Target};
 use crate::domain::room::Room;
 use crate::domain::{EventId, FanId, Hold, HoldKey, PresaleCode, SectionId};
@@ -143,34 +143,42 @@ impl HoldsService {
         code: Option<&PresaleCode>,
     ) -> Result<Hold, Error> {
         let started = Instant::now();
-        let quantity = usize::try_from(request.quantity).unwrap_or(usize::MAX);
-        let asked = |hold: &Hold| {
-            hold.seats.len() == quantity
-                && match &request.target {
-                    Target::Section(section) => hold.section == *section,
-                    Target::Category(_) => true,
+        let (this, request_owned, fan_owned, jti, code) = (
+            self.clone(),
+            request.clone(),
+            fan.clone(),
+            admission_jti.to_owned(),
+            code.cloned(),
+        );
+        // Detached: once a round may commit, the caller going away cannot stop its check.
+        let result = fan_limits::detached(async move {
+            let (request, fan, admission_jti) = (&request_owned, &fan_owned, jti.as_str());
+            let quantity = usize::try_from(request.quantity).unwrap_or(usize::MAX);
+            let asked = |hold: &Hold| {
+                hold.seats.len() == quantity
+                    && match &request.target {
+                        Target::Section(section) => hold.section == *section,
+                        Target::Category(_) => true,
+                    }
+            };
+            let rounds = match &code {
+                None => this.each_category(request, fan, admission_jti).await,
+                Some(code) => this.channel_rounds(request, fan, admission_jti, code).await,
+            };
+            match rounds {
+                Ok(hold) => this.within_fan_limits(hold, fan, admission_jti).await,
+                Err(Answer::Repeated(key)) => {
+                    let hold = this.made_before(key, fan.as_str(), asked).await?;
+                    this.rechecked(hold, fan, admission_jti).await
                 }
-        };
-        let rounds = match code {
-            None => self.each_category(request, fan, admission_jti).await,
-            Some(code) => self.channel_rounds(request, fan, admission_jti, code).await,
-        };
-        let rounds = match rounds {
-            Ok(hold) => self
-                .within_fan_limits(hold, fan, admission_jti)
-                .await
-                .map_err(Answer::Refused),
-            other => other,
-        };
-        let result = match rounds {
-            Err(Answer::Repeated(key)) => self.made_before(key, fan.as_str(), asked).await,
-            Err(Answer::Refused(refused @ Error::LimitExceeded { .. })) => {
-                self.answered_before(refused, request.event, fan.as_str(), admission_jti, asked)
-                    .await
+                Err(Answer::Refused(refused @ Error::LimitExceeded { .. })) => {
+                    this.answered_before(refused, request.event, fan.as_str(), admission_jti, asked)
+                        .await
+                }
+                Err(Answer::Refused(refused)) => Err(refused),
             }
-            Err(Answer::Refused(refused)) => Err(refused),
-            Ok(hold) => Ok(hold),
-        };
+        })
+        .await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let outcome = match &result {
             Ok(hold) => {

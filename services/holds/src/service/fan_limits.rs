@@ -5,40 +5,61 @@
 //! So, with shards, a fan's hold is checked again after its claim has committed: the
 //! fan's seats and the admission's other live holds are read on every database at once
 //! (one statement each, in parallel), and a hold that takes the fan past a limit is
-//! released at once and its claim refused as the database would have refused it.
-//! Reading after committing is what makes this safe under concurrency: of two claims
-//! that commit on different databases, the one whose reads start last sees the other,
-//! so among the holds that stay, the last to read saw them all within the limits, as
-//! long as every committed hold is checked. Two claims racing may both be refused (the
-//! fan asks again). Between its commit and its release such a hold occupies its seats
-//! for a few milliseconds. Not covered yet (docs/architecture.md, "Not yet"): a caller
-//! gone between commit and check leaves its hold unchecked, and a retry with the same
-//! request id is answered the hold as it stands.
+//! withdrawn at once (`store::withdraw`: released, then its rows removed, so a retry
+//! with the same request id is claimed and checked anew) and its claim refused as the
+//! database would have refused it. Reading after committing is what makes this safe
+//! under concurrency: of two claims that commit on different databases, the one whose
+//! reads start last sees the other, so among the holds that stay, the last to read saw
+//! them all within the limits, as long as every committed hold is checked. Two claims
+//! racing may both be refused (the fan asks again). Between its commit and its
+//! withdrawal such a hold occupies its seats for a few milliseconds.
 //!
-//! A database that cannot be read (a shard restarting) is left out of the count, with a
-//! warning: an outage of one shard must not stop the claims of every other, which
-//! never needed it. Only seats on the database that was down can then go unseen.
+//! Every committed hold is checked: the claim and its check run on a task of their own
+//! (`detached`), so a caller that goes away does not stop them, and a retry that finds
+//! its request's hold still held checks it again (a process killed between commit and
+//! check leaves a hold that only its retry, or its TTL, ends).
+//!
+//! A database that does not answer within [`READ_WAIT`] is probed with a new
+//! connection: one that refuses it (down, restarting) is left out of the count, with a
+//! warning, since an outage of one shard must not stop the claims of every other, and
+//! only seats on the database that is down can go unseen. One that is up but busy is
+//! not left out: the claim is withdrawn and refused as retryable (`UNAVAILABLE`), since
+//! counting without it could let a fan past a limit.
+
+use std::future::Future;
+use std::time::Duration;
 
 use futures::future::join_all;
+use sqlx::{Connection, PgConnection, PgPool};
+use tracing::Instrument;
 
-use crate::domain::{FanId, Hold, Limit};
+use crate::domain::{EventId, FanId, Hold, HoldKey, HoldStatus, Limit};
 use crate::error::Error;
 use crate::store;
 
 use super::HoldsService;
 
-/// Who releases a hold past a limit, in the seat history.
+/// Who withdraws a hold past a limit, in the seat history.
 const ACTOR: &str = "holds: over a per-fan limit across shards";
+
+/// How long the count waits for one database's totals: what a shard that is down
+/// costs every fan's claim, at most (and [`PROBE_WAIT`] more).
+const READ_WAIT: Duration = Duration::from_millis(500);
+
+/// How long a probe of a database that did not answer in time waits to connect.
+const PROBE_WAIT: Duration = Duration::from_millis(250);
 
 impl HoldsService {
     /// `hold`, just claimed by `fan` with admission `admission_jti`, if the fan stays
     /// within the event's limits counted on every database; without shards, `hold` as
-    /// it is (the claim itself counted everything).
+    /// it is (the claim itself counted everything). A hold that cannot be withdrawn
+    /// (its payment started) stands and is the answer.
     ///
     /// # Errors
     /// [`Error::LimitExceeded`] (`holds_per_admission` naming the other hold, or
-    /// `seats_per_fan`) after releasing `hold`; [`Error::Database`] for a failed
-    /// release (the hold then lapses with its TTL).
+    /// `seats_per_fan`) after withdrawing `hold`; [`Error::Database`] when a database
+    /// that is up did not give its count (after withdrawing `hold`: retryable), or for
+    /// a failed withdrawal (the hold then lapses with its TTL).
     pub(super) async fn within_fan_limits(
         &self,
         hold: Hold,
@@ -48,21 +69,102 @@ impl HoldsService {
         if self.shards.others().next().is_none() {
             return Ok(hold);
         }
-        let reads = self.shards.all().map(|(shard, pool)| async move {
-            let read = store::fan_totals(pool, hold.event, fan, admission_jti, hold.key).await;
-            if let Err(error) = &read {
-                tracing::warn!(shard, %error, "fan's totals unread: that database is left out of the per-fan limits");
-            }
-            read.ok()
+        let reads = self.shards.all().map(|(shard, pool)| {
+            read_totals(shard, pool, hold.event, fan, admission_jti, hold.key)
         });
-        let totals: Vec<_> = join_all(reads).await.into_iter().flatten().collect();
-        let Some(refusal) = over_limit(&totals) else {
-            return Ok(hold);
+        let counted: Result<Vec<_>, Error> = join_all(reads).await.into_iter().collect();
+        let refusal = match counted {
+            Ok(totals) => {
+                let totals: Vec<_> = totals.into_iter().flatten().collect();
+                match over_limit(&totals) {
+                    None => return Ok(hold),
+                    Some(refusal) => refusal,
+                }
+            }
+            Err(unsure) => unsure,
         };
-        tracing::info!(hold_key = %hold.key, %refusal, "released: past a per-fan limit across shards");
-        self.admin_release(hold.key, store::ReleaseScope::Any, ACTOR)
-            .await?;
+        if !self.withdraw(hold.key, ACTOR).await? {
+            return Ok(hold);
+        }
+        tracing::info!(hold_key = %hold.key, %refusal, "withdrawn: past a per-fan limit across shards, or not counted");
         Err(refusal)
+    }
+
+    /// `hold`, made earlier by the same request id and found again by its retry, checked
+    /// again as [`Self::within_fan_limits`] when it is still held: its first check may
+    /// never have run (the process was killed between the commit and the check).
+    ///
+    /// # Errors
+    /// As [`Self::within_fan_limits`].
+    pub(super) async fn rechecked(
+        &self,
+        hold: Hold,
+        fan: &FanId,
+        admission_jti: &str,
+    ) -> Result<Hold, Error> {
+        if hold.status == HoldStatus::Held && hold.expires_in_ms > 0 {
+            self.within_fan_limits(hold, fan, admission_jti).await
+        } else {
+            Ok(hold)
+        }
+    }
+}
+
+/// Runs `work` on a task of its own and waits for it: dropping the waiting future (a
+/// cancelled call) does not stop the work. A panic in `work` is resumed here.
+pub(super) async fn detached<T: Send + 'static>(
+    work: impl Future<Output = T> + Send + 'static,
+) -> T {
+    match tokio::spawn(work.in_current_span()).await {
+        Ok(value) => value,
+        Err(error) => std::panic::resume_unwind(error.into_panic()),
+    }
+}
+
+/// `fan`'s totals on one database; `None` when the database is down (left out).
+///
+/// # Errors
+/// The read's error (or a pool timeout) when the database is up but did not answer
+/// within [`READ_WAIT`].
+async fn read_totals(
+    shard: &str,
+    pool: &PgPool,
+    event: EventId,
+    fan: &FanId,
+    admission_jti: &str,
+    hold: HoldKey,
+) -> Result<Option<store::FanTotals>, Error> {
+    let read = tokio::time::timeout(
+        READ_WAIT,
+        store::fan_totals(pool, event, fan, admission_jti, hold),
+    )
+    .await;
+    let error = match read {
+        Ok(Ok(totals)) => return Ok(Some(totals)),
+        Ok(Err(error)) => error,
+        Err(_) => Error::Database(sqlx::Error::PoolTimedOut),
+    };
+    if refuses_connections(pool).await {
+        tracing::warn!(shard, %error, "fan's totals unread, the database is down: it is left out of the per-fan limits");
+        Ok(None)
+    } else {
+        tracing::warn!(shard, %error, "fan's totals unread from a database that is up: the claim is refused, retryably");
+        Err(error)
+    }
+}
+
+/// Whether a new connection to `pool`'s database fails within [`PROBE_WAIT`] (refused,
+/// not accepting connections, shutting down): the database is down, not busy. A
+/// connection that does not answer in time counts as busy.
+async fn refuses_connections(pool: &PgPool) -> bool {
+    let options = pool.connect_options();
+    match tokio::time::timeout(PROBE_WAIT, PgConnection::connect_with(&options)).await {
+        Ok(Ok(connection)) => {
+            tokio::spawn(connection.close());
+            false
+        }
+        Ok(Err(_)) => true,
+        Err(_) => false,
     }
 }
 

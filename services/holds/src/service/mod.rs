@@ -163,44 +163,7 @@ impl HoldsService {
         code: Option<&PresaleCode>,
     ) -> Result<Hold, Error> {
         let started = Instant::now();
-        let result = self.claim_on_shard(claim, code).await;
-        if let Err(error) = &result
-            && error.is_stale_route()
-        {
-            self.shards.forget(claim.event.get()).await;
-        }
-        let result = match (result, &claim.claimant) {
-            (Ok(store::Claimed::Held(outcome)), Claimant::Fan { fan, admission_jti }) => self
-                .within_fan_limits(outcome.hold, fan, admission_jti)
-                .await
-                .map(|hold| {
-                    store::Claimed::Held(store::ClaimOutcome {
-                        hold,
-                        expired_on_the_way: outcome.expired_on_the_way,
-                    })
-                }),
-            (other, _) => other,
-        };
-        let asked =
-            |hold: &Hold| hold.section == claim.section && hold.seats == claim.seats.as_slice();
-        let made_before = |hold| {
-            store::Claimed::Held(store::ClaimOutcome {
-                hold,
-                expired_on_the_way: 0,
-            })
-        };
-        let result = match (result, &claim.claimant) {
-            (Ok(store::Claimed::Repeated(key)), Claimant::Fan { fan, .. }) => self
-                .made_before(key, fan.as_str(), asked)
-                .await
-                .map(made_before),
-            (Err(refused @ Error::LimitExceeded { .. }), Claimant::Fan { fan, admission_jti }) => {
-                self.answered_before(refused, claim.event, fan.as_str(), admission_jti, asked)
-                    .await
-                    .map(made_before)
-            }
-            (other, _) => other,
-        };
+        let result = self.claim_checked(claim, code).await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let place = self.place(claim.event, Some(claim.section)).await;
         match result {
@@ -428,6 +391,71 @@ impl HoldsService {
             conn, key, scope, actor
         ));
         shards::moved_or(&self.shards, pool, key, released).await
+    }
+
+    /// The claim on its section's database, and a fan's answer settled: a new hold
+    /// checked against the per-fan limits across shards (`fan_limits`), a retry
+    /// answered by the hold its request id made (checked again while held), a
+    /// `holds_per_admission` refusal answered by the admission's hold when it is what was
+    /// asked (`repeated`). Runs detached: once the claim may commit, the caller going
+    /// away cannot stop its check.
+    ///
+    /// # Errors
+    /// As [`Self::claim`].
+    async fn claim_checked(
+        &self,
+        claim: &Claim,
+        code: Option<&PresaleCode>,
+    ) -> Result<store::Claimed, Error> {
+        let (this, claim, code) = (self.clone(), claim.clone(), code.cloned());
+        fan_limits::detached(async move {
+            let result = this.claim_on_shard(&claim, code.as_ref()).await;
+            if let Err(error) = &result
+                && error.is_stale_route()
+            {
+                this.shards.forget(claim.event.get()).await;
+            }
+            let Claimant::Fan { fan, admission_jti } = &claim.claimant else {
+                return result;
+            };
+            let asked =
+                |hold: &Hold| hold.section == claim.section && hold.seats == claim.seats.as_slice();
+            let hold = match result {
+                Ok(store::Claimed::Held(outcome)) => {
+                    let hold = this.within_fan_limits(outcome.hold, fan, admission_jti);
+                    return hold.await.map(|hold| {
+                        store::Claimed::Held(store::ClaimOutcome {
+                            hold,
+                            expired_on_the_way: outcome.expired_on_the_way,
+                        })
+                    });
+                }
+                Ok(store::Claimed::Repeated(key)) => {
+                    let hold = this.made_before(key, fan.as_str(), asked).await?;
+                    this.rechecked(hold, fan, admission_jti).await?
+                }
+                Err(refused @ Error::LimitExceeded { .. }) => {
+                    this.answered_before(refused, claim.event, fan.as_str(), admission_jti, asked)
+                        .await?
+                }
+                other => return other,
+            };
+            Ok(store::Claimed::Held(store::ClaimOutcome {
+                hold,
+                expired_on_the_way: 0,
+            }))
+        })
+        .await
+    }
+
+    /// Withdraws the fan hold `key`, which the service refuses after its claim committed
+    /// (`store::withdraw`, by `actor`); whether it was withdrawn.
+    ///
+    /// # Errors
+    /// [`Error::Database`]; as `shards::for_key`.
+    async fn withdraw(&self, key: HoldKey, actor: &str) -> Result<bool, Error> {
+        let pool = shards::for_key(&self.shards, key).await?;
+        in_tx!(self, pool, |conn| store::withdraw(conn, key, actor))
     }
 
     /// Marks lapsed holds expired on every database in batches of `batch` rows, one

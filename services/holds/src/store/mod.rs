@@ -22,6 +22,7 @@ pub mod section_load;
 mod section_seats;
 pub mod statements;
 mod sweep;
+mod withdraw;
 
 pub use best::{BestOutcome, claim_best};
 pub use channel_best::{channel_free_seats, claim_best_with_code};
@@ -39,6 +40,7 @@ pub use returns::{
 };
 pub use section_seats::section_seats;
 pub use sweep::{Swept, sweep_expired};
+pub use withdraw::withdraw;
 
 use crate::domain::{EventId, Hold, HoldKey, HoldKind, HoldStatus, SeatId, SectionId};
 use crate::error::Error;

@@ -11,6 +11,7 @@ mod gate;
 mod history;
 mod keys;
 mod lifecycle;
+mod limits_across_shards;
 mod mode;
 mod payment_window;
 mod plans;

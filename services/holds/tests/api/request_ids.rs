@@ -14,14 +14,14 @@ use crate::support::{EventSettings, TestApp, active_counts, assert_invariants, b
 
 /// `fan`'s claim of `seats` of `section` with `request_id`, under a new admission token
 /// each time (so only the request id can tie a retry to its claim).
-fn claim(
+pub(crate) fn claim(
     app: &TestApp,
     event: &str,
     fan: &str,
     section: u64,
     seats: &[u64],
     request_id: &str,
-) -> impl Future<Output = Result<Hold, Status>> + Send + 'static {
+) -> impl Future<Output = Result<Hold, Status>> + Send + 'static + use<> {
     let request = ClaimSeatsRequest {
         admission_token: app.issuers.admission_token(fan, event),
         event_id: event.to_owned(),
