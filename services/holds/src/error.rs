@@ -92,6 +92,16 @@ pub enum Error {
         /// Milliseconds to wait before asking again.
         retry_after_ms: u64,
     },
+    /// With sections on several databases, the claim's request id made a hold on
+    /// another database at the same time; this claim's hold was withdrawn
+    /// (`ABORTED`/`IN_PROGRESS`, metadata `hold_key`: the request's other hold, when
+    /// one was seen). Retry with the same request id: it is answered the request's
+    /// hold that stays, or claims anew when none does.
+    #[error("a claim of this request id holds on another database; retry")]
+    RequestInProgress {
+        /// The other hold of the request, when one was seen.
+        hold: Option<HoldKey>,
+    },
     /// A per-claim, per-fan or per-admission limit would be exceeded.
     #[error("limit {} exceeded (max {max})", limit.as_str())]
     LimitExceeded {
@@ -229,6 +239,7 @@ impl ServiceError for Error {
                 (Code::AlreadyExists, Reason::SeatTaken)
             }
             Self::Contention => (Code::Aborted, Reason::Contention),
+            Self::RequestInProgress { .. } => (Code::Aborted, Reason::InProgress),
             Self::Overloaded { .. } => (Code::ResourceExhausted, Reason::Overloaded),
             Self::LimitExceeded { .. } => (Code::ResourceExhausted, Reason::LimitExceeded),
             Self::RequestIdReused { .. } => {
@@ -315,6 +326,10 @@ impl ServiceError for Error {
             Self::Overloaded { retry_after_ms } => {
                 vec![("retry_after_ms".into(), retry_after_ms.to_string())]
             }
+            Self::RequestInProgress { hold } => hold
+                .iter()
+                .map(|key| ("hold_key".into(), key.to_string()))
+                .collect(),
             Self::RequestIdReused { hold } => vec![
                 ("field".into(), "request_id".into()),
                 ("hold_key".into(), hold.to_string()),

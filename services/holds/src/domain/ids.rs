@@ -156,6 +156,12 @@ impl HoldKey {
         Self::stamped(bytes, event, section)
     }
 
+    /// A key of the family of the holds `fan`'s claims with `request` make in `event`,
+    /// whatever their section: what a probe for the request's holds looks for.
+    pub fn request_family(event: EventId, fan: &FanId, request: &RequestId) -> Self {
+        Self::for_request(event, fan, request, SectionId(1))
+    }
+
     /// `family`'s first 60 bits with the route of (`event`, `section`) after them,
     /// as a version 8 UUID; no route (zeros) when an id is too large to carry.
     fn stamped(family: [u8; 16], event: EventId, section: SectionId) -> Self {

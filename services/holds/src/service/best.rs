@@ -161,15 +161,24 @@ impl HoldsService {
                         Target::Category(_) => true,
                     }
             };
+            if let Some(made) = this
+                .made_for_request(request.event, fan, request.request.as_ref())
+                .await?
+            {
+                return this.answer_repeated(made, fan, admission_jti, asked).await;
+            }
             let rounds = match &code {
                 None => this.each_category(request, fan, admission_jti).await,
                 Some(code) => this.channel_rounds(request, fan, admission_jti, code).await,
             };
             match rounds {
-                Ok(hold) => this.within_fan_limits(hold, fan, admission_jti).await,
+                Ok(hold) => {
+                    let with_request = request.request.is_some();
+                    let hold = this.only_hold_of_request(hold, with_request).await?;
+                    this.within_fan_limits(hold, fan, admission_jti).await
+                }
                 Err(Answer::Repeated(key)) => {
-                    let hold = this.made_before(key, fan.as_str(), asked).await?;
-                    this.rechecked(hold, fan, admission_jti).await
+                    this.answer_repeated(key, fan, admission_jti, asked).await
                 }
                 Err(Answer::Refused(refused @ Error::LimitExceeded { .. })) => {
                     this.answered_before(refused, request.event, fan.as_str(), admission_jti, asked)

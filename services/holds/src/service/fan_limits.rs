@@ -124,8 +124,7 @@ pub(super) async fn detached<T: Send + 'static>(
 /// `fan`'s totals on one database; `None` when the database is down (left out).
 ///
 /// # Errors
-/// The read's error (or a pool timeout) when the database is up but did not answer
-/// within [`READ_WAIT`].
+/// As [`read_unless_down`].
 async fn read_totals(
     shard: &str,
     pool: &PgPool,
@@ -134,21 +133,32 @@ async fn read_totals(
     admission_jti: &str,
     hold: HoldKey,
 ) -> Result<Option<store::FanTotals>, Error> {
-    let read = tokio::time::timeout(
-        READ_WAIT,
-        store::fan_totals(pool, event, fan, admission_jti, hold),
-    )
-    .await;
-    let error = match read {
-        Ok(Ok(totals)) => return Ok(Some(totals)),
+    let read = store::fan_totals(pool, event, fan, admission_jti, hold);
+    read_unless_down(shard, pool, read).await
+}
+
+/// `read` on the database of `pool` (`shard`), or `None` when it does not answer
+/// within [`READ_WAIT`] and refuses a new connection (down, restarting: left out,
+/// with a warning).
+///
+/// # Errors
+/// The read's error (or a pool timeout) when the database is up but did not answer
+/// within [`READ_WAIT`].
+pub(super) async fn read_unless_down<T>(
+    shard: &str,
+    pool: &PgPool,
+    read: impl Future<Output = Result<T, Error>>,
+) -> Result<Option<T>, Error> {
+    let error = match tokio::time::timeout(READ_WAIT, read).await {
+        Ok(Ok(value)) => return Ok(Some(value)),
         Ok(Err(error)) => error,
         Err(_) => Error::Database(sqlx::Error::PoolTimedOut),
     };
     if refuses_connections(pool).await {
-        tracing::warn!(shard, %error, "fan's totals unread, the database is down: it is left out of the per-fan limits");
+        tracing::warn!(shard, %error, "unread, the database is down: it is left out of the checks across shards");
         Ok(None)
     } else {
-        tracing::warn!(shard, %error, "fan's totals unread from a database that is up: the claim is refused, retryably");
+        tracing::warn!(shard, %error, "unread from a database that is up: the claim is refused, retryably");
         Err(error)
     }
 }

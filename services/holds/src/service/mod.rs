@@ -11,6 +11,7 @@ mod coalesce;
 mod fan_limits;
 mod gate;
 mod repeated;
+mod request_family;
 mod returns;
 mod similar;
 
@@ -409,6 +410,22 @@ impl HoldsService {
     ) -> Result<store::Claimed, Error> {
         let (this, claim, code) = (self.clone(), claim.clone(), code.cloned());
         fan_limits::detached(async move {
+            let asked =
+                |hold: &Hold| hold.section == claim.section && hold.seats == claim.seats.as_slice();
+            let held = |hold, expired_on_the_way| {
+                store::Claimed::Held(store::ClaimOutcome {
+                    hold,
+                    expired_on_the_way,
+                })
+            };
+            if let Claimant::Fan { fan, admission_jti } = &claim.claimant
+                && let Some(made) = this
+                    .made_for_request(claim.event, fan, claim.request.as_ref())
+                    .await?
+            {
+                let hold = this.answer_repeated(made, fan, admission_jti, asked);
+                return Ok(held(hold.await?, 0));
+            }
             let result = this.claim_on_shard(&claim, code.as_ref()).await;
             if let Err(error) = &result
                 && error.is_stale_route()
@@ -418,32 +435,29 @@ impl HoldsService {
             let Claimant::Fan { fan, admission_jti } = &claim.claimant else {
                 return result;
             };
-            let asked =
-                |hold: &Hold| hold.section == claim.section && hold.seats == claim.seats.as_slice();
-            let hold = match result {
+            match result {
                 Ok(store::Claimed::Held(outcome)) => {
-                    let hold = this.within_fan_limits(outcome.hold, fan, admission_jti);
-                    return hold.await.map(|hold| {
-                        store::Claimed::Held(store::ClaimOutcome {
-                            hold,
-                            expired_on_the_way: outcome.expired_on_the_way,
-                        })
-                    });
+                    let with_request = claim.request.is_some();
+                    let hold = this.only_hold_of_request(outcome.hold, with_request);
+                    let hold = this.within_fan_limits(hold.await?, fan, admission_jti);
+                    Ok(held(hold.await?, outcome.expired_on_the_way))
                 }
                 Ok(store::Claimed::Repeated(key)) => {
-                    let hold = this.made_before(key, fan.as_str(), asked).await?;
-                    this.rechecked(hold, fan, admission_jti).await?
+                    let hold = this.answer_repeated(key, fan, admission_jti, asked);
+                    Ok(held(hold.await?, 0))
                 }
                 Err(refused @ Error::LimitExceeded { .. }) => {
-                    this.answered_before(refused, claim.event, fan.as_str(), admission_jti, asked)
-                        .await?
+                    let hold = this.answered_before(
+                        refused,
+                        claim.event,
+                        fan.as_str(),
+                        admission_jti,
+                        asked,
+                    );
+                    Ok(held(hold.await?, 0))
                 }
-                other => return other,
-            };
-            Ok(store::Claimed::Held(store::ClaimOutcome {
-                hold,
-                expired_on_the_way: 0,
-            }))
+                other => other,
+            }
         })
         .await
     }

@@ -13,7 +13,7 @@
 //! `ListHolds`) instead of waiting for it to lapse.
 
 use super::HoldsService;
-use crate::domain::{EventId, Hold, HoldKey, Limit};
+use crate::domain::{EventId, FanId, Hold, HoldKey, Limit};
 use crate::error::Error;
 use crate::store;
 
@@ -56,6 +56,27 @@ impl HoldsService {
                 hold: other.map(|hold| hold.key),
             }),
         }
+    }
+
+    /// The hold `key` that `fan`'s request id made before, as [`Self::made_before`],
+    /// when no other hold of the request is on another database (`uncontested`),
+    /// checked again against the per-fan limits while held (`rechecked`).
+    ///
+    /// # Errors
+    /// As [`Self::made_before`], `uncontested` and `within_fan_limits`.
+    pub(super) async fn answer_repeated(
+        &self,
+        key: HoldKey,
+        fan: &FanId,
+        admission_jti: &str,
+        asked: impl Fn(&Hold) -> bool,
+    ) -> Result<Hold, Error> {
+        let hold = self
+            .made_before(key, fan.as_str(), asked)
+            .await
+            .map_err(|error| self.withdrawn_meanwhile(key, error))?;
+        let hold = self.uncontested(hold).await?;
+        self.rechecked(hold, fan, admission_jti).await
     }
 
     /// The hold `key` of `fan`, made by an earlier claim with the same request id,

@@ -19,7 +19,11 @@ use crate::support::{EventSettings, Fan, TestApp, assert_invariants, reason};
 
 /// The live holds of `fan` of `event` on every one of `pools`: hold key and seats,
 /// sorted by key.
-async fn live_holds(pools: &[&sqlx::PgPool], event: &str, fan: &str) -> Vec<(String, i64)> {
+pub(crate) async fn live_holds(
+    pools: &[&sqlx::PgPool],
+    event: &str,
+    fan: &str,
+) -> Vec<(String, i64)> {
     let mut live = Vec::new();
     for pool in pools {
         let rows: Vec<(String, i64)> = sqlx::query_as(

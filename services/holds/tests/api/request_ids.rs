@@ -2,6 +2,7 @@
 //! admission token, gets the hold the first made and nothing more is held, whatever
 //! that hold's status now; the same id for another claim is refused; a refused claim
 //! may be retried with its id; a malformed id is refused before anything is written.
+//! With sections on two databases, a request id keeps one hold across both.
 
 use stadium_kit::Reason;
 use stadium_kit::status::error_info;
@@ -238,5 +239,84 @@ async fn a_malformed_request_id_is_refused_and_writes_nothing() {
         assert_eq!(error_info(&status).unwrap().metadata["field"], "request_id");
     }
     assert_eq!(active_counts(app.pool(), &event).await.0, 0);
+    app.stop().await;
+}
+
+/// The keys of the live holds of `fan` of `event` on the main database and `east`.
+async fn live_on_both(app: &TestApp, east: &sqlx::PgPool, event: &str, fan: &str) -> Vec<String> {
+    let live = crate::limits_across_shards::live_holds(&[app.pool(), east], event, fan).await;
+    live.into_iter().map(|(key, _)| key).collect()
+}
+
+/// With section B on another database, a request id that holds seats of A is not used
+/// again for B there: the retry naming B finds the request's hold on the main database
+/// and is refused as a reused id, and nothing is written on the shard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_holding_on_one_database_is_not_used_again_on_another() {
+    let (app, east, event) = crate::shards::sharded(1).await;
+    let (a, b) = (app.sections[0].clone(), app.sections[1].clone());
+    let held = claim(&app, &event, "fan-1", a.id, &a.seats[..2], "r-1")
+        .await
+        .unwrap();
+    let again = claim(&app, &event, "fan-1", a.id, &a.seats[..2], "r-1")
+        .await
+        .unwrap();
+    assert_eq!(again.hold_key, held.hold_key);
+    let reused = claim(&app, &event, "fan-1", b.id, &b.seats[..2], "r-1")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        reason(&reused, Code::FailedPrecondition),
+        Reason::IdempotencyKeyReused
+    );
+    assert_eq!(
+        error_info(&reused).unwrap().metadata["hold_key"],
+        held.hold_key
+    );
+    assert_eq!(
+        live_on_both(&app, &east.pool, &event, "fan-1").await,
+        [held.hold_key]
+    );
+    let (rows,): (i64,) = sqlx::query_as("SELECT count(*) FROM holds.seat_holds")
+        .fetch_one(&east.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+    app.stop().await;
+}
+
+/// Sixteen sends of one request id at once, each under a new admission, alternating
+/// between a section on the main database and one on the shard: at most one hold of
+/// the request stays across both, every answer that is a hold names it, and the others
+/// are refused as the request's (reused id, or in progress on the other database).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_request_id_sent_at_once_to_two_databases_keeps_one_hold() {
+    let (app, east, event) = crate::shards::sharded(1).await;
+    let (a, b) = (app.sections[0].clone(), app.sections[1].clone());
+    let answers = all_at_once(16, |i| {
+        let (section, seats) = if i % 2 == 0 {
+            (a.id, a.seats[..2].to_vec())
+        } else {
+            (b.id, b.seats[..2].to_vec())
+        };
+        claim(&app, &event, "fan-1", section, &seats, "r-2")
+    })
+    .await;
+    let live = live_on_both(&app, &east.pool, &event, "fan-1").await;
+    assert!(live.len() <= 1, "{live:?}");
+    for answer in &answers {
+        match answer {
+            Ok(hold) => assert_eq!(std::slice::from_ref(&hold.hold_key), live.as_slice()),
+            Err(status) => assert!(
+                matches!(
+                    Reason::of(status),
+                    Some(Reason::IdempotencyKeyReused | Reason::InProgress)
+                ),
+                "{status:?}"
+            ),
+        }
+    }
+    assert_invariants(app.pool()).await;
+    assert_invariants(&east.pool).await;
     app.stop().await;
 }
