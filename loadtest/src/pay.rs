@@ -241,6 +241,11 @@ async fn count_payment(
     let stats = &ctx.stats;
     let seats = held.seats();
     let result = resolve(ctx, session, held, result, rng).await;
+    if unsettled(&result) {
+        // Still open after about a minute of asking (payments' recovery finishes it):
+        // the fan looks the order up later, as one who walked away does.
+        return final_answer::walk_away(ctx, session, held, started).await;
+    }
     final_answer::record(ctx, started, &result);
     ctx.hold_ended(seats);
     match result {
