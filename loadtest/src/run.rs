@@ -150,6 +150,7 @@ fn point(
         waiting: queue.map_or(0, |q| q.waiting),
         fans_per_minute: queue.map_or(0, |q| q.fans_per_minute),
         redis_used_bytes: redis_used.unwrap_or(0),
+        inventory_fresh: queue.is_some_and(|q| q.inventory.is_some()),
     }
 }
 

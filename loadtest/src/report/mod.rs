@@ -51,6 +51,10 @@ pub struct TimelinePoint {
     /// Redis's `used_memory`, bytes (0 when not read).
     #[serde(default)]
     pub redis_used_bytes: u64,
+    /// Whether the waiting room had a fresh inventory report of the event (the seats
+    /// its admission is capped by); false when it had none or did not answer.
+    #[serde(default)]
+    pub inventory_fresh: bool,
 }
 
 /// Late payers: fans who confirmed after their hold lapsed.
@@ -309,6 +313,7 @@ pub(crate) mod tests {
                     waiting: 2_000 - i * 45,
                     fans_per_minute: 12_000,
                     redis_used_bytes: 1_000_000 + i * 2_000,
+                    inventory_fresh: true,
                 })
                 .collect(),
             queue: QueueSummary {
@@ -320,6 +325,7 @@ pub(crate) mod tests {
                 peak_admitted_per_s: 180.0,
                 samples_over_rate: 0,
                 redis_bytes_per_fan: Some(80.0),
+                longest_without_inventory: None,
             },
             memory: Some(MemoryReport {
                 processes: vec![ProcessMemory {

@@ -32,6 +32,12 @@ pub struct QueueSummary {
     /// allocator reuse hide the queue's share: nothing can be said per fan).
     #[serde(default)]
     pub redis_bytes_per_fan: Option<f64>,
+    /// The longest stretch, after the first fresh inventory report and while fans
+    /// still waited, over which the waiting room had no fresh report (its admission
+    /// then keeps to the rate alone): (ms, ms after the start it began); `None` when
+    /// every such sample had one.
+    #[serde(default)]
+    pub longest_without_inventory: Option<(u64, u64)>,
 }
 
 impl QueueSummary {
@@ -73,6 +79,7 @@ impl QueueSummary {
             summary.joined = last.joined;
             summary.rate_per_s = f64::from(last.fans_per_minute) / 60.0;
         }
+        summary.longest_without_inventory = longest_without_inventory(&samples);
         // The bound counts from the sample before the first admission: admission can
         // only have started after it.
         if let Some(start) = samples.iter().rposition(|p| p.admitted == 0) {
@@ -88,6 +95,37 @@ impl QueueSummary {
         }
         summary
     }
+}
+
+/// See [`QueueSummary::longest_without_inventory`]: a stretch runs from the first
+/// sample without a fresh report to the next one with it (or to the last sample with
+/// fans waiting).
+fn longest_without_inventory(samples: &[&TimelinePoint]) -> Option<(u64, u64)> {
+    let first = samples.iter().position(|p| p.inventory_fresh)?;
+    let end = samples.iter().rposition(|p| p.waiting > 0)?;
+    let mut longest: Option<(u64, u64)> = None;
+    let mut since = None;
+    for p in samples.get(first..=end)? {
+        match (p.inventory_fresh, since) {
+            (true, Some(from)) => {
+                since = None;
+                let gap = p.t_ms.saturating_sub(from);
+                if longest.is_none_or(|(ms, _)| gap > ms) {
+                    longest = Some((gap, from));
+                }
+            }
+            (true, None) => {}
+            (false, None) => since = Some(p.t_ms),
+            (false, Some(_)) => {}
+        }
+    }
+    if let Some(from) = since {
+        let gap = samples[end].t_ms.saturating_sub(from);
+        if longest.is_none_or(|(ms, _)| gap > ms) {
+            longest = Some((gap, from));
+        }
+    }
+    longest
 }
 
 #[cfg(test)]
@@ -170,5 +208,38 @@ mod tests {
         // 20 admitted 1 s after the last sample with none: 10/s allows 11.
         assert_eq!(s.samples_over_rate, 2);
         assert_eq!(s.peak_admitted_per_s, 20.0);
+    }
+
+    #[test]
+    fn the_longest_stretch_without_a_fresh_inventory_report_is_found() {
+        let at = |t_ms, inventory_fresh, waiting| TimelinePoint {
+            inventory_fresh,
+            ..sample(t_ms, 100, waiting, 0)
+        };
+        let timeline = [
+            at(0, false, 100), // before the first report: not counted
+            at(1_000, true, 100),
+            at(2_000, false, 90),
+            at(3_000, true, 80),
+            at(4_000, false, 70),
+            at(5_000, false, 60),
+            at(6_500, true, 50),
+            at(7_000, false, 0), // nobody waits any more: not counted
+        ];
+        assert_eq!(
+            QueueSummary::from_timeline(&timeline).longest_without_inventory,
+            Some((2_500, 4_000))
+        );
+        let fresh: Vec<TimelinePoint> = timeline
+            .iter()
+            .map(|p| TimelinePoint {
+                inventory_fresh: true,
+                ..*p
+            })
+            .collect();
+        assert_eq!(
+            QueueSummary::from_timeline(&fresh).longest_without_inventory,
+            None
+        );
     }
 }

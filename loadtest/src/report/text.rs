@@ -87,6 +87,19 @@ impl RunReport {
         )?;
         row(
             out,
+            "inventory report",
+            match q.longest_without_inventory {
+                None => "fresh at every sample while fans waited".into(),
+                Some((ms, from_ms)) => format!(
+                    "none fresh for up to {:.1} s (from {:.1} s after the start): admission \
+                     kept to the rate alone",
+                    ms as f64 / 1_000.0,
+                    from_ms as f64 / 1_000.0
+                ),
+            },
+        )?;
+        row(
+            out,
             "Redis per fan in the store",
             q.redis_bytes_per_fan.map_or_else(
                 || "not measured".into(),
