@@ -20,7 +20,8 @@
 //! check leaves a hold that only its retry, or its TTL, ends).
 //!
 //! A database that does not answer within [`READ_WAIT`] is probed with a new
-//! connection: one that refuses it (down, restarting) is left out of the count, with a
+//! connection: one that refuses it as a database that is down does (no server, shutting
+//! down or starting up, not accepting connections) is left out of the count, with a
 //! warning, since an outage of one shard must not stop the claims of every other, and
 //! only seats on the database that is down can go unseen. One that is up but busy is
 //! not left out: the claim is withdrawn and refused as retryable (`UNAVAILABLE`), since
@@ -53,7 +54,8 @@ impl HoldsService {
     /// `hold`, just claimed by `fan` with admission `admission_jti`, if the fan stays
     /// within the event's limits counted on every database; without shards, `hold` as
     /// it is (the claim itself counted everything). A hold that cannot be withdrawn
-    /// (its payment started) stands and is the answer.
+    /// (its payment started) stands and is the answer; one already withdrawn (another
+    /// check of it, a retry's) is refused as if withdrawn here.
     ///
     /// # Errors
     /// [`Error::LimitExceeded`] (`holds_per_admission` naming the other hold, or
@@ -83,7 +85,7 @@ impl HoldsService {
             }
             Err(unsure) => unsure,
         };
-        if !self.withdraw(hold.key, ACTOR).await? {
+        if self.withdraw(hold.key, ACTOR).await? == store::Withdrawal::Kept {
             return Ok(hold);
         }
         tracing::info!(hold_key = %hold.key, %refusal, "withdrawn: past a per-fan limit across shards, or not counted");
@@ -163,9 +165,11 @@ pub(super) async fn read_unless_down<T>(
     }
 }
 
-/// Whether a new connection to `pool`'s database fails within [`PROBE_WAIT`] (refused,
-/// not accepting connections, shutting down): the database is down, not busy. A
-/// connection that does not answer in time counts as busy.
+/// Whether a new connection to `pool`'s database is refused within [`PROBE_WAIT`] as
+/// by a database that is down: no server listening or the connection cut, shutting
+/// down or starting up (SQLSTATE 57P01–57P03), not accepting connections (55000), gone
+/// (3D000). A database that answers busy (53300 too many connections, and any other
+/// refusal) or does not answer in time counts as up.
 async fn refuses_connections(pool: &PgPool) -> bool {
     let options = pool.connect_options();
     match tokio::time::timeout(PROBE_WAIT, PgConnection::connect_with(&options)).await {
@@ -173,8 +177,21 @@ async fn refuses_connections(pool: &PgPool) -> bool {
             tokio::spawn(connection.close());
             false
         }
-        Ok(Err(_)) => true,
+        Ok(Err(error)) => down(&error),
         Err(_) => false,
+    }
+}
+
+/// Whether a failed connection attempt says the database is down (see
+/// [`refuses_connections`]).
+fn down(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) => true,
+        sqlx::Error::Database(db) => matches!(
+            db.code().as_deref(),
+            Some("57P01" | "57P02" | "57P03" | "55000" | "3D000")
+        ),
+        _ => false,
     }
 }
 
@@ -237,6 +254,14 @@ mod tests {
                 hold: Some(key)
             }) if key == other
         ));
+    }
+
+    #[test]
+    fn only_a_database_that_is_gone_counts_as_down() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(down(&sqlx::Error::Io(refused)));
+        assert!(!down(&sqlx::Error::PoolTimedOut));
+        assert!(!down(&sqlx::Error::Protocol("unexpected message".into())));
     }
 
     #[test]

@@ -463,11 +463,11 @@ impl HoldsService {
     }
 
     /// Withdraws the fan hold `key`, which the service refuses after its claim committed
-    /// (`store::withdraw`, by `actor`); whether it was withdrawn.
+    /// (`store::withdraw`, by `actor`).
     ///
     /// # Errors
     /// [`Error::Database`]; as `shards::for_key`.
-    async fn withdraw(&self, key: HoldKey, actor: &str) -> Result<bool, Error> {
+    async fn withdraw(&self, key: HoldKey, actor: &str) -> Result<store::Withdrawal, Error> {
         let pool = shards::for_key(&self.shards, key).await?;
         in_tx!(self, pool, |conn| store::withdraw(conn, key, actor))
     }

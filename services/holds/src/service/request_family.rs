@@ -51,7 +51,8 @@ impl HoldsService {
     ///
     /// # Errors
     /// [`Error::RequestInProgress`] naming the other hold, after withdrawing `hold`;
-    /// [`Error::Database`].
+    /// [`Error::Database`], after withdrawing `hold`, when a database that is up did
+    /// not answer in time (or when the withdrawal fails).
     pub(super) async fn only_hold_of_request(
         &self,
         hold: Hold,
@@ -60,10 +61,16 @@ impl HoldsService {
         if !with_request || self.shards.others().next().is_none() {
             return Ok(hold);
         }
-        let Some(other) = self.other_of_family(hold.key, Some(hold.key)).await? else {
-            return Ok(hold);
+        let other = match self.other_of_family(hold.key, Some(hold.key)).await {
+            Ok(Some(other)) => other,
+            Ok(None) => return Ok(hold),
+            Err(unsure) => {
+                // Uncounted is unchecked: the hold goes, and the fan asks again.
+                self.withdraw(hold.key, ACTOR).await?;
+                return Err(unsure);
+            }
         };
-        if !self.withdraw(hold.key, ACTOR).await? {
+        if self.withdraw(hold.key, ACTOR).await? == store::Withdrawal::Kept {
             return Ok(hold);
         }
         tracing::info!(hold_key = %hold.key, other = %other, "withdrawn: its request holds on another database");

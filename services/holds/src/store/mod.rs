@@ -42,7 +42,7 @@ pub use returns::{
 };
 pub use section_seats::section_seats;
 pub use sweep::{Swept, sweep_expired};
-pub use withdraw::withdraw;
+pub use withdraw::{Withdrawal, withdraw};
 
 use crate::domain::{EventId, Hold, HoldKey, HoldKind, HoldStatus, SeatId, SectionId};
 use crate::error::Error;

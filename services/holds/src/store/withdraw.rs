@@ -15,12 +15,16 @@ use crate::error::Error;
 /// Locks the rows in seat order first, as every writer of a hold does. Run it in a
 /// transaction (the caller's).
 ///
-/// Returns whether the hold was withdrawn.
-///
 /// # Errors
 /// [`Error::Database`].
-pub async fn withdraw(conn: &mut PgConnection, key: HoldKey, actor: &str) -> Result<bool, Error> {
-    locked_hold_rows(conn, key).await?;
+pub async fn withdraw(
+    conn: &mut PgConnection,
+    key: HoldKey,
+    actor: &str,
+) -> Result<Withdrawal, Error> {
+    if locked_hold_rows(conn, key).await?.kind().is_none() {
+        return Ok(Withdrawal::Gone);
+    }
     record_actor(conn, actor).await?;
     let released = sqlx::query!(
         "UPDATE holds.seat_holds SET status = 'released', updated_at = now() \
@@ -32,7 +36,7 @@ pub async fn withdraw(conn: &mut PgConnection, key: HoldKey, actor: &str) -> Res
     .await?
     .rows_affected();
     if released == 0 {
-        return Ok(false);
+        return Ok(Withdrawal::Kept);
     }
     sqlx::query!(
         "DELETE FROM holds.seat_holds WHERE hold_key = $1 AND status = 'released'",
@@ -40,5 +44,16 @@ pub async fn withdraw(conn: &mut PgConnection, key: HoldKey, actor: &str) -> Res
     )
     .execute(&mut *conn)
     .await?;
-    Ok(true)
+    Ok(Withdrawal::Withdrawn)
+}
+
+/// What [`withdraw`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Withdrawal {
+    /// Released and removed.
+    Withdrawn,
+    /// Left as it is: its payment has started, or it is no longer held.
+    Kept,
+    /// No rows: withdrawn before (by another check of the same hold).
+    Gone,
 }
