@@ -143,51 +143,23 @@ impl HoldsService {
         code: Option<&PresaleCode>,
     ) -> Result<Hold, Error> {
         let started = Instant::now();
-        let (this, request_owned, fan_owned, jti, code) = (
-            self.clone(),
-            request.clone(),
-            fan.clone(),
-            admission_jti.to_owned(),
-            code.cloned(),
-        );
-        // Detached: once a round may commit, the caller going away cannot stop its check.
-        let result = fan_limits::detached(async move {
-            let (request, fan, admission_jti) = (&request_owned, &fan_owned, jti.as_str());
-            let quantity = usize::try_from(request.quantity).unwrap_or(usize::MAX);
-            let asked = |hold: &Hold| {
-                hold.seats.len() == quantity
-                    && match &request.target {
-                        Target::Section(section) => hold.section == *section,
-                        Target::Category(_) => true,
-                    }
-            };
-            if let Some(made) = this
-                .made_for_request(request.event, fan, request.request.as_ref())
-                .await?
-            {
-                return this.answer_repeated(made, fan, admission_jti, asked).await;
-            }
-            let rounds = match &code {
-                None => this.each_category(request, fan, admission_jti).await,
-                Some(code) => this.channel_rounds(request, fan, admission_jti, code).await,
-            };
-            match rounds {
-                Ok(hold) => {
-                    let with_request = request.request.is_some();
-                    let hold = this.only_hold_of_request(hold, with_request).await?;
-                    this.within_fan_limits(hold, fan, admission_jti).await
-                }
-                Err(Answer::Repeated(key)) => {
-                    this.answer_repeated(key, fan, admission_jti, asked).await
-                }
-                Err(Answer::Refused(refused @ Error::LimitExceeded { .. })) => {
-                    this.answered_before(refused, request.event, fan.as_str(), admission_jti, asked)
-                        .await
-                }
-                Err(Answer::Refused(refused)) => Err(refused),
-            }
-        })
-        .await;
+        let result = if self.shards.others().next().is_none() {
+            self.best_settled(request, fan, admission_jti, code).await
+        } else {
+            // Detached: once a round may commit, the caller going away cannot stop its
+            // checks across shards.
+            let (this, request, fan, jti, code) = (
+                self.clone(),
+                request.clone(),
+                fan.clone(),
+                admission_jti.to_owned(),
+                code.cloned(),
+            );
+            fan_limits::detached(async move {
+                this.best_settled(&request, &fan, &jti, code.as_ref()).await
+            })
+            .await
+        };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let outcome = match &result {
             Ok(hold) => {
@@ -207,6 +179,55 @@ impl HoldsService {
         let place = self.place(request.event, section).await;
         self.metrics.claim(outcome, elapsed_ms, &place);
         result
+    }
+
+    /// A best-available request's rounds, and the answer settled: a new hold checked
+    /// across shards (`request_family`, `fan_limits`), a retry answered by the hold its
+    /// request id made, a `holds_per_admission` refusal answered by the admission's hold
+    /// when it is what was asked (`repeated`).
+    ///
+    /// # Errors
+    /// As [`Self::claim_best`].
+    async fn best_settled(
+        &self,
+        request: &BestRequest,
+        fan: &FanId,
+        admission_jti: &str,
+        code: Option<&PresaleCode>,
+    ) -> Result<Hold, Error> {
+        let quantity = usize::try_from(request.quantity).unwrap_or(usize::MAX);
+        let asked = |hold: &Hold| {
+            hold.seats.len() == quantity
+                && match &request.target {
+                    Target::Section(section) => hold.section == *section,
+                    Target::Category(_) => true,
+                }
+        };
+        if let Some(made) = self
+            .made_for_request(request.event, fan, request.request.as_ref())
+            .await?
+        {
+            return self.answer_repeated(made, fan, admission_jti, asked).await;
+        }
+        let rounds = match &code {
+            None => self.each_category(request, fan, admission_jti).await,
+            Some(code) => self.channel_rounds(request, fan, admission_jti, code).await,
+        };
+        match rounds {
+            Ok(hold) => {
+                let with_request = request.request.is_some();
+                let hold = self.only_hold_of_request(hold, with_request).await?;
+                self.within_fan_limits(hold, fan, admission_jti).await
+            }
+            Err(Answer::Repeated(key)) => {
+                self.answer_repeated(key, fan, admission_jti, asked).await
+            }
+            Err(Answer::Refused(refused @ Error::LimitExceeded { .. })) => {
+                self.answered_before(refused, request.event, fan.as_str(), admission_jti, asked)
+                    .await
+            }
+            Err(Answer::Refused(refused)) => Err(refused),
+        }
     }
 
     /// The rounds of each category the request accepts, in order (a section or a lone

@@ -394,12 +394,10 @@ impl HoldsService {
         shards::moved_or(&self.shards, pool, key, released).await
     }
 
-    /// The claim on its section's database, and a fan's answer settled: a new hold
-    /// checked against the per-fan limits across shards (`fan_limits`), a retry
-    /// answered by the hold its request id made (checked again while held), a
-    /// `holds_per_admission` refusal answered by the admission's hold when it is what was
-    /// asked (`repeated`). Runs detached: once the claim may commit, the caller going
-    /// away cannot stop its check.
+    /// The claim as [`Self::claim_settled`] settles it; with a fan's claim and shards,
+    /// run detached: once the claim may commit, the caller going away cannot stop its
+    /// checks across shards. Without shards nothing runs after the commit, so the claim
+    /// stays on the caller's task.
     ///
     /// # Errors
     /// As [`Self::claim`].
@@ -408,58 +406,70 @@ impl HoldsService {
         claim: &Claim,
         code: Option<&PresaleCode>,
     ) -> Result<store::Claimed, Error> {
+        if self.shards.others().next().is_none() || !matches!(claim.claimant, Claimant::Fan { .. })
+        {
+            return self.claim_settled(claim, code).await;
+        }
         let (this, claim, code) = (self.clone(), claim.clone(), code.cloned());
-        fan_limits::detached(async move {
-            let asked =
-                |hold: &Hold| hold.section == claim.section && hold.seats == claim.seats.as_slice();
-            let held = |hold, expired_on_the_way| {
-                store::Claimed::Held(store::ClaimOutcome {
-                    hold,
-                    expired_on_the_way,
-                })
-            };
-            if let Claimant::Fan { fan, admission_jti } = &claim.claimant
-                && let Some(made) = this
-                    .made_for_request(claim.event, fan, claim.request.as_ref())
-                    .await?
-            {
-                let hold = this.answer_repeated(made, fan, admission_jti, asked);
-                return Ok(held(hold.await?, 0));
+        fan_limits::detached(async move { this.claim_settled(&claim, code.as_ref()).await }).await
+    }
+
+    /// The claim on its section's database, and a fan's answer settled: a new hold
+    /// checked against the per-fan limits across shards (`fan_limits`) and its request
+    /// id's other holds (`request_family`), a retry answered by the hold its request id
+    /// made (checked again while held), a `holds_per_admission` refusal answered by the
+    /// admission's hold when it is what was asked (`repeated`).
+    ///
+    /// # Errors
+    /// As [`Self::claim`].
+    async fn claim_settled(
+        &self,
+        claim: &Claim,
+        code: Option<&PresaleCode>,
+    ) -> Result<store::Claimed, Error> {
+        let asked =
+            |hold: &Hold| hold.section == claim.section && hold.seats == claim.seats.as_slice();
+        let held = |hold, expired_on_the_way| {
+            store::Claimed::Held(store::ClaimOutcome {
+                hold,
+                expired_on_the_way,
+            })
+        };
+        if let Claimant::Fan { fan, admission_jti } = &claim.claimant
+            && let Some(made) = self
+                .made_for_request(claim.event, fan, claim.request.as_ref())
+                .await?
+        {
+            let hold = self.answer_repeated(made, fan, admission_jti, asked);
+            return Ok(held(hold.await?, 0));
+        }
+        let result = self.claim_on_shard(claim, code).await;
+        if let Err(error) = &result
+            && error.is_stale_route()
+        {
+            self.shards.forget(claim.event.get()).await;
+        }
+        let Claimant::Fan { fan, admission_jti } = &claim.claimant else {
+            return result;
+        };
+        match result {
+            Ok(store::Claimed::Held(outcome)) => {
+                let with_request = claim.request.is_some();
+                let hold = self.only_hold_of_request(outcome.hold, with_request);
+                let hold = self.within_fan_limits(hold.await?, fan, admission_jti);
+                Ok(held(hold.await?, outcome.expired_on_the_way))
             }
-            let result = this.claim_on_shard(&claim, code.as_ref()).await;
-            if let Err(error) = &result
-                && error.is_stale_route()
-            {
-                this.shards.forget(claim.event.get()).await;
+            Ok(store::Claimed::Repeated(key)) => {
+                let hold = self.answer_repeated(key, fan, admission_jti, asked);
+                Ok(held(hold.await?, 0))
             }
-            let Claimant::Fan { fan, admission_jti } = &claim.claimant else {
-                return result;
-            };
-            match result {
-                Ok(store::Claimed::Held(outcome)) => {
-                    let with_request = claim.request.is_some();
-                    let hold = this.only_hold_of_request(outcome.hold, with_request);
-                    let hold = this.within_fan_limits(hold.await?, fan, admission_jti);
-                    Ok(held(hold.await?, outcome.expired_on_the_way))
-                }
-                Ok(store::Claimed::Repeated(key)) => {
-                    let hold = this.answer_repeated(key, fan, admission_jti, asked);
-                    Ok(held(hold.await?, 0))
-                }
-                Err(refused @ Error::LimitExceeded { .. }) => {
-                    let hold = this.answered_before(
-                        refused,
-                        claim.event,
-                        fan.as_str(),
-                        admission_jti,
-                        asked,
-                    );
-                    Ok(held(hold.await?, 0))
-                }
-                other => other,
+            Err(refused @ Error::LimitExceeded { .. }) => {
+                let hold =
+                    self.answered_before(refused, claim.event, fan.as_str(), admission_jti, asked);
+                Ok(held(hold.await?, 0))
             }
-        })
-        .await
+            other => other,
+        }
     }
 
     /// Withdraws the fan hold `key`, which the service refuses after its claim committed
