@@ -6,6 +6,7 @@
 //! of `holds.section_load`'s latency histogram, which holds writes and the box office
 //! reads; and the claims waiting on each other's seat locks, which both report.
 
+mod code_copy;
 mod lock_waits;
 mod pool;
 mod retry;
@@ -16,6 +17,7 @@ mod sqlstate;
 mod text_enum;
 mod url;
 
+pub use code_copy::copy_presale_codes;
 pub use lock_waits::{LockWaits, lock_waits};
 pub use pool::{MIGRATOR, PoolOptions, connect, migrate};
 pub use retry::{RetryPolicy, Transient, retry_transient};

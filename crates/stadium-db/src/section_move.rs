@@ -2,7 +2,8 @@
 //! from the database it is on to another while its sale runs (migration
 //! `20261211000000`, one function per step, each its own transaction):
 //!
-//! 0. copy the event's catalog rows to the new database (a shard);
+//! 0. copy the event's catalog rows, channels and presale codes to the new database
+//!    (a shard);
 //! 1. fence it on the old database: from then on a claim, release or booking of the
 //!    section there is refused with a retryable `UNAVAILABLE` (`SECTION_MOVING`, with
 //!    a retry-after hint of [`RETRY_AFTER_MS`]), once the writes in flight committed;
@@ -22,6 +23,7 @@ use std::time::Instant;
 
 use sqlx::PgPool;
 
+use crate::code_copy::copy_presale_codes;
 use crate::shards::{MAIN, Shards};
 
 /// The retry-after hint, in ms, given to callers of a fenced section.
@@ -192,8 +194,8 @@ pub async fn move_section(
     })
 }
 
-/// Copies what a claim reads of `event` from the catalog (its venue's rows, its own)
-/// onto the shard `target` before it takes the section, so the first claim there finds
+/// Copies what a claim reads of `event` from the catalog (its venue's rows, its own,
+/// its channels and presale codes) onto the shard `target` before it takes the section, so the first claim there finds
 /// them (holds keeps the copy up to date after, `catalog.copy_all`, migration
 /// `20261210000002`).
 async fn copy_catalog(main: &PgPool, target: &PgPool, event: i64) -> Result<(), sqlx::Error> {
@@ -210,5 +212,6 @@ async fn copy_catalog(main: &PgPool, target: &PgPool, event: i64) -> Result<(), 
             .execute(target)
             .await?;
     }
+    copy_presale_codes(main, target, event, 0).await?;
     Ok(())
 }

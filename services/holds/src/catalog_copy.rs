@@ -4,8 +4,9 @@
 //!
 //! Every [`COPY_PERIOD`] each shard gets, for every event with a section routed to it,
 //! the venue's rows once (venue, sections, seats, categories: fixed once imported) and
-//! the event's rows (event, price categories, cancellation) whenever they differ from
-//! what was last written there: a pause or close on the main database reaches every
+//! the event's rows (event, price categories, cancellation, channels) whenever they
+//! differ from what was last written there, and the presale codes drawn since the last
+//! copy (codes never change): a pause or close on the main database reaches every
 //! shard within one period and a round trip (`catalog.copy_all`, migration
 //! `20261210000002`). Copies are idempotent, so several holds replicas copying at once
 //! write the same rows.
@@ -16,6 +17,8 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+use stadium_db::copy_presale_codes;
 
 use crate::error::Error;
 use crate::shards::Shards;
@@ -30,10 +33,13 @@ pub struct Copies {
     venues: HashSet<(String, i64)>,
     /// (shard, event) → the event's rows as last written there.
     events: HashMap<(String, i64), String>,
+    /// (shard, event) → the last of the event's presale codes copied there.
+    codes: HashMap<(String, i64), i64>,
 }
 
 impl Copies {
-    /// Brings every shard's copy up to date; returns the shards' rows written.
+    /// Brings every shard's copy up to date; returns the shards' catalog rows written
+    /// (codes aside).
     ///
     /// # Errors
     /// [`Error::Database`] from the main database or a shard (the others are still
@@ -89,15 +95,22 @@ impl Copies {
             let key = (name.to_owned(), event);
             if self.events.get(&key) != Some(&rows) {
                 written += copy(pool, &rows).await?;
-                self.events.insert(key, rows);
+                self.events.insert(key.clone(), rows);
             }
+            let after = self.codes.get(&key).copied().unwrap_or(0);
+            let last = copy_presale_codes(shards.main(), pool, event, after).await?;
+            self.codes.insert(key, last);
         }
         Ok(written)
     }
 }
 
-/// Writes rows as `catalog.venue_rows` / `catalog.event_rows` give them.
-async fn copy(pool: &sqlx::PgPool, rows: &str) -> Result<u64, Error> {
+/// Writes rows as `catalog.venue_rows` / `catalog.event_rows` give them to `pool`;
+/// answers the rows written.
+///
+/// # Errors
+/// [`Error::Database`].
+pub(crate) async fn copy(pool: &sqlx::PgPool, rows: &str) -> Result<u64, Error> {
     let written: i64 = sqlx::query_scalar("SELECT catalog.copy_all($1::jsonb)")
         .bind(rows)
         .fetch_one(pool)

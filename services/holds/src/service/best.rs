@@ -24,6 +24,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use stadium_db::retry_transient;
 use stadium_seating::Availability;
 
+use super::fan_limits::Claimer;
 use super::gate::ClaimGate;
 use super::{HoldsService, fan_limits, unshared};
 use crate::domain::best::{BestRequest, Block, EventLayout, Hints, Target};
@@ -203,11 +204,16 @@ impl HoldsService {
                     Target::Category(_) => true,
                 }
         };
+        let claimer = Claimer {
+            fan,
+            admission_jti,
+            code,
+        };
         if let Some(made) = self
             .made_for_request(request.event, fan, request.request.as_ref())
             .await?
         {
-            return self.answer_repeated(made, fan, admission_jti, asked).await;
+            return self.answer_repeated(made, claimer, asked).await;
         }
         let rounds = match &code {
             None => self.each_category(request, fan, admission_jti).await,
@@ -217,11 +223,9 @@ impl HoldsService {
             Ok(hold) => {
                 let with_request = request.request.is_some();
                 let hold = self.only_hold_of_request(hold, with_request).await?;
-                self.within_fan_limits(hold, fan, admission_jti).await
+                self.within_fan_limits(hold, claimer).await
             }
-            Err(Answer::Repeated(key)) => {
-                self.answer_repeated(key, fan, admission_jti, asked).await
-            }
+            Err(Answer::Repeated(key)) => self.answer_repeated(key, claimer, asked).await,
             Err(Answer::Refused(refused @ Error::LimitExceeded { .. })) => {
                 self.answered_before(refused, request.event, fan.as_str(), admission_jti, asked)
                     .await

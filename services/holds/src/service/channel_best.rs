@@ -1,6 +1,6 @@
 //! Best available with a presale code or a channel's key: the rounds of one request
 //! among the seats the code's channel still has free. Each round reads those seats
-//! (on the main database, where channels live), ranks the blocks that fit the request
+//! (on the database of each section: a channel's seats live with their section), ranks the blocks that fit the request
 //! over them as best available does over a section's free seats, and sends the best
 //! ones of the best block's section to `holds.claim_best_with_code`, which tries them
 //! in order under the code's and the fan's limits in one round trip. A round whose
@@ -8,12 +8,14 @@
 //! for which the channel has no fitting block left is answered `SEAT_TAKEN` with what
 //! is still possible among its seats.
 
-use stadium_db::retry_transient;
+use std::collections::BTreeMap;
+
+use stadium_db::{MAIN, retry_transient};
 
 use super::HoldsService;
 use super::best::{Answer, BLOCKS_PER_CALL, GatePlace, MAX_ROUNDS, round_key, within_limits};
 use crate::domain::best::{BestRequest, Block, Hints};
-use crate::domain::{FanId, Hold, PresaleCode};
+use crate::domain::{EventId, FanId, Hold, PresaleCode, SectionId};
 use crate::error::Error;
 use crate::store;
 
@@ -31,10 +33,9 @@ impl HoldsService {
         let sections = within_limits(&layout, request)?;
         let mut place = GatePlace::default();
         for _ in 0..MAX_ROUNDS {
-            let free =
-                store::channel_free_seats(self.shards.main(), request.event, code, &sections)
-                    .await?
-                    .ok_or(Error::PresaleCodeInvalid)?;
+            let free = self
+                .channel_free_seats(request.event, code, &sections)
+                .await?;
             let hints: Hints = sections
                 .iter()
                 .filter_map(|&section| Some((section, layout.only_available(section, &free)?)))
@@ -83,5 +84,37 @@ impl HoldsService {
             }
         }
         Err(Answer::Refused(Error::Contention))
+    }
+
+    /// The seats of `sections` still set aside for the channel `code` opens, read on
+    /// the database of each section, ascending.
+    ///
+    /// # Errors
+    /// [`Error::PresaleCodeInvalid`] when the main database, the record of codes, knows
+    /// no live channel of `code`; [`Error::Database`].
+    async fn channel_free_seats(
+        &self,
+        event: EventId,
+        code: &PresaleCode,
+        sections: &[SectionId],
+    ) -> Result<Vec<i64>, Error> {
+        let mut by_database: BTreeMap<String, Vec<SectionId>> = BTreeMap::new();
+        by_database.insert(MAIN.to_owned(), Vec::new());
+        for &section in sections {
+            let shard = self.shards.shard_of(event.get(), section.get()).await?;
+            by_database.entry(shard).or_default().push(section);
+        }
+        let mut free = Vec::new();
+        for (shard, sections) in &by_database {
+            let pool = self.shards.named(shard)?;
+            match store::channel_free_seats(pool, event, code, sections).await? {
+                Some(seats) => free.extend(seats),
+                None if shard == MAIN => return Err(Error::PresaleCodeInvalid),
+                // A shard the copy has not brought the code to yet: none of its seats.
+                None => {}
+            }
+        }
+        free.sort_unstable();
+        Ok(free)
     }
 }

@@ -34,11 +34,23 @@ use futures::future::join_all;
 use sqlx::{Connection, PgConnection, PgPool};
 use tracing::Instrument;
 
-use crate::domain::{EventId, FanId, Hold, HoldKey, HoldStatus, Limit};
+use crate::domain::{EventId, FanId, Hold, HoldKey, HoldStatus, Limit, PresaleCode};
 use crate::error::Error;
 use crate::store;
 
 use super::HoldsService;
+
+/// A fan's claim as the checks across shards count it: the fan, the admission, and the
+/// presale code (or channel key) the claim was made with, if any.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Claimer<'a> {
+    /// The fan.
+    pub fan: &'a FanId,
+    /// The admission token's `jti`.
+    pub admission_jti: &'a str,
+    /// The presale code or channel key, whose limits count over every database too.
+    pub code: Option<&'a PresaleCode>,
+}
 
 /// Who withdraws a hold past a limit, in the seat history.
 const ACTOR: &str = "holds: over a per-fan limit across shards";
@@ -65,15 +77,15 @@ impl HoldsService {
     pub(super) async fn within_fan_limits(
         &self,
         hold: Hold,
-        fan: &FanId,
-        admission_jti: &str,
+        claimer: Claimer<'_>,
     ) -> Result<Hold, Error> {
         if self.shards.others().next().is_none() {
             return Ok(hold);
         }
-        let reads = self.shards.all().map(|(shard, pool)| {
-            read_totals(shard, pool, hold.event, fan, admission_jti, hold.key)
-        });
+        let reads = self
+            .shards
+            .all()
+            .map(|(shard, pool)| read_totals(shard, pool, hold.event, claimer, hold.key));
         let counted: Result<Vec<_>, Error> = join_all(reads).await.into_iter().collect();
         let refusal = match counted {
             Ok(totals) => {
@@ -98,14 +110,9 @@ impl HoldsService {
     ///
     /// # Errors
     /// As [`Self::within_fan_limits`].
-    pub(super) async fn rechecked(
-        &self,
-        hold: Hold,
-        fan: &FanId,
-        admission_jti: &str,
-    ) -> Result<Hold, Error> {
+    pub(super) async fn rechecked(&self, hold: Hold, claimer: Claimer<'_>) -> Result<Hold, Error> {
         if hold.status == HoldStatus::Held && hold.expires_in_ms > 0 {
-            self.within_fan_limits(hold, fan, admission_jti).await
+            self.within_fan_limits(hold, claimer).await
         } else {
             Ok(hold)
         }
@@ -123,7 +130,7 @@ pub(super) async fn detached<T: Send + 'static>(
     }
 }
 
-/// `fan`'s totals on one database; `None` when the database is down (left out).
+/// The claimer's totals on one database; `None` when the database is down (left out).
 ///
 /// # Errors
 /// As [`read_unless_down`].
@@ -131,11 +138,18 @@ async fn read_totals(
     shard: &str,
     pool: &PgPool,
     event: EventId,
-    fan: &FanId,
-    admission_jti: &str,
+    claimer: Claimer<'_>,
     hold: HoldKey,
 ) -> Result<Option<store::FanTotals>, Error> {
-    let read = store::fan_totals(pool, event, fan, admission_jti, hold);
+    let code = claimer.code.map(PresaleCode::sha256);
+    let read = store::fan_totals(
+        pool,
+        event,
+        claimer.fan,
+        claimer.admission_jti,
+        hold,
+        code.as_ref().map(|c| &c[..]),
+    );
     read_unless_down(shard, pool, read).await
 }
 
@@ -195,8 +209,12 @@ fn down(error: &sqlx::Error) -> bool {
     }
 }
 
+/// One limit's seats counted on a database, and the limit there (`None`: no limit).
+type Counted = fn(&store::FanTotals) -> (i64, Option<i32>);
+
 /// The refusal the totals of every database call for, if any: another live hold of
-/// the admission first (as `holds.claim` checks it), then the fan's seats.
+/// the admission first (as `holds.claim` checks it), then the presale code's seats, the
+/// code's seats for this fan, and the fan's seats.
 fn over_limit(totals: &[store::FanTotals]) -> Option<Error> {
     if let Some(other) = totals.iter().find_map(|t| t.other_admission_hold) {
         return Some(Error::LimitExceeded {
@@ -205,12 +223,21 @@ fn over_limit(totals: &[store::FanTotals]) -> Option<Error> {
             hold: Some(other),
         });
     }
-    let max = totals.iter().find_map(|t| t.max_seats_per_fan)?;
-    let seats: i64 = totals.iter().map(|t| t.seats).sum();
-    (seats > i64::from(max)).then(|| Error::LimitExceeded {
-        limit: Limit::SeatsPerFan,
-        max: u64::try_from(max).unwrap_or(0),
-        hold: None,
+    let limits: [(Limit, Counted); 3] = [
+        (Limit::CodeSeats, |t| (t.code_seats, t.code_max_seats)),
+        (Limit::CodeSeatsPerFan, |t| {
+            (t.code_seats_by_fan, t.code_max_seats_per_fan)
+        }),
+        (Limit::SeatsPerFan, |t| (t.seats, t.max_seats_per_fan)),
+    ];
+    limits.into_iter().find_map(|(limit, of)| {
+        let max = totals.iter().find_map(|t| of(t).1)?;
+        let seats: i64 = totals.iter().map(|t| of(t).0).sum();
+        (seats > i64::from(max)).then(|| Error::LimitExceeded {
+            limit,
+            max: u64::try_from(max).unwrap_or(0),
+            hold: None,
+        })
     })
 }
 
@@ -225,6 +252,7 @@ mod tests {
             seats,
             other_admission_hold: other,
             max_seats_per_fan: Some(4),
+            ..FanTotals::default()
         }
     }
 
@@ -271,5 +299,44 @@ mod tests {
             ..FanTotals::default()
         };
         assert!(over_limit(&[unknown]).is_none());
+    }
+
+    #[test]
+    fn a_codes_seats_are_summed_over_every_database_before_the_fans() {
+        let code = |seats, by_fan| FanTotals {
+            seats: by_fan,
+            max_seats_per_fan: Some(4),
+            code_seats: seats,
+            code_seats_by_fan: by_fan,
+            code_max_seats: Some(6),
+            code_max_seats_per_fan: Some(2),
+            ..FanTotals::default()
+        };
+        assert!(over_limit(&[code(3, 1), code(3, 1)]).is_none());
+        let limit = |refused: Option<Error>| match refused {
+            Some(Error::LimitExceeded { limit, max, .. }) => Some((limit, max)),
+            _ => None,
+        };
+        assert_eq!(
+            limit(over_limit(&[code(4, 0), code(3, 1)])),
+            Some((Limit::CodeSeats, 6))
+        );
+        assert_eq!(
+            limit(over_limit(&[code(1, 1), code(2, 2)])),
+            Some((Limit::CodeSeatsPerFan, 2))
+        );
+        // A channel's key has no limits of its own: only the fan's seats count.
+        let key = |seats| FanTotals {
+            seats,
+            max_seats_per_fan: Some(4),
+            code_seats: 50,
+            code_seats_by_fan: seats,
+            ..FanTotals::default()
+        };
+        assert!(over_limit(&[key(2), key(2)]).is_none());
+        assert_eq!(
+            limit(over_limit(&[key(2), key(3)])),
+            Some((Limit::SeatsPerFan, 4))
+        );
     }
 }

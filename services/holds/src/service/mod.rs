@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 
 use stadium_db::{RetryPolicy, retry_transient};
 
+use self::fan_limits::Claimer;
 use crate::domain::alternatives::SectionSeat;
 use crate::domain::refusal::refusal;
 use crate::domain::{Claim, Claimant, EventId, Hold, HoldKey, PresaleCode, SectionId};
@@ -224,8 +225,8 @@ impl HoldsService {
     }
 
     /// Runs the claim on its section's database: a fan's claim coalesced with others
-    /// there, one with a presale code (channels are on the main database) or of staff
-    /// alone.
+    /// there, one with a presale code (the code and its channel copied there) or of
+    /// staff alone.
     async fn claim_on_shard(
         &self,
         claim: &Claim,
@@ -440,7 +441,12 @@ impl HoldsService {
                 .made_for_request(claim.event, fan, claim.request.as_ref())
                 .await?
         {
-            let hold = self.answer_repeated(made, fan, admission_jti, asked);
+            let claimer = Claimer {
+                fan,
+                admission_jti,
+                code,
+            };
+            let hold = self.answer_repeated(made, claimer, asked);
             return Ok(held(hold.await?, 0));
         }
         let result = self.claim_on_shard(claim, code).await;
@@ -452,15 +458,20 @@ impl HoldsService {
         let Claimant::Fan { fan, admission_jti } = &claim.claimant else {
             return result;
         };
+        let claimer = Claimer {
+            fan,
+            admission_jti,
+            code,
+        };
         match result {
             Ok(store::Claimed::Held(outcome)) => {
                 let with_request = claim.request.is_some();
                 let hold = self.only_hold_of_request(outcome.hold, with_request);
-                let hold = self.within_fan_limits(hold.await?, fan, admission_jti);
+                let hold = self.within_fan_limits(hold.await?, claimer);
                 Ok(held(hold.await?, outcome.expired_on_the_way))
             }
             Ok(store::Claimed::Repeated(key)) => {
-                let hold = self.answer_repeated(key, fan, admission_jti, asked);
+                let hold = self.answer_repeated(key, claimer, asked);
                 Ok(held(hold.await?, 0))
             }
             Err(refused @ Error::LimitExceeded { .. }) => {

@@ -13,7 +13,8 @@
 //! `ListHolds`) instead of waiting for it to lapse.
 
 use super::HoldsService;
-use crate::domain::{EventId, FanId, Hold, HoldKey, Limit};
+use super::fan_limits::Claimer;
+use crate::domain::{EventId, Hold, HoldKey, Limit};
 use crate::error::Error;
 use crate::store;
 
@@ -67,16 +68,15 @@ impl HoldsService {
     pub(super) async fn answer_repeated(
         &self,
         key: HoldKey,
-        fan: &FanId,
-        admission_jti: &str,
+        claimer: Claimer<'_>,
         asked: impl Fn(&Hold) -> bool,
     ) -> Result<Hold, Error> {
         let hold = self
-            .made_before(key, fan.as_str(), asked)
+            .made_before(key, claimer.fan.as_str(), asked)
             .await
             .map_err(|error| self.withdrawn_meanwhile(key, error))?;
         let hold = self.uncontested(hold).await?;
-        self.rechecked(hold, fan, admission_jti).await
+        self.rechecked(hold, claimer).await
     }
 
     /// The hold `key` of `fan`, made by an earlier claim with the same request id,

@@ -37,6 +37,18 @@ pub struct ChannelState {
     pub code_seats_in_use: i64,
 }
 
+impl ChannelState {
+    /// Adds the seat counts of the same channel on another database (`other`'s own
+    /// fields aside: the main database's record of the channel is the one kept).
+    pub fn add_counts(&mut self, other: &ChannelState) {
+        self.seats += other.seats;
+        self.available += other.available;
+        self.held += other.held;
+        self.booked += other.booked;
+        self.code_seats_in_use += other.code_seats_in_use;
+    }
+}
+
 fn seat_ids(ids: Option<Vec<i64>>) -> Vec<SeatId> {
     ids.unwrap_or_default()
         .into_iter()
@@ -45,7 +57,7 @@ fn seat_ids(ids: Option<Vec<i64>>) -> Vec<SeatId> {
 }
 
 /// Creates channel `name` of `event` with its key (`key`'s SHA-256 stored) and
-/// returns its id.
+/// returns its id and the key's code id.
 ///
 /// # Errors
 /// [`Error::EventNotFound`]; [`Error::ChannelExists`]; [`Error::Database`].
@@ -56,7 +68,7 @@ pub async fn create_channel(
     release_at: Option<DateTime<Utc>>,
     created_by: &str,
     key: &PresaleCode,
-) -> Result<i64, Error> {
+) -> Result<(i64, i64), Error> {
     let known = sqlx::query_scalar!(
         r#"SELECT 1 AS "one!" FROM catalog.event_settings WHERE event_id = $1"#,
         event.get()
@@ -78,16 +90,16 @@ pub async fn create_channel(
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(Error::ChannelExists)?;
-    sqlx::query!(
+    let key_code = sqlx::query_scalar!(
         "INSERT INTO holds.presale_codes (channel_id, event_id, code_sha256, kind) \
-         VALUES ($1, $2, $3, 'key')",
+         VALUES ($1, $2, $3, 'key') RETURNING code_id",
         channel,
         event.get(),
         &key.sha256()[..],
     )
-    .execute(&mut *conn)
+    .fetch_one(&mut *conn)
     .await?;
-    Ok(channel)
+    Ok((channel, key_code))
 }
 
 /// What an assignment asks for.
@@ -104,42 +116,28 @@ pub enum Assignment {
     },
 }
 
-/// Gives seats to the live channel `channel`, all or nothing; returns the seats given.
+/// Gives `seats` to the live channel `channel` on this database, all or nothing (the
+/// seats of the sections this database holds; the service splits an assignment over
+/// databases); returns the seats given.
 ///
 /// # Errors
 /// [`Error::ChannelNotFound`]; [`Error::SeatsNotInSection`] (not seats of the event's
 /// venue); [`Error::SeatsInAnotherChannel`]; [`Error::SeatTaken`] (the taken seats, no
-/// alternatives); [`Error::NotEnoughSeats`]; [`Error::Database`].
+/// alternatives); [`Error::Database`].
 pub async fn assign(
     conn: &mut PgConnection,
     channel: i64,
-    assignment: &Assignment,
+    seats: &[i64],
 ) -> Result<Vec<SeatId>, Error> {
-    let (outcome, seats) = match assignment {
-        Assignment::Seats(seats) => {
-            let row = sqlx::query!(
-                r#"SELECT outcome AS "outcome!", seat_ids FROM holds.assign_channel_seats($1, $2)"#,
-                channel,
-                seats,
-            )
-            .fetch_one(&mut *conn)
-            .await?;
-            (row.outcome, row.seat_ids)
-        }
-        Assignment::Best { category, quantity } => {
-            let row = sqlx::query!(
-                r#"SELECT outcome AS "outcome!", seat_ids
-                   FROM holds.assign_channel_best($1, $2, $3)"#,
-                channel,
-                category,
-                quantity,
-            )
-            .fetch_one(&mut *conn)
-            .await?;
-            (row.outcome, row.seat_ids)
-        }
-    };
-    match outcome.as_str() {
+    let row = sqlx::query!(
+        r#"SELECT outcome AS "outcome!", seat_ids FROM holds.assign_channel_seats($1, $2)"#,
+        channel,
+        seats,
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let seats = row.seat_ids;
+    match row.outcome.as_str() {
         "assigned" => Ok(seat_ids(seats)),
         "channel_not_found" => Err(Error::ChannelNotFound),
         "seats_not_in_event" => Err(Error::SeatsNotInSection(seat_ids(seats))),
@@ -148,14 +146,80 @@ pub async fn assign(
             taken: seat_ids(seats),
             alternatives: Vec::new(),
         }),
-        "not_enough" => Err(Error::NotEnoughSeats),
         other => Err(Error::CorruptRow(format!(
             "assign: unknown outcome {other}"
         ))),
     }
 }
 
-/// Stores presale codes (their SHA-256) for the live channel `channel`.
+/// The `quantity` best free seats of price category `category` among `sections` of
+/// `event` on this database that no channel has, each with its squared distance to its
+/// section's best-view point, nearest first (`holds.channel_candidates`).
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn candidates<'e>(
+    db: impl PgExecutor<'e>,
+    event: EventId,
+    sections: &[i64],
+    category: &str,
+    quantity: i32,
+) -> Result<Vec<(i64, f64)>, Error> {
+    let rows = sqlx::query!(
+        r#"SELECT seat_id AS "seat_id!", distance AS "distance!"
+           FROM holds.channel_candidates($1, $2, $3, $4)"#,
+        event.get(),
+        sections,
+        category,
+        quantity,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.seat_id, r.distance)).collect())
+}
+
+/// The section of each of `seats` that is a seat of `event`'s venue, as
+/// (seat, section); seats of no section of it are left out.
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn seat_sections<'e>(
+    db: impl PgExecutor<'e>,
+    event: EventId,
+    seats: &[i64],
+) -> Result<Vec<(i64, i64)>, Error> {
+    let rows = sqlx::query!(
+        r#"SELECT seat_id AS "seat_id!", section_id AS "section_id!"
+           FROM catalog.event_seats WHERE event_id = $1 AND seat_id = ANY($2)"#,
+        event.get(),
+        seats,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.seat_id, r.section_id))
+        .collect())
+}
+
+/// The channels of `event` as `catalog.copy_all` takes them (the copy of them on a
+/// shard, `catalog.event_rows`).
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn channel_rows<'e>(db: impl PgExecutor<'e>, event: EventId) -> Result<String, Error> {
+    let rows = sqlx::query_scalar!(
+        r#"SELECT jsonb_build_object('holds.channels', catalog.event_rows($1) -> 'holds.channels')::text
+              AS "rows!""#,
+        event.get(),
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(rows)
+}
+
+/// Stores presale codes (their SHA-256) for the live channel `channel`; returns the
+/// event and the first code id stored (the others follow it).
 ///
 /// # Errors
 /// [`Error::ChannelNotFound`]; [`Error::Database`] (a code drawn twice: 23505, for
@@ -166,25 +230,31 @@ pub async fn create_codes(
     codes: &[PresaleCode],
     max_seats: Option<i32>,
     max_seats_per_fan: Option<i32>,
-) -> Result<(), Error> {
+) -> Result<(EventId, i64), Error> {
     let hashes: Vec<Vec<u8>> = codes.iter().map(|c| c.sha256().to_vec()).collect();
     let stored = sqlx::query!(
-        "INSERT INTO holds.presale_codes \
-             (channel_id, event_id, code_sha256, kind, max_seats, max_seats_per_fan) \
-         SELECT c.channel_id, c.event_id, h, 'code', $3, $4 \
-         FROM holds.channels c, unnest($2::bytea[]) AS h \
-         WHERE c.channel_id = $1 AND c.released_at IS NULL",
+        r#"WITH stored AS (
+               INSERT INTO holds.presale_codes
+                   (channel_id, event_id, code_sha256, kind, max_seats, max_seats_per_fan)
+               SELECT c.channel_id, c.event_id, h, 'code', $3, $4
+               FROM holds.channels c, unnest($2::bytea[]) AS h
+               WHERE c.channel_id = $1 AND c.released_at IS NULL
+               RETURNING event_id, code_id)
+           SELECT min(event_id) AS event_id, min(code_id) AS first_code_id FROM stored"#,
         channel,
         &hashes,
         max_seats,
         max_seats_per_fan,
     )
-    .execute(&mut *conn)
+    .fetch_one(&mut *conn)
     .await?;
-    if stored.rows_affected() == 0 {
-        return Err(Error::ChannelNotFound);
+    match (stored.event_id, stored.first_code_id) {
+        (Some(event), Some(first)) => Ok((
+            EventId::try_from(event).map_err(|e| Error::CorruptRow(e.to_string()))?,
+            first,
+        )),
+        _ => Err(Error::ChannelNotFound),
     }
-    Ok(())
 }
 
 /// Releases the channel's remaining seats to general sale; returns how many this call
@@ -208,8 +278,9 @@ pub async fn release(conn: &mut PgConnection, channel: i64) -> Result<u64, Error
     }
 }
 
-/// Releases every live channel whose `release_at` has passed; returns how many seats
-/// went to general sale.
+/// Releases every live channel whose `release_at` has passed, and the seats still set
+/// aside here for a channel released already (on a shard the copy can bring the release
+/// first); returns how many seats went to general sale.
 ///
 /// # Errors
 /// [`Error::Database`].
@@ -217,7 +288,10 @@ pub async fn release_due(conn: &mut PgConnection) -> Result<u64, Error> {
     let seats = sqlx::query_scalar!(
         r#"SELECT coalesce(sum(r.seats), 0)::bigint AS "seats!"
            FROM holds.channels c, holds.release_channel(c.channel_id) r
-           WHERE c.released_at IS NULL AND c.release_at <= now()"#
+           WHERE (c.released_at IS NULL AND c.release_at <= now())
+              OR (c.released_at IS NOT NULL
+                  AND EXISTS (SELECT 1 FROM holds.seat_holds h
+                              WHERE h.hold_key = c.block_key AND h.status = 'blocked'))"#
     )
     .fetch_one(&mut *conn)
     .await?;

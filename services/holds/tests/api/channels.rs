@@ -10,7 +10,8 @@ use stadium_kit::Reason;
 use stadium_proto::holds::v1::{
     AssignChannelSeatsRequest, Channel, ClaimBestAvailableRequest, ClaimSeatsRequest,
     CreateChannelRequest, CreatePresaleCodesRequest, Hold, ListChannelsRequest,
-    ReleaseChannelRequest, SeatList, SweepExpiredRequest, assign_channel_seats_request,
+    ReleaseChannelRequest, ReleaseChannelResponse, SeatList, SweepExpiredRequest,
+    assign_channel_seats_request,
 };
 use stadium_testkit::all_at_once;
 use stadium_testkit::grpc::metadata;
@@ -100,10 +101,22 @@ pub(crate) async fn claim(
     seats: &[u64],
     code: &str,
 ) -> Result<Hold, Status> {
+    claim_in(app, event, fan, app.sections[0].id, seats, code).await
+}
+
+/// `fan` (a fresh admission each call) claims `seats` of `section` with `code`.
+pub(crate) async fn claim_in(
+    app: &TestApp,
+    event: &str,
+    fan: &str,
+    section: u64,
+    seats: &[u64],
+    code: &str,
+) -> Result<Hold, Status> {
     let request = ClaimSeatsRequest {
         admission_token: app.issuers.admission_token(fan, event),
         event_id: event.to_owned(),
-        section_id: app.sections[0].id,
+        section_id: section,
         seat_ids: seats.to_vec(),
         request_id: String::new(),
         presale_code: code.to_owned(),
@@ -115,7 +128,19 @@ pub(crate) async fn claim(
         .map(|r| r.into_inner().hold.expect("a hold"))
 }
 
-async fn state(app: &TestApp, event: &str) -> Channel {
+/// Channel `channel_id` released by a box-office clerk.
+pub(crate) async fn release(app: &TestApp, channel_id: u64) -> ReleaseChannelResponse {
+    app.client()
+        .release_channel(bearer(
+            ReleaseChannelRequest { channel_id },
+            &app.issuers.admin(&[Role::BoxOffice]),
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+pub(crate) async fn state(app: &TestApp, event: &str) -> Channel {
     app.client()
         .list_channels(bearer(
             ListChannelsRequest {
@@ -254,17 +279,7 @@ async fn channel_seats_need_the_key_or_a_code_and_come_back_to_the_channel() {
     );
 
     // Released by hand: what is left goes to general sale, the key stops working.
-    let released = app
-        .client()
-        .release_channel(bearer(
-            ReleaseChannelRequest {
-                channel_id: created.channel_id,
-            },
-            &app.issuers.admin(&[Role::BoxOffice]),
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    let released = release(&app, created.channel_id).await;
     assert_eq!(released.released_seats, 8);
     assert!(released.channel.unwrap().released_at.is_some());
     claim(&app, &event, "public-3", &[a.seats[0]], "")

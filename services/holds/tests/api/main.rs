@@ -5,6 +5,7 @@
 mod best;
 mod cases;
 mod channels;
+mod channels_on_shards;
 mod claims;
 mod coalesced;
 mod gate;
