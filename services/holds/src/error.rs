@@ -97,7 +97,9 @@ pub enum Error {
     /// (`ABORTED`/`IN_PROGRESS`, metadata `hold_key`: the request's other hold, when
     /// one was seen). Retry with the same request id: it is answered the request's
     /// hold that stays, or claims anew when none does.
-    #[error("a claim of this request id holds on another database; retry")]
+    #[error(
+        "a claim of this request id is not settled yet (holding on another database, or its check across databases still running); retry"
+    )]
     RequestInProgress {
         /// The other hold of the request, when one was seen.
         hold: Option<HoldKey>,

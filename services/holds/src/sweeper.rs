@@ -1,7 +1,9 @@
 //! The background sweeper: every interval, marks lapsed holds expired (small batches,
 //! short transactions, `SKIP LOCKED`), then serves the returns queue in order with the
-//! seats that came back, releases channels past their `release_at` to general sale, and every 60th pass (once a minute at the default interval)
-//! trims the seat history to its retention, until shutdown. Claims never wait for it: a lapsed hold is already free
+//! seats that came back, checks the fans' holds whose check across shards never
+//! finished, releases channels past their `release_at` to general sale, and every 60th
+//! pass (once a minute at the default interval) trims the seat history to its retention
+//! and drops day-old check marks, until shutdown. Claims never wait for it: a lapsed hold is already free
 //! to them.
 
 use std::sync::Arc;
@@ -49,6 +51,17 @@ pub fn spawn(
                     tracing::warn!(%error, "serving the returns queue failed; next interval retries");
                 }
             }
+            match service.check_unchecked_holds(batch).await {
+                Ok((0, _)) => {}
+                Ok((checked, withdrawn)) => tracing::info!(
+                    checked,
+                    withdrawn,
+                    "checked holds whose check across shards never finished"
+                ),
+                Err(error) => {
+                    tracing::warn!(%error, "checking unchecked holds failed; next interval retries");
+                }
+            }
             match service.release_due_channels().await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(seats = n, "released channels past their release time"),
@@ -64,6 +77,9 @@ pub fn spawn(
                     Err(error) => {
                         tracing::warn!(%error, "trimming the seat history failed; next trim retries");
                     }
+                }
+                if let Err(error) = service.forget_old_checks().await {
+                    tracing::warn!(%error, "dropping old check marks failed; next trim retries");
                 }
             }
         }

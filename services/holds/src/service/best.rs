@@ -207,7 +207,7 @@ impl HoldsService {
         let claimer = Claimer {
             fan,
             admission_jti,
-            code,
+            code: code.map(PresaleCode::sha256),
         };
         if let Some(made) = self
             .made_for_request(request.event, fan, request.request.as_ref())

@@ -34,7 +34,7 @@ use futures::future::join_all;
 use sqlx::{Connection, PgConnection, PgPool};
 use tracing::Instrument;
 
-use crate::domain::{EventId, FanId, Hold, HoldKey, HoldStatus, Limit, PresaleCode};
+use crate::domain::{EventId, FanId, Hold, HoldKey, Limit};
 use crate::error::Error;
 use crate::store;
 
@@ -48,8 +48,9 @@ pub(super) struct Claimer<'a> {
     pub fan: &'a FanId,
     /// The admission token's `jti`.
     pub admission_jti: &'a str,
-    /// The presale code or channel key, whose limits count over every database too.
-    pub code: Option<&'a PresaleCode>,
+    /// The SHA-256 of the presale code or channel key, whose limits count over every
+    /// database too.
+    pub code: Option<[u8; 32]>,
 }
 
 /// Who withdraws a hold past a limit, in the seat history.
@@ -91,31 +92,21 @@ impl HoldsService {
             Ok(totals) => {
                 let totals: Vec<_> = totals.into_iter().flatten().collect();
                 match over_limit(&totals) {
-                    None => return Ok(hold),
+                    None => {
+                        self.mark_checked(hold.key).await;
+                        return Ok(hold);
+                    }
                     Some(refusal) => refusal,
                 }
             }
             Err(unsure) => unsure,
         };
         if self.withdraw(hold.key, ACTOR).await? == store::Withdrawal::Kept {
+            self.mark_checked(hold.key).await;
             return Ok(hold);
         }
         tracing::info!(hold_key = %hold.key, %refusal, "withdrawn: past a per-fan limit across shards, or not counted");
         Err(refusal)
-    }
-
-    /// `hold`, made earlier by the same request id and found again by its retry, checked
-    /// again as [`Self::within_fan_limits`] when it is still held: its first check may
-    /// never have run (the process was killed between the commit and the check).
-    ///
-    /// # Errors
-    /// As [`Self::within_fan_limits`].
-    pub(super) async fn rechecked(&self, hold: Hold, claimer: Claimer<'_>) -> Result<Hold, Error> {
-        if hold.status == HoldStatus::Held && hold.expires_in_ms > 0 {
-            self.within_fan_limits(hold, claimer).await
-        } else {
-            Ok(hold)
-        }
     }
 }
 
@@ -141,14 +132,13 @@ async fn read_totals(
     claimer: Claimer<'_>,
     hold: HoldKey,
 ) -> Result<Option<store::FanTotals>, Error> {
-    let code = claimer.code.map(PresaleCode::sha256);
     let read = store::fan_totals(
         pool,
         event,
         claimer.fan,
         claimer.admission_jti,
         hold,
-        code.as_ref().map(|c| &c[..]),
+        claimer.code.as_ref().map(|c| &c[..]),
     );
     read_unless_down(shard, pool, read).await
 }

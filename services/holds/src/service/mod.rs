@@ -10,6 +10,7 @@ mod channels;
 mod coalesce;
 mod fan_limits;
 mod gate;
+mod hold_checks;
 mod repeated;
 mod request_family;
 mod returns;
@@ -444,7 +445,7 @@ impl HoldsService {
             let claimer = Claimer {
                 fan,
                 admission_jti,
-                code,
+                code: code.map(PresaleCode::sha256),
             };
             let hold = self.answer_repeated(made, claimer, asked);
             return Ok(held(hold.await?, 0));
@@ -461,7 +462,7 @@ impl HoldsService {
         let claimer = Claimer {
             fan,
             admission_jti,
-            code,
+            code: code.map(PresaleCode::sha256),
         };
         match result {
             Ok(store::Claimed::Held(outcome)) => {

@@ -15,6 +15,7 @@ mod claim_many;
 mod family;
 mod fan_totals;
 mod history;
+pub mod hold_checks;
 mod holds;
 mod layout;
 mod payment;

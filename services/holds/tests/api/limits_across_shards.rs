@@ -229,7 +229,8 @@ async fn a_shard_down_does_not_stop_claims_elsewhere() {
 }
 
 /// Four seats allowed per fan, and the fan holds four on the main database.
-async fn a_fan_at_the_limit() -> (TestApp, stadium_testkit::TestDatabase, String, String) {
+pub(crate) async fn a_fan_at_the_limit() -> (TestApp, stadium_testkit::TestDatabase, String, String)
+{
     let settings = EventSettings {
         max_seats_per_claim: 4,
         max_seats_per_fan: 4,

@@ -10,6 +10,7 @@ mod claims;
 mod coalesced;
 mod gate;
 mod history;
+mod hold_checks;
 mod keys;
 mod lifecycle;
 mod limits_across_shards;
