@@ -7,8 +7,8 @@
 -- The main database stays the record of channels and codes: they are created there and
 -- copied to every shard of the event with the same ids, the channels with the event's
 -- other rows (`catalog.event_rows`: a release reaches every shard as a pause does), the
--- codes, which are never changed once drawn, after the last one copied
--- (`holds.presale_code_rows`). `holds.channel_seats`, which seat is whose, lives with
+-- codes, which are never changed once drawn, whenever the event's count of codes
+-- changed (`holds.presale_code_rows`, `holds.copy_presale_codes`). `holds.channel_seats`, which seat is whose, lives with
 -- the seat's rows: on its section's database, moved with the section.
 
 CREATE OR REPLACE FUNCTION catalog.event_rows(p_event_id bigint)
@@ -38,7 +38,7 @@ BEGIN
     FOREACH v_table IN ARRAY ARRAY['catalog.venues', 'catalog.sections', 'catalog.seats',
                                    'catalog.venue_categories', 'catalog.events',
                                    'catalog.price_categories', 'catalog.event_cancellations',
-                                   'holds.channels', 'holds.presale_codes']
+                                   'holds.channels']
     LOOP
         IF p_rows ? v_table THEN
             v_written := v_written + catalog.copy_rows(v_table::regclass, p_rows -> v_table);
@@ -49,8 +49,8 @@ END;
 $$;
 
 -- The presale codes of `p_event` after code `p_after`, at most `p_limit` of them in id
--- order, as `catalog.copy_all` takes them; `last_code_id` the last one given (`p_after`
--- when none).
+-- order, as `holds.copy_presale_codes` takes them; `last_code_id` the last one given
+-- (`p_after` when none).
 CREATE FUNCTION holds.presale_code_rows(p_event bigint, p_after bigint, p_limit integer)
 RETURNS TABLE (code_rows jsonb, last_code_id bigint)
 LANGUAGE sql
@@ -61,6 +61,96 @@ AS $$
       FROM (SELECT * FROM holds.presale_codes pc
              WHERE pc.event_id = p_event AND pc.code_id > p_after
              ORDER BY pc.code_id LIMIT p_limit) t
+$$;
+
+-- Writes codes as `holds.presale_code_rows` gives them, with their ids; a code there
+-- already is left as it is (codes never change, and a claim may hold its row locked).
+-- Returns the codes written.
+CREATE FUNCTION holds.copy_presale_codes(p_rows jsonb)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_written bigint;
+BEGIN
+    INSERT INTO holds.presale_codes OVERRIDING SYSTEM VALUE
+    SELECT * FROM jsonb_populate_recordset(NULL::holds.presale_codes, p_rows -> 'holds.presale_codes')
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS v_written = ROW_COUNT;
+    RETURN v_written;
+END;
+$$;
+
+-- Gives `p_seat_ids` (seats of the event's venue, any sections) to the channel, as
+-- migration 20261208000100, except that seats it has already are answered as given
+-- (not 'in_another_channel'): an assignment over several databases that committed on
+-- some and failed on another is completed by asking again.
+CREATE OR REPLACE FUNCTION holds.assign_channel_seats(p_channel_id bigint, p_seat_ids bigint[])
+RETURNS TABLE (outcome text, seat_ids bigint[])
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_channel record;
+    v_seats   bigint[] := ARRAY(SELECT DISTINCT s FROM unnest(p_seat_ids) AS s ORDER BY s);
+    v_new     bigint[];
+BEGIN
+    SELECT c.* INTO v_channel FROM holds.channels c
+    WHERE c.channel_id = p_channel_id AND c.released_at IS NULL
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        outcome := 'channel_not_found';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    seat_ids := ARRAY(
+        SELECT u.s FROM unnest(v_seats) AS u(s)
+        WHERE NOT EXISTS (SELECT 1 FROM catalog.event_seats es
+                          WHERE es.event_id = v_channel.event_id AND es.seat_id = u.s)
+        ORDER BY u.s);
+    IF cardinality(seat_ids) > 0 THEN
+        outcome := 'seats_not_in_event';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    seat_ids := ARRAY(
+        SELECT cs.seat_id FROM holds.channel_seats cs
+        WHERE cs.event_id = v_channel.event_id AND cs.seat_id = ANY(v_seats)
+          AND cs.channel_id <> p_channel_id
+        ORDER BY cs.seat_id);
+    IF cardinality(seat_ids) > 0 THEN
+        outcome := 'in_another_channel';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    v_new := ARRAY(
+        SELECT u.s FROM unnest(v_seats) AS u(s)
+        WHERE NOT EXISTS (SELECT 1 FROM holds.channel_seats cs
+                          WHERE cs.event_id = v_channel.event_id AND cs.seat_id = u.s)
+        ORDER BY u.s);
+    BEGIN
+        PERFORM holds.lock_seats(v_channel.event_id, v_new);
+        INSERT INTO holds.seat_holds
+            (hold_key, event_id, section_id, seat_id, fan_id, status, kind, note, expires_at)
+        SELECT v_channel.block_key, v_channel.event_id, es.section_id, es.seat_id,
+               'channel:' || v_channel.name, 'blocked', 'channel', v_channel.name, now()
+        FROM catalog.event_seats es
+        WHERE es.event_id = v_channel.event_id AND es.seat_id = ANY(v_new)
+        ORDER BY es.seat_id;
+    EXCEPTION WHEN unique_violation THEN
+        outcome := 'taken';
+        seat_ids := ARRAY(
+            SELECT h.seat_id FROM holds.unavailable_seats h
+            WHERE h.event_id = v_channel.event_id AND h.seat_id = ANY(v_new)
+            ORDER BY h.seat_id);
+        RETURN NEXT;
+        RETURN;
+    END;
+    INSERT INTO holds.channel_seats (event_id, seat_id, channel_id)
+    SELECT v_channel.event_id, u.s, p_channel_id FROM unnest(v_new) AS u(s);
+    outcome := 'assigned';
+    seat_ids := v_seats;
+    RETURN NEXT;
+END
 $$;
 
 -- Releases the channel's remaining seats to general sale; answers how many this call

@@ -10,3 +10,10 @@ CREATE TABLE holds.hold_checks (
     checked_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX hold_checks_checked_at_idx ON holds.hold_checks (checked_at);
+
+-- The holds live when this is applied were checked (or never needed a check) by the
+-- code before: marked, so the sweeper does not check them again.
+INSERT INTO holds.hold_checks (hold_key)
+SELECT DISTINCT h.hold_key FROM holds.seat_holds h
+WHERE h.status = 'held' AND h.kind = 'fan'
+ON CONFLICT DO NOTHING;

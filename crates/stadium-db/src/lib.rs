@@ -17,7 +17,7 @@ mod sqlstate;
 mod text_enum;
 mod url;
 
-pub use code_copy::copy_presale_codes;
+pub use code_copy::{copy_presale_codes, presale_code_count};
 pub use lock_waits::{LockWaits, lock_waits};
 pub use pool::{MIGRATOR, PoolOptions, connect, migrate};
 pub use retry::{RetryPolicy, Transient, retry_transient};

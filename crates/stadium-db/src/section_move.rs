@@ -7,7 +7,8 @@
 //! 1. fence it on the old database: from then on a claim, release or booking of the
 //!    section there is refused with a retryable `UNAVAILABLE` (`SECTION_MOVING`, with
 //!    a retry-after hint of [`RETRY_AFTER_MS`]), once the writes in flight committed;
-//! 2. read its rows there; 3. write them to the new database, fenced there too;
+//! 2. read its rows there; 3. write them to the new database, fenced there too (and
+//!    the marks of its holds' passed checks across shards);
 //! 4. give it away on the old database (`gone`: callers there are told
 //!    `SECTION_MOVED` and route anew) and retire its rows;
 //! 5. own it on the new database; 6. flip the route on the main database.
@@ -152,6 +153,7 @@ pub async fn move_section(
         .bind(RETRY_AFTER_MS)
         .fetch_one(target)
         .await?;
+        copy_check_marks(source, target, event, section).await?;
         sqlx::query("SELECT holds.give_section_away($1, $2)")
             .bind(event)
             .bind(section)
@@ -192,6 +194,37 @@ pub async fn move_section(
         history_rows: u64::try_from(history_rows).unwrap_or(0),
         fenced_ms,
     })
+}
+
+/// Copies the marks of the section's holds whose checks across shards passed
+/// (`holds.hold_checks`, migration `20261220000100`) from `source` to `target`, so the
+/// new database does not take them for holds never checked.
+async fn copy_check_marks(
+    source: &PgPool,
+    target: &PgPool,
+    event: i64,
+    section: i64,
+) -> Result<(), sqlx::Error> {
+    let marks: Vec<(String, String)> = sqlx::query_as(
+        "SELECT c.hold_key::text, c.checked_at::text FROM holds.hold_checks c \
+          WHERE EXISTS (SELECT 1 FROM holds.seat_holds h WHERE h.hold_key = c.hold_key \
+                          AND h.event_id = $1 AND h.section_id = $2)",
+    )
+    .bind(event)
+    .bind(section)
+    .fetch_all(source)
+    .await?;
+    let (keys, at): (Vec<String>, Vec<String>) = marks.into_iter().unzip();
+    sqlx::query(
+        "INSERT INTO holds.hold_checks (hold_key, checked_at) \
+         SELECT k::uuid, a::timestamptz FROM unnest($1::text[], $2::text[]) AS m(k, a) \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(&keys)
+    .bind(&at)
+    .execute(target)
+    .await?;
+    Ok(())
 }
 
 /// Copies what a claim reads of `event` from the catalog (its venue's rows, its own,

@@ -5,8 +5,8 @@
 //! Every [`COPY_PERIOD`] each shard gets, for every event with a section routed to it,
 //! the venue's rows once (venue, sections, seats, categories: fixed once imported) and
 //! the event's rows (event, price categories, cancellation, channels) whenever they
-//! differ from what was last written there, and the presale codes drawn since the last
-//! copy (codes never change): a pause or close on the main database reaches every
+//! differ from what was last written there, and the event's presale codes whenever
+//! their count on the main database changed (codes never change): a pause or close on the main database reaches every
 //! shard within one period and a round trip (`catalog.copy_all`, migration
 //! `20261210000002`). Copies are idempotent, so several holds replicas copying at once
 //! write the same rows.
@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use stadium_db::copy_presale_codes;
+use stadium_db::{copy_presale_codes, presale_code_count};
 
 use crate::error::Error;
 use crate::shards::Shards;
@@ -33,7 +33,8 @@ pub struct Copies {
     venues: HashSet<(String, i64)>,
     /// (shard, event) → the event's rows as last written there.
     events: HashMap<(String, i64), String>,
-    /// (shard, event) → the last of the event's presale codes copied there.
+    /// (shard, event) → how many presale codes the event had on the main database when
+    /// all of them were last copied there.
     codes: HashMap<(String, i64), i64>,
 }
 
@@ -97,9 +98,11 @@ impl Copies {
                 written += copy(pool, &rows).await?;
                 self.events.insert(key.clone(), rows);
             }
-            let after = self.codes.get(&key).copied().unwrap_or(0);
-            let last = copy_presale_codes(shards.main(), pool, event, after).await?;
-            self.codes.insert(key, last);
+            let count = presale_code_count(shards.main(), event).await?;
+            if self.codes.get(&key) != Some(&count) {
+                copy_presale_codes(shards.main(), pool, event, 0).await?;
+                self.codes.insert(key, count);
+            }
         }
         Ok(written)
     }

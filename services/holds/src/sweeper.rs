@@ -1,7 +1,7 @@
 //! The background sweeper: every interval, marks lapsed holds expired (small batches,
 //! short transactions, `SKIP LOCKED`), then serves the returns queue in order with the
 //! seats that came back, checks the fans' holds whose check across shards never
-//! finished, releases channels past their `release_at` to general sale, and every 60th
+//! finished (every 5th pass), releases channels past their `release_at` to general sale, and every 60th
 //! pass (once a minute at the default interval) trims the seat history to its retention
 //! and drops day-old check marks, until shutdown. Claims never wait for it: a lapsed hold is already free
 //! to them.
@@ -13,6 +13,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::service::{HoldsService, ServedReturns};
+
+/// Sweeper passes between two looks for holds left unchecked across shards (the first
+/// pass looks).
+const CHECK_EVERY: u32 = 5;
 
 /// Sweeper passes between two trims of the seat history (the first pass trims).
 const TRIM_EVERY: u32 = 60;
@@ -51,15 +55,17 @@ pub fn spawn(
                     tracing::warn!(%error, "serving the returns queue failed; next interval retries");
                 }
             }
-            match service.check_unchecked_holds(batch).await {
-                Ok((0, _)) => {}
-                Ok((checked, withdrawn)) => tracing::info!(
-                    checked,
-                    withdrawn,
-                    "checked holds whose check across shards never finished"
-                ),
-                Err(error) => {
-                    tracing::warn!(%error, "checking unchecked holds failed; next interval retries");
+            if pass.is_multiple_of(CHECK_EVERY) {
+                match service.check_unchecked_holds(batch).await {
+                    Ok((0, _)) => {}
+                    Ok((checked, withdrawn)) => tracing::info!(
+                        checked,
+                        withdrawn,
+                        "checked holds whose check across shards never finished"
+                    ),
+                    Err(error) => {
+                        tracing::warn!(%error, "checking unchecked holds failed; a later pass retries");
+                    }
                 }
             }
             match service.release_due_channels().await {

@@ -15,12 +15,12 @@
 //! withdrawal such a hold occupies its seats for a few milliseconds.
 //!
 //! Every committed hold is checked: the claim and its check run on a task of their own
-//! (`detached`), so a caller that goes away does not stop them, and a retry that finds
-//! its request's hold still held checks it again (a process killed between commit and
-//! check leaves a hold that only its retry, or its TTL, ends).
+//! (`detached`), so a caller that goes away does not stop them; a hold whose check
+//! passed is marked, and one never marked (a process killed between commit and check)
+//! is checked by its retry or the sweeper (`hold_checks`).
 //!
-//! A database that does not answer within [`READ_WAIT`] is probed with a new
-//! connection: one that refuses it as a database that is down does (no server, shutting
+//! A database that does not answer within 500 ms is probed with a new connection
+//! (`unread`): one that refuses it as a database that is down does (no server, shutting
 //! down or starting up, not accepting connections) is left out of the count, with a
 //! warning, since an outage of one shard must not stop the claims of every other, and
 //! only seats on the database that is down can go unseen. One that is up but busy is
@@ -28,13 +28,11 @@
 //! counting without it could let a fan past a limit.
 
 use std::future::Future;
-use std::time::Duration;
 
 use futures::future::join_all;
-use sqlx::{Connection, PgConnection, PgPool};
 use tracing::Instrument;
 
-use crate::domain::{EventId, FanId, Hold, HoldKey, Limit};
+use crate::domain::{FanId, Hold, Limit};
 use crate::error::Error;
 use crate::store;
 
@@ -56,13 +54,6 @@ pub(super) struct Claimer<'a> {
 /// Who withdraws a hold past a limit, in the seat history.
 const ACTOR: &str = "holds: over a per-fan limit across shards";
 
-/// How long the count waits for one database's totals: what a shard that is down
-/// costs every fan's claim, at most (and [`PROBE_WAIT`] more).
-const READ_WAIT: Duration = Duration::from_millis(500);
-
-/// How long a probe of a database that did not answer in time waits to connect.
-const PROBE_WAIT: Duration = Duration::from_millis(250);
-
 impl HoldsService {
     /// `hold`, just claimed by `fan` with admission `admission_jti`, if the fan stays
     /// within the event's limits counted on every database; without shards, `hold` as
@@ -83,24 +74,65 @@ impl HoldsService {
         if self.shards.others().next().is_none() {
             return Ok(hold);
         }
-        let reads = self
-            .shards
-            .all()
-            .map(|(shard, pool)| read_totals(shard, pool, hold.event, claimer, hold.key));
-        let counted: Result<Vec<_>, Error> = join_all(reads).await.into_iter().collect();
-        let refusal = match counted {
-            Ok(totals) => {
-                let totals: Vec<_> = totals.into_iter().flatten().collect();
-                match over_limit(&totals) {
-                    None => {
-                        self.mark_checked(hold.key).await;
-                        return Ok(hold);
-                    }
-                    Some(refusal) => refusal,
-                }
+        match self.counted_across(&hold, claimer).await {
+            Ok(None) => {
+                self.mark_checked(hold.key).await;
+                Ok(hold)
             }
-            Err(unsure) => unsure,
-        };
+            Ok(Some(refusal)) | Err(refusal) => self.withdrawn(hold, refusal).await,
+        }
+    }
+
+    /// `hold` checked as [`Self::within_fan_limits`] checks a claim, except that a
+    /// database that is up but did not give its count leaves the hold as it is (the
+    /// sweeper's check of a hold left unchecked: its fan was answered long ago and is
+    /// not there to retry); answers whether it stands.
+    ///
+    /// # Errors
+    /// As [`Self::within_fan_limits`], the count's failure without withdrawing.
+    pub(super) async fn checked_late(
+        &self,
+        hold: Hold,
+        claimer: Claimer<'_>,
+    ) -> Result<Hold, Error> {
+        match self.counted_across(&hold, claimer).await? {
+            None => {
+                self.mark_checked(hold.key).await;
+                Ok(hold)
+            }
+            Some(refusal) => self.withdrawn(hold, refusal).await,
+        }
+    }
+
+    /// The refusal the counts of every database call for `hold` of `claimer`, if any.
+    ///
+    /// # Errors
+    /// [`Error::Database`] when a database that is up did not give its count.
+    async fn counted_across(
+        &self,
+        hold: &Hold,
+        claimer: Claimer<'_>,
+    ) -> Result<Option<Error>, Error> {
+        let code = claimer.code.as_ref().map(|c| &c[..]);
+        let reads = self.shards.all().map(|(shard, pool)| {
+            let read = store::fan_totals(
+                pool,
+                hold.event,
+                claimer.fan,
+                claimer.admission_jti,
+                hold.key,
+                code,
+            );
+            self.read_unless_down(shard, pool, read)
+        });
+        let counted: Result<Vec<_>, Error> = join_all(reads).await.into_iter().collect();
+        let totals: Vec<_> = counted?.into_iter().flatten().collect();
+        Ok(over_limit(&totals))
+    }
+
+    /// `hold` withdrawn for `refusal`, answered `refusal`; a hold that cannot be
+    /// withdrawn (its payment started) stands, marked checked, and is the answer.
+    async fn withdrawn(&self, hold: Hold, refusal: Error) -> Result<Hold, Error> {
         if self.withdraw(hold.key, ACTOR).await? == store::Withdrawal::Kept {
             self.mark_checked(hold.key).await;
             return Ok(hold);
@@ -118,84 +150,6 @@ pub(super) async fn detached<T: Send + 'static>(
     match tokio::spawn(work.in_current_span()).await {
         Ok(value) => value,
         Err(error) => std::panic::resume_unwind(error.into_panic()),
-    }
-}
-
-/// The claimer's totals on one database; `None` when the database is down (left out).
-///
-/// # Errors
-/// As [`read_unless_down`].
-async fn read_totals(
-    shard: &str,
-    pool: &PgPool,
-    event: EventId,
-    claimer: Claimer<'_>,
-    hold: HoldKey,
-) -> Result<Option<store::FanTotals>, Error> {
-    let read = store::fan_totals(
-        pool,
-        event,
-        claimer.fan,
-        claimer.admission_jti,
-        hold,
-        claimer.code.as_ref().map(|c| &c[..]),
-    );
-    read_unless_down(shard, pool, read).await
-}
-
-/// `read` on the database of `pool` (`shard`), or `None` when it does not answer
-/// within [`READ_WAIT`] and refuses a new connection (down, restarting: left out,
-/// with a warning).
-///
-/// # Errors
-/// The read's error (or a pool timeout) when the database is up but did not answer
-/// within [`READ_WAIT`].
-pub(super) async fn read_unless_down<T>(
-    shard: &str,
-    pool: &PgPool,
-    read: impl Future<Output = Result<T, Error>>,
-) -> Result<Option<T>, Error> {
-    let error = match tokio::time::timeout(READ_WAIT, read).await {
-        Ok(Ok(value)) => return Ok(Some(value)),
-        Ok(Err(error)) => error,
-        Err(_) => Error::Database(sqlx::Error::PoolTimedOut),
-    };
-    if refuses_connections(pool).await {
-        tracing::warn!(shard, %error, "unread, the database is down: it is left out of the checks across shards");
-        Ok(None)
-    } else {
-        tracing::warn!(shard, %error, "unread from a database that is up: the claim is refused, retryably");
-        Err(error)
-    }
-}
-
-/// Whether a new connection to `pool`'s database is refused within [`PROBE_WAIT`] as
-/// by a database that is down: no server listening or the connection cut, shutting
-/// down or starting up (SQLSTATE 57P01–57P03), not accepting connections (55000), gone
-/// (3D000). A database that answers busy (53300 too many connections, and any other
-/// refusal) or does not answer in time counts as up.
-async fn refuses_connections(pool: &PgPool) -> bool {
-    let options = pool.connect_options();
-    match tokio::time::timeout(PROBE_WAIT, PgConnection::connect_with(&options)).await {
-        Ok(Ok(connection)) => {
-            tokio::spawn(connection.close());
-            false
-        }
-        Ok(Err(error)) => down(&error),
-        Err(_) => false,
-    }
-}
-
-/// Whether a failed connection attempt says the database is down (see
-/// [`refuses_connections`]).
-fn down(error: &sqlx::Error) -> bool {
-    match error {
-        sqlx::Error::Io(_) | sqlx::Error::Tls(_) => true,
-        sqlx::Error::Database(db) => matches!(
-            db.code().as_deref(),
-            Some("57P01" | "57P02" | "57P03" | "55000" | "3D000")
-        ),
-        _ => false,
     }
 }
 
@@ -272,14 +226,6 @@ mod tests {
                 hold: Some(key)
             }) if key == other
         ));
-    }
-
-    #[test]
-    fn only_a_database_that_is_gone_counts_as_down() {
-        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-        assert!(down(&sqlx::Error::Io(refused)));
-        assert!(!down(&sqlx::Error::PoolTimedOut));
-        assert!(!down(&sqlx::Error::Protocol("unexpected message".into())));
     }
 
     #[test]

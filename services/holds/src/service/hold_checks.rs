@@ -17,7 +17,7 @@ use crate::store;
 /// How long after its claim a hold never marked checked may still have its own check
 /// running (the count's reads wait at most 750 ms each, with room for a withdrawal):
 /// a retry is told to ask again until then, and the sweeper leaves it alone.
-pub const CHECK_GRACE: Duration = Duration::from_secs(5);
+pub const CHECK_GRACE: Duration = Duration::from_secs(15);
 
 /// Marks dropped per database and pass once older than a day.
 const FORGET_BATCH: i64 = 10_000;
@@ -74,30 +74,48 @@ impl HoldsService {
                 }
             };
             for each in found {
-                let mut conn = pool.acquire().await?;
-                let hold = match store::get(&mut conn, each.key, each.fan.as_str()).await {
-                    Ok(hold) => hold,
-                    // Ended meanwhile: nothing left to check.
-                    Err(Error::HoldNotFound) => continue,
-                    Err(error) => return Err(error),
-                };
-                drop(conn);
-                let claimer = Claimer {
-                    fan: &each.fan,
-                    admission_jti: &each.admission_jti,
-                    code: each.code_sha256,
-                };
-                checked += 1;
-                match self.within_fan_limits(hold, claimer).await {
-                    Ok(_) => {}
-                    Err(Error::LimitExceeded { .. }) => withdrawn += 1,
+                match self.check_one_late(pool, &each).await {
+                    Ok(Some(stands)) => {
+                        checked += 1;
+                        withdrawn += u64::from(!stands);
+                    }
+                    Ok(None) => {}
                     Err(error) => {
-                        tracing::warn!(shard, hold_key = %each.key, %error, "unchecked hold not checked yet; the next pass tries again");
+                        tracing::warn!(shard, hold_key = %each.key, %error, "a hold left unchecked could not be checked; the next pass tries again");
                     }
                 }
             }
         }
         failure.map_or(Ok((checked, withdrawn)), Err)
+    }
+
+    /// The unchecked hold `each` on `pool` checked now: `Some(true)` when it stands,
+    /// `Some(false)` when withdrawn, `None` when it ended meanwhile.
+    ///
+    /// # Errors
+    /// [`Error::Database`]: the hold is left as it is.
+    async fn check_one_late(
+        &self,
+        pool: &sqlx::PgPool,
+        each: &store::hold_checks::Unchecked,
+    ) -> Result<Option<bool>, Error> {
+        let mut conn = pool.acquire().await?;
+        let hold = match store::get(&mut conn, each.key, each.fan.as_str()).await {
+            Ok(hold) => hold,
+            Err(Error::HoldNotFound) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        drop(conn);
+        let claimer = Claimer {
+            fan: &each.fan,
+            admission_jti: &each.admission_jti,
+            code: each.code_sha256,
+        };
+        match self.checked_late(hold, claimer).await {
+            Ok(_) => Ok(Some(true)),
+            Err(Error::LimitExceeded { .. }) => Ok(Some(false)),
+            Err(error) => Err(error),
+        }
     }
 
     /// Records that `key`'s check passed, on the hold's database; a failure is logged

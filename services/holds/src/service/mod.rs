@@ -15,6 +15,7 @@ mod repeated;
 mod request_family;
 mod returns;
 mod similar;
+mod unread;
 
 pub use coalesce::Batching;
 pub use returns::{Admission, BestAnswer, ServedReturns};
@@ -61,6 +62,8 @@ pub struct HoldsService {
     coalescers: BTreeMap<String, coalesce::Coalescer>,
     /// The bound on fans' claims that run alone, per database.
     gate: gate::ClaimGate,
+    /// Shards a probe found up within [`unread::UP_MEMO`] (`unread`).
+    up_probes: moka::future::Cache<String, ()>,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) in a transaction on
@@ -124,6 +127,10 @@ impl HoldsService {
                 .time_to_live(SECTION_CACHE_TTL)
                 .build(),
             best: Arc::new(best::BestState::new()),
+            up_probes: moka::future::Cache::builder()
+                .max_capacity(1_000)
+                .time_to_live(unread::UP_MEMO)
+                .build(),
         }
     }
 

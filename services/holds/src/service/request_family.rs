@@ -16,7 +16,6 @@
 use futures::future::join_all;
 
 use super::HoldsService;
-use super::fan_limits::read_unless_down;
 use crate::domain::{EventId, FanId, Hold, HoldKey, RequestId};
 use crate::error::Error;
 use crate::store;
@@ -116,7 +115,7 @@ impl HoldsService {
         except: Option<HoldKey>,
     ) -> Result<Option<HoldKey>, Error> {
         let reads = self.shards.all().map(|(shard, pool)| {
-            read_unless_down(shard, pool, store::other_of_family(pool, family, except))
+            self.read_unless_down(shard, pool, store::other_of_family(pool, family, except))
         });
         let found: Result<Vec<_>, Error> = join_all(reads).await.into_iter().collect();
         Ok(found?.into_iter().flatten().flatten().next())

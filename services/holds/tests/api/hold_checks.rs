@@ -11,6 +11,7 @@ use tonic::Code;
 
 use crate::limits_across_shards::{a_fan_at_the_limit, live_holds};
 use crate::request_ids;
+use crate::section_moves::moved_to_east;
 use crate::support::{assert_invariants, reason};
 
 /// A hold of `seats` of `section` for `fan` written on `pool` as a claim writes it
@@ -78,7 +79,7 @@ async fn a_hold_whose_check_never_ran_is_checked_by_the_sweeper() {
     // Young, its own check may still be running: left alone.
     assert_eq!(service.check_unchecked_holds(100).await.unwrap(), (0, 0));
     // Older than a check takes: checked, and withdrawn as past the limit.
-    age(&east.pool, &dead.to_string(), 10).await;
+    age(&east.pool, &dead.to_string(), 20).await;
     assert_eq!(service.check_unchecked_holds(100).await.unwrap(), (1, 1));
     let pools = [app.pool(), &east.pool];
     assert_eq!(
@@ -91,7 +92,7 @@ async fn a_hold_whose_check_never_ran_is_checked_by_the_sweeper() {
     let session = app.issuers.session("fan-1");
     app.release(&first, &session).await.unwrap();
     let late = claim_never_checked(&east.pool, &event, "fan-1", b.id, &b.seats[2..4]).await;
-    age(&east.pool, &late.to_string(), 10).await;
+    age(&east.pool, &late.to_string(), 20).await;
     assert_eq!(service.check_unchecked_holds(100).await.unwrap(), (1, 0));
     assert!(marked(&east.pool, &late.to_string()).await);
     assert_invariants(app.pool()).await;
@@ -125,7 +126,7 @@ async fn a_retry_waits_for_its_holds_check_and_is_answered_the_hold_once_checked
     );
     // Unmarked and older than a check takes (its check never finished): the retry
     // checks it and is answered it.
-    age(&east.pool, &held.hold_key, 10).await;
+    age(&east.pool, &held.hold_key, 20).await;
     assert_eq!(asked().await.unwrap().hold_key, held.hold_key);
     assert!(marked(&east.pool, &held.hold_key).await);
     let pools = [app.pool(), &east.pool];
@@ -133,5 +134,52 @@ async fn a_retry_waits_for_its_holds_check_and_is_answered_the_hold_once_checked
         live_holds(&pools, &event, "fan-1").await,
         [(held.hold_key.clone(), 2)]
     );
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_section_takes_the_marks_of_its_holds_along() {
+    // The fan's four seats in section A on the main database passed their check.
+    let (app, east, event, first) = a_fan_at_the_limit().await;
+    let a = app.sections[0].clone();
+    moved_to_east(&app, &event, a.id).await;
+    assert!(marked(&east.pool, &first).await);
+    // So the sweeper of its new database does not take it for a hold never checked.
+    age(&east.pool, &first, 20).await;
+    let service = &app.parts.service;
+    assert_eq!(service.check_unchecked_holds(100).await.unwrap(), (0, 0));
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_check_that_cannot_count_every_database_leaves_the_hold_alone() {
+    let (app, east, event, first) = a_fan_at_the_limit().await;
+    let session = app.issuers.session("fan-1");
+    app.release(&first, &session).await.unwrap();
+    let a = app.sections[0].clone();
+    let dead = claim_never_checked(app.pool(), &event, "fan-1", a.id, &a.seats[10..12]).await;
+    age(app.pool(), &dead.to_string(), 20).await;
+
+    // The shard is up but its holds cannot be read: the late check counts nothing, and
+    // the hold, whose fan was answered long ago, stays for a later pass.
+    let mut lock = east.pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE holds.seat_holds IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+    let service = app.parts.service.clone();
+    let pass = tokio::spawn(async move { service.check_unchecked_holds(100).await });
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    lock.rollback().await.unwrap();
+    assert_eq!(pass.await.unwrap().unwrap(), (0, 0));
+    let pools = [app.pool(), &east.pool];
+    assert_eq!(
+        live_holds(&pools, &event, "fan-1").await,
+        [(dead.to_string(), 2)]
+    );
+    // Once it can count: checked, within the limit, marked.
+    let service = &app.parts.service;
+    assert_eq!(service.check_unchecked_holds(100).await.unwrap(), (1, 0));
+    assert!(marked(app.pool(), &dead.to_string()).await);
     app.stop().await;
 }

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use stadium_db::{MoveError, move_section};
+use stadium_db::{MoveError, Moved, move_section};
 use stadium_kit::Reason;
 use stadium_proto::holds::v1::{BlockSeatsRequest, ConfirmHoldRequest, GetHoldRequest};
 use stadium_tokens::Role;
@@ -79,6 +79,19 @@ impl Outcome {
         );
         self.moving += 1;
     }
+}
+
+/// Section `section` of `event` moved to the shard `east` by a box-office clerk.
+pub(crate) async fn moved_to_east(app: &TestApp, event: &str, section: u64) -> Moved {
+    move_section(
+        app.parts.service.shards(),
+        event.parse().unwrap(),
+        i64::try_from(section).unwrap(),
+        "east",
+        "box-office:test",
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -159,15 +172,7 @@ async fn a_section_moves_to_a_shard_while_fans_claim_it_and_no_seat_is_active_tw
         }));
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let moved = move_section(
-        app.parts.service.shards(),
-        event.parse().unwrap(),
-        i64::try_from(a.id).unwrap(),
-        "east",
-        "box-office:test",
-    )
-    .await
-    .unwrap();
+    let moved = moved_to_east(&app, &event, a.id).await;
     let mut outcomes = Vec::new();
     for fan in fans {
         outcomes.push(fan.await.unwrap());
