@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -51,6 +51,8 @@ pub(crate) struct Ctx {
     pub budget: RpcBudget,
     /// When the run started.
     pub started: Instant,
+    /// The same by the wall clock (to place the services' own timestamps in the run).
+    pub started_wall: SystemTime,
     /// When the sale opens, on this process's monotonic clock.
     pub onsale: Instant,
     sold_out: AtomicBool,
@@ -84,6 +86,7 @@ impl Ctx {
             map,
             budget,
             started: Instant::now(),
+            started_wall: SystemTime::now(),
             onsale,
             sold_out: AtomicBool::new(false),
             sold_out_ms: AtomicU64::new(0),

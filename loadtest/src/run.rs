@@ -151,6 +151,11 @@ fn point(
         fans_per_minute: queue.map_or(0, |q| q.fans_per_minute),
         redis_used_bytes: redis_used.unwrap_or(0),
         inventory_fresh: queue.is_some_and(|q| q.inventory.is_some()),
+        queue_as_of_ms: queue
+            .and_then(|q| q.as_of)
+            .and_then(|ts| SystemTime::try_from(ts).ok())
+            .and_then(|t| t.duration_since(ctx.started_wall).ok())
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
     }
 }
 

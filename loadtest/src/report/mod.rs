@@ -55,6 +55,11 @@ pub struct TimelinePoint {
     /// its admission is capped by); false when it had none or did not answer.
     #[serde(default)]
     pub inventory_fresh: bool,
+    /// When the waiting room took its counts (`as_of`), ms since the run started by the
+    /// wall clock; `None` when it did not answer. The admission bound is checked on
+    /// these times: a sample's own `t_ms` is taken after its answer, late by the call.
+    #[serde(default)]
+    pub queue_as_of_ms: Option<u64>,
 }
 
 /// Late payers: fans who confirmed after their hold lapsed.
@@ -314,6 +319,7 @@ pub(crate) mod tests {
                     fans_per_minute: 12_000,
                     redis_used_bytes: 1_000_000 + i * 2_000,
                     inventory_fresh: true,
+                    queue_as_of_ms: Some(i * 250),
                 })
                 .collect(),
             queue: QueueSummary {

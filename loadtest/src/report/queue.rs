@@ -82,12 +82,14 @@ impl QueueSummary {
         summary.longest_without_inventory = longest_without_inventory(&samples);
         // The bound counts from the sample before the first admission: admission can
         // only have started after it.
+        // Times are the waiting room's own (when it took its counts) where it gave them.
+        let at = |p: &TimelinePoint| p.queue_as_of_ms.unwrap_or(p.t_ms);
         if let Some(start) = samples.iter().rposition(|p| p.admitted == 0) {
             let origin = samples[start];
             summary.samples_over_rate = samples[start..]
                 .iter()
                 .filter(|p| {
-                    let elapsed_min = p.t_ms.saturating_sub(origin.t_ms) as f64 / 60_000.0;
+                    let elapsed_min = at(p).saturating_sub(at(origin)) as f64 / 60_000.0;
                     let allowed = f64::from(p.fans_per_minute) * elapsed_min + 1.0;
                     p.admitted as f64 > allowed
                 })
@@ -208,6 +210,35 @@ mod tests {
         // 20 admitted 1 s after the last sample with none: 10/s allows 11.
         assert_eq!(s.samples_over_rate, 2);
         assert_eq!(s.peak_admitted_per_s, 20.0);
+    }
+
+    #[test]
+    fn the_bound_is_checked_on_the_waiting_rooms_times_of_its_counts() {
+        // The sample before the first admission was answered 900 ms after the waiting
+        // room took its counts: by the samples' own times 20 fans came in 1.1 s and 30
+        // in 2.1 s (10/s allows 12 and 22), by the waiting room's in 2 s and 3 s
+        // (allows 21 and 31).
+        let answered = |t_ms, as_of_ms, admitted| TimelinePoint {
+            queue_as_of_ms: Some(as_of_ms),
+            ..sample(t_ms, 100, 100 - admitted, admitted)
+        };
+        let timeline = [
+            answered(1_000, 100, 0),
+            answered(2_100, 2_100, 20),
+            answered(3_100, 3_100, 30),
+        ];
+        assert_eq!(QueueSummary::from_timeline(&timeline).samples_over_rate, 0);
+        let by_sample_times: Vec<TimelinePoint> = timeline
+            .iter()
+            .map(|p| TimelinePoint {
+                queue_as_of_ms: None,
+                ..*p
+            })
+            .collect();
+        assert_eq!(
+            QueueSummary::from_timeline(&by_sample_times).samples_over_rate,
+            2
+        );
     }
 
     #[test]
