@@ -339,3 +339,102 @@ async fn a_codes_limit_holds_over_two_databases_under_concurrent_claims() {
     assert_invariants(&east.pool).await;
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assignments_racing_over_two_databases_give_each_seat_once() {
+    let (app, east, event) = sharded_with_price().await;
+    let (a, b) = (app.sections[0].clone(), app.sections[1].clone());
+    let clerk = app.issuers.admin(&[Role::BoxOffice]);
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        let created = app
+            .client()
+            .create_channel(bearer(
+                CreateChannelRequest {
+                    event_id: event.clone(),
+                    name: format!("channel-{i}"),
+                    release_at: None,
+                },
+                &clerk,
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        ids.push(created.channel.unwrap().channel_id);
+    }
+    // Eight clerks at once give their own channel the same four seats on the main
+    // database and two seats of their own on the shard (which the shard, first in the
+    // databases' order, gives every one of them), each listing them in another order.
+    let outcomes = all_at_once(8, |i| {
+        let mut seats: Vec<u64> = a.seats[..4]
+            .iter()
+            .chain(&b.seats[2 * i..2 * i + 2])
+            .copied()
+            .collect();
+        seats.rotate_left(i % 6);
+        let mut client = app.client();
+        let request = AssignChannelSeatsRequest {
+            channel_id: ids[i],
+            seats: Some(assign_channel_seats_request::Seats::SeatIds(SeatList {
+                seat_ids: seats,
+            })),
+        };
+        let clerk = clerk.clone();
+        async move { client.assign_channel_seats(bearer(request, &clerk)).await }
+    })
+    .await;
+    let winners: Vec<u64> = outcomes
+        .iter()
+        .zip(&ids)
+        .filter(|(o, _)| o.is_ok())
+        .map(|(_, id)| *id)
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    for refused in outcomes.iter().filter_map(|o| o.as_ref().err()) {
+        let why = match refused.code() {
+            Code::AlreadyExists => reason(refused, Code::AlreadyExists),
+            _ => reason(refused, Code::FailedPrecondition),
+        };
+        assert!(
+            matches!(why, Reason::SeatTaken | Reason::SeatInAnotherChannel),
+            "{refused:?}"
+        );
+    }
+    // All or nothing over both databases: the winner's channel has its six seats, set
+    // aside once, and no loser kept the seats the shard gave it.
+    for (pool, seats) in [(app.pool(), 4), (&east.pool, 2)] {
+        let owners: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT channel_id, count(*) FROM holds.channel_seats \
+             WHERE event_id = $1::bigint GROUP BY channel_id",
+        )
+        .bind(&event)
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        assert_eq!(owners, [(winners[0] as i64, seats)]);
+        assert_eq!(set_aside(pool, &event).await, seats);
+    }
+    // A category no seat of the venue has is named as the field at fault.
+    let status = app
+        .client()
+        .assign_channel_seats(bearer(
+            AssignChannelSeatsRequest {
+                channel_id: ids[0],
+                seats: Some(assign_channel_seats_request::Seats::Best(BestSeats {
+                    price_category: "vip".into(),
+                    quantity: 2,
+                })),
+            },
+            &clerk,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&status, Code::InvalidArgument), Reason::InvalidField);
+    assert_eq!(
+        metadata(&status, "field").as_deref(),
+        Some("best.price_category")
+    );
+    assert_invariants(app.pool()).await;
+    assert_invariants(&east.pool).await;
+    app.stop().await;
+}
