@@ -8,7 +8,7 @@
 -- copied to every shard of the event with the same ids, the channels with the event's
 -- other rows (`catalog.event_rows`: a release reaches every shard as a pause does), the
 -- codes, which are never changed once drawn, whenever the event's count of codes
--- changed (`holds.presale_code_rows`, `holds.copy_presale_codes`). `holds.channel_seats`, which seat is whose, lives with
+-- changed (`holds.presale_code_rows`, `holds.copy_new_channel_rows`). `holds.channel_seats`, which seat is whose, lives with
 -- the seat's rows: on its section's database, moved with the section.
 
 CREATE OR REPLACE FUNCTION catalog.event_rows(p_event_id bigint)
@@ -49,7 +49,7 @@ END;
 $$;
 
 -- The presale codes of `p_event` after code `p_after`, at most `p_limit` of them in id
--- order, as `holds.copy_presale_codes` takes them; `last_code_id` the last one given
+-- order, as `holds.copy_new_channel_rows` takes them; `last_code_id` the last one given
 -- (`p_after` when none).
 CREATE FUNCTION holds.presale_code_rows(p_event bigint, p_after bigint, p_limit integer)
 RETURNS TABLE (code_rows jsonb, last_code_id bigint)
@@ -63,21 +63,32 @@ AS $$
              ORDER BY pc.code_id LIMIT p_limit) t
 $$;
 
--- Writes codes as `holds.presale_code_rows` gives them, with their ids; a code there
--- already is left as it is (codes never change, and a claim may hold its row locked).
--- Returns the codes written.
-CREATE FUNCTION holds.copy_presale_codes(p_rows jsonb)
+-- Writes the channels and codes of `p_rows` (`holds.presale_code_rows`, or the
+-- channels of `catalog.event_rows`) that are not there yet, with their ids; rows there
+-- already are left as they are (codes never change, a channel's changes come with the
+-- catalog copy, and a claim or an assignment may hold their rows locked). Returns the
+-- rows written.
+CREATE FUNCTION holds.copy_new_channel_rows(p_rows jsonb)
 RETURNS bigint
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_written bigint;
+    v_channels bigint := 0;
+    v_codes    bigint := 0;
 BEGIN
-    INSERT INTO holds.presale_codes OVERRIDING SYSTEM VALUE
-    SELECT * FROM jsonb_populate_recordset(NULL::holds.presale_codes, p_rows -> 'holds.presale_codes')
-    ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS v_written = ROW_COUNT;
-    RETURN v_written;
+    IF p_rows ? 'holds.channels' THEN
+        INSERT INTO holds.channels OVERRIDING SYSTEM VALUE
+        SELECT * FROM jsonb_populate_recordset(NULL::holds.channels, p_rows -> 'holds.channels')
+        ON CONFLICT DO NOTHING;
+        GET DIAGNOSTICS v_channels = ROW_COUNT;
+    END IF;
+    IF p_rows ? 'holds.presale_codes' THEN
+        INSERT INTO holds.presale_codes OVERRIDING SYSTEM VALUE
+        SELECT * FROM jsonb_populate_recordset(NULL::holds.presale_codes, p_rows -> 'holds.presale_codes')
+        ON CONFLICT DO NOTHING;
+        GET DIAGNOSTICS v_codes = ROW_COUNT;
+    END IF;
+    RETURN v_channels + v_codes;
 END;
 $$;
 

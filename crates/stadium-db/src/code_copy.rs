@@ -34,7 +34,7 @@ pub async fn copy_presale_codes(
         if through == last {
             return Ok(last);
         }
-        sqlx::query("SELECT holds.copy_presale_codes($1::jsonb)")
+        sqlx::query("SELECT holds.copy_new_channel_rows($1::jsonb)")
             .bind(rows)
             .execute(target)
             .await?;

@@ -113,7 +113,7 @@ impl Copies {
 ///
 /// # Errors
 /// [`Error::Database`].
-pub(crate) async fn copy(pool: &sqlx::PgPool, rows: &str) -> Result<u64, Error> {
+async fn copy(pool: &sqlx::PgPool, rows: &str) -> Result<u64, Error> {
     let written: i64 = sqlx::query_scalar("SELECT catalog.copy_all($1::jsonb)")
         .bind(rows)
         .fetch_one(pool)

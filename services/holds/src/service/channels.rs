@@ -13,7 +13,6 @@ use sqlx::PgPool;
 use stadium_db::{MAIN, copy_presale_codes};
 
 use super::HoldsService;
-use crate::catalog_copy;
 use crate::domain::best::Target;
 use crate::domain::presale::{CODE_LENGTH, KEY_LENGTH};
 use crate::domain::{EventId, PresaleCode, SeatId};
@@ -117,7 +116,7 @@ impl HoldsService {
         for shard in by_database.keys().filter(|name| *name != MAIN) {
             let pool = self.shards.named(shard)?;
             let rows = store::channels::channel_rows(self.shards.main(), event).await?;
-            catalog_copy::copy(pool, &rows).await?;
+            store::channels::copy_new_channels(pool, &rows).await?;
         }
         let mut open = Vec::with_capacity(by_database.len());
         let mut given = Vec::with_capacity(seats.len());
@@ -325,7 +324,7 @@ impl HoldsService {
         for (shard, pool) in self.shards.others() {
             let copied = async {
                 let rows = store::channels::channel_rows(self.shards.main(), event).await?;
-                catalog_copy::copy(pool, &rows).await?;
+                store::channels::copy_new_channels(pool, &rows).await?;
                 copy_presale_codes(self.shards.main(), pool, event.get(), after).await?;
                 Ok::<_, Error>(())
             };

@@ -218,6 +218,20 @@ pub async fn channel_rows<'e>(db: impl PgExecutor<'e>, event: EventId) -> Result
     Ok(rows)
 }
 
+/// Writes the channels of `rows` (as [`channel_rows`] gives them) that `db` does not
+/// have yet, leaving those it has as they are (`holds.copy_new_channel_rows`: no row
+/// rewritten, none locked that an assignment or a claim holds).
+///
+/// # Errors
+/// [`Error::Database`].
+pub async fn copy_new_channels<'e>(db: impl PgExecutor<'e>, rows: &str) -> Result<(), Error> {
+    sqlx::query("SELECT holds.copy_new_channel_rows($1::jsonb)")
+        .bind(rows)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
 /// Stores presale codes (their SHA-256) for the live channel `channel`; returns the
 /// event and the first code id stored (the others follow it).
 ///

@@ -70,7 +70,7 @@ async fn claims_on_both(
 
 /// The holds the answers gave, sorted by key, after checking that every refusal is
 /// `LIMIT_EXCEEDED` for `limit` (or `UNAVAILABLE`, to be retried).
-fn answered(
+pub(crate) fn answered(
     answers: &[Result<stadium_proto::holds::v1::Hold, tonic::Status>],
     limit: &str,
 ) -> Vec<(String, i64)> {
