@@ -875,6 +875,8 @@ mod fuzz {
             let ring = ring("wr-1");
             let (issuer, verifier) = admission_pair(&ring);
             let token = issuer.issue("fan-1", "ev-1", at(T0)).unwrap().token;
+            // Verified first, so the token is kept: the change must not hit its entry.
+            prop_assert!(verifier.verify(&token, at(T0)).is_ok());
             let mut bytes = token.clone().into_bytes();
             let i = pos.index(bytes.len());
             bytes[i] = ALPHABET[c];

@@ -1,10 +1,9 @@
-//! Who is calling: a fan (session token, whose signature is verified once per token and
-//! trusted until it expires, so a poll costs one HMAC for the ticket and no Ed25519
+//! Who is calling: a fan (session token, whose signature the verifier checks once per
+//! token and trusts until it expires or its key is retired, so a poll costs no Ed25519
 //! verification), staff or a service (admin token with roles), or the holder of an
 //! admission token reporting its own completion.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use stadium_kit::auth::bearer_token;
 use stadium_kit::caller::{Caller, ServiceRecognition};
@@ -12,20 +11,13 @@ use stadium_tokens::{Access, AdminVerifier, AdmissionVerifier, FanSessionVerifie
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Status};
 
-use crate::clock::{Clock, unix_ms};
+use crate::clock::Clock;
 use crate::domain::{EventId, FanId};
 use crate::error::Error;
-
-/// How many verified fan sessions one replica remembers.
-const SESSIONS_KEPT: u64 = 200_000;
-/// How long a verified session is remembered at most (its own `exp` ends it sooner).
-const SESSION_MEMORY: Duration = Duration::from_secs(15 * 60);
 
 /// Verifies the credentials of every call.
 pub struct Authenticator {
     sessions: FanSessionVerifier,
-    /// Sessions verified on this replica, by token: `(fan, exp in Unix seconds)`.
-    sessions_seen: moka::sync::Cache<String, (FanId, u64)>,
     admins: AdminVerifier,
     admissions: AdmissionVerifier,
     clock: Arc<dyn Clock>,
@@ -51,10 +43,6 @@ impl Authenticator {
     ) -> Self {
         Self {
             sessions,
-            sessions_seen: moka::sync::Cache::builder()
-                .max_capacity(SESSIONS_KEPT)
-                .time_to_live(SESSION_MEMORY)
-                .build(),
             admins,
             admissions,
             clock,
@@ -68,18 +56,9 @@ impl Authenticator {
     /// `UNAUTHENTICATED` (`TOKEN_MISSING`, `TOKEN_EXPIRED`, `TOKEN_INVALID`).
     pub async fn fan(&self, metadata: &MetadataMap) -> Result<FanId, Status> {
         let token = bearer_token(metadata)?;
-        let now = self.clock.now();
-        let now_secs = unix_ms(now) / 1000;
-        let leeway = self.sessions.leeway().as_secs();
-        // A signature that verified once still verifies; only the time window moves.
-        if let Some((fan, exp)) = self.sessions_seen.get(token)
-            && now_secs < exp.saturating_add(leeway)
-        {
-            return Ok(fan);
-        }
         let claims = self
             .sessions
-            .verify(token, now)
+            .verify(token, self.clock.now())
             .map_err(Error::Credential)?;
         let fan = FanId::parse(claims.fan_id()).map_err(|reason| {
             Error::Credential(TokenError::InvalidClaim {
@@ -87,8 +66,6 @@ impl Authenticator {
                 reason,
             })
         })?;
-        self.sessions_seen
-            .insert(token.to_owned(), (fan.clone(), claims.registered.exp));
         Ok(fan)
     }
 
