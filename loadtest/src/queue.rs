@@ -20,7 +20,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use crate::credentials::authed;
 use crate::fan::{Ctx, POLL_FLOOR, TRANSIENT_RETRIES, backoff, queue_store_retry, shop, transient};
 use crate::mix::FanPlan;
-use crate::stats::inc;
+use crate::stats::{inc, reason};
 
 /// Counts its fan as finished when dropped, whichever way the fan's life ended (a
 /// task that panicked included), so the run knows when every fan is done.
@@ -194,7 +194,14 @@ async fn poll(
                 let pause = backoff(&mut rng, fan.failures);
                 queue.park(Instant::now() + pause, fan);
             }
-            None => inc(&ctx.stats.gave_up),
+            None => {
+                // Admitted, and the admission ran out before this poll came to take
+                // it: a lapsed admission, as one holds refuses.
+                if reason(&e) == "ADMISSION_EXPIRED" {
+                    inc(&ctx.stats.admission_expired);
+                }
+                inc(&ctx.stats.gave_up);
+            }
         },
     }
 }

@@ -134,8 +134,9 @@ pub struct RunReport {
     /// Rounds of `max_claim_attempts` claims that ended without a hold, after which the
     /// fan stepped back and tried again (the sale was still on).
     pub claim_rounds_lost: u64,
-    /// Of the fans who left without a hold, those whose admission token was refused
-    /// (lapsed) while they were still trying.
+    /// Of the fans who left without a hold, those whose admission lapsed: its token
+    /// refused by holds while they were still trying, or the waiting room answering
+    /// `ADMISSION_EXPIRED` to the poll that came to take it.
     pub admission_expired: u64,
     /// Of the fans who left without a hold, those still trying after `max_queue_wait`.
     pub out_of_time: u64,
