@@ -130,8 +130,12 @@ mod tests {
         assert!(store.waiting_list_stats(event).await.is_err());
         assert!(store.open(event).await.is_err());
         // Numbering reads the seed and the pre-queue first; its script gets the order.
-        let fans = vec!["fan-1".to_owned(), "fan-2".to_owned()];
-        assert!(store.write_slice(event, 1, &fans).await.is_err());
+        assert!(
+            store
+                .write_slice(event, 1, &["fan-1", "fan-2"])
+                .await
+                .is_err()
+        );
         recorder.sent.lock().unwrap().clone()
     }
 
