@@ -31,13 +31,8 @@ pub(crate) async fn price(app: &TestApp, event: &str) {
     .unwrap();
 }
 
-/// A channel of `event` named `name` holding `seats`; returns it and its key.
-pub(crate) async fn channel(
-    app: &TestApp,
-    event: &str,
-    name: &str,
-    seats: &[u64],
-) -> (Channel, String) {
+/// Creates a channel named `name` for `event` as a box-office clerk: its id and key.
+pub(crate) async fn create_channel(app: &TestApp, event: &str, name: &str) -> (u64, String) {
     let clerk = app.issuers.admin(&[Role::BoxOffice]);
     let created = app
         .client()
@@ -52,7 +47,18 @@ pub(crate) async fn channel(
         .await
         .unwrap()
         .into_inner();
-    let id = created.channel.unwrap().channel_id;
+    (created.channel.unwrap().channel_id, created.key)
+}
+
+/// A channel of `event` named `name` holding `seats`; returns it and its key.
+pub(crate) async fn channel(
+    app: &TestApp,
+    event: &str,
+    name: &str,
+    seats: &[u64],
+) -> (Channel, String) {
+    let clerk = app.issuers.admin(&[Role::BoxOffice]);
+    let (id, key) = create_channel(app, event, name).await;
     let assigned = app
         .client()
         .assign_channel_seats(bearer(
@@ -67,7 +73,7 @@ pub(crate) async fn channel(
         .await
         .unwrap()
         .into_inner();
-    (assigned.channel.unwrap(), created.key)
+    (assigned.channel.unwrap(), key)
 }
 
 pub(crate) async fn codes(

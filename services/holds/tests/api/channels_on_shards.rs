@@ -6,8 +6,8 @@
 
 use stadium_kit::Reason;
 use stadium_proto::holds::v1::{
-    AssignChannelSeatsRequest, BestSeats, ClaimSeatsRequest, CreateChannelRequest,
-    ListChannelsRequest, SeatList, assign_channel_seats_request,
+    AssignChannelSeatsRequest, BestSeats, ClaimSeatsRequest, ListChannelsRequest, SeatList,
+    assign_channel_seats_request,
 };
 use stadium_testkit::all_at_once;
 use stadium_testkit::grpc::metadata;
@@ -16,7 +16,7 @@ use tonic::Code;
 
 use holds::catalog_copy::Copies;
 
-use crate::channels::{channel, claim_in, codes, price, release, state};
+use crate::channels::{channel, claim_in, codes, create_channel, price, release, state};
 use crate::limits_across_shards::answered;
 use crate::section_moves::moved_to_east;
 use crate::shards::sharded;
@@ -178,20 +178,7 @@ async fn best_seats_for_a_channel_are_the_best_over_every_database() {
     };
     let mut ids = Vec::new();
     for name in ["Sponsor", "Press", "Late"] {
-        let created = app
-            .client()
-            .create_channel(bearer(
-                CreateChannelRequest {
-                    event_id: event.clone(),
-                    name: name.into(),
-                    release_at: None,
-                },
-                &clerk,
-            ))
-            .await
-            .unwrap()
-            .into_inner();
-        ids.push(created.channel.unwrap().channel_id);
+        ids.push(create_channel(&app, &event, name).await.0);
     }
     let first = best(ids[0], 5).await.unwrap().into_inner();
     let chosen: Vec<i64> = first.seat_ids.iter().map(|&s| s as i64).collect();
@@ -343,20 +330,11 @@ async fn assignments_racing_over_two_databases_give_each_seat_once() {
     let clerk = app.issuers.admin(&[Role::BoxOffice]);
     let mut ids = Vec::new();
     for i in 0..8 {
-        let created = app
-            .client()
-            .create_channel(bearer(
-                CreateChannelRequest {
-                    event_id: event.clone(),
-                    name: format!("channel-{i}"),
-                    release_at: None,
-                },
-                &clerk,
-            ))
-            .await
-            .unwrap()
-            .into_inner();
-        ids.push(created.channel.unwrap().channel_id);
+        ids.push(
+            create_channel(&app, &event, &format!("channel-{i}"))
+                .await
+                .0,
+        );
     }
     // Eight clerks at once give their own channel the same four seats on the main
     // database and two seats of their own on the shard (which the shard, first in the
